@@ -1,0 +1,1 @@
+//! valp: the VALP operator console and its command line.

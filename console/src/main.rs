@@ -1,0 +1,3 @@
+//! The `valp` binary.
+
+fn main() {}

@@ -1,0 +1,230 @@
+//! The canonical JSON writer (RFC 0002 §5.3).
+//!
+//! Strings are escaped exactly as the VALP reference does (`json.dumps(ensure_ascii=False)`):
+//! `"` and `\` are backslash-escaped, `\b \f \n \r \t` use their short forms, every other C0
+//! control character is written as `\u00xx` with lowercase hex, and everything else (including
+//! DEL, U+2028 and U+2029) is emitted as raw UTF-8.
+//!
+//! Typed artifacts write themselves through [`Fields`], which emits keys in the order the caller
+//! gives them and checks in debug builds that the order is strictly ascending, so a typed writer
+//! cannot silently produce non-canonical bytes.
+
+use super::value::{Number, Value};
+
+/// A value the canonical writer cannot encode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// Kernel artifacts carry integers only; floats, exponents and out-of-range integers are
+    /// refused rather than written in a form another implementation might print differently.
+    #[error("non-integer number {0} cannot be written canonically")]
+    NonInteger(String),
+}
+
+/// Appends the canonical form of `value` (without the trailing LF).
+pub fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), WriteError> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(Number::Int(number)) => write_int(out, *number),
+        Value::Number(Number::Other(text)) => return Err(WriteError::NonInteger(text.clone())),
+        Value::String(text) => write_str(out, text),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (index, (key, item)) in map.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_value(out, item)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// The canonical bytes of a whole artifact: its canonical form plus one trailing LF.
+pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, WriteError> {
+    let mut out = Vec::new();
+    write_value(&mut out, value)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// Bytes that must be escaped inside a JSON string: C0 controls, `"` and `\`.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// Appends a JSON string literal.
+pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run_start = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        if !NEEDS_ESCAPE[usize::from(byte)] {
+            continue;
+        }
+        out.extend_from_slice(&bytes[run_start..index]);
+        run_start = index + 1;
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0x0f)]);
+            }
+        }
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    out.push(b'"');
+}
+
+/// Appends a decimal integer.
+pub fn write_int(out: &mut Vec<u8>, number: i128) {
+    if number < 0 {
+        out.push(b'-');
+    }
+    let magnitude = number.unsigned_abs();
+    let mut digits = [0u8; 40];
+    let mut start = digits.len();
+    if let Ok(mut small) = u64::try_from(magnitude) {
+        loop {
+            start -= 1;
+            digits[start] = b'0' + digit(small % 10);
+            small /= 10;
+            if small == 0 {
+                break;
+            }
+        }
+    } else {
+        let mut large = magnitude;
+        while large > 0 {
+            start -= 1;
+            digits[start] = b'0' + digit128(large % 10);
+            large /= 10;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
+fn digit(remainder: u64) -> u8 {
+    u8::try_from(remainder).unwrap_or(0)
+}
+
+fn digit128(remainder: u128) -> u8 {
+    u8::try_from(remainder).unwrap_or(0)
+}
+
+/// Writes the members of one JSON object whose keys the caller supplies in ascending order.
+///
+/// ```
+/// use valp_kernel::json::write::Fields;
+/// let mut out = Vec::new();
+/// let mut fields = Fields::begin(&mut out);
+/// fields.str("a", "x");
+/// fields.int("b", 1);
+/// fields.end();
+/// assert_eq!(out, br#"{"a":"x","b":1}"#);
+/// ```
+pub struct Fields<'o> {
+    out: &'o mut Vec<u8>,
+    previous: Option<&'static str>,
+}
+
+impl<'o> Fields<'o> {
+    /// Opens the object.
+    pub fn begin(out: &'o mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Self {
+            out,
+            previous: None,
+        }
+    }
+
+    /// Continues an object whose opening brace and members up to `previous` (inclusive) the
+    /// caller already wrote.
+    pub fn resume(out: &'o mut Vec<u8>, previous: &'static str) -> Self {
+        Self {
+            out,
+            previous: Some(previous),
+        }
+    }
+
+    /// Writes `"key":` and returns the buffer for the member's value.
+    ///
+    /// Keys must be given in strictly ascending byte order; debug builds check it.
+    pub fn key(&mut self, key: &'static str) -> &mut Vec<u8> {
+        if let Some(previous) = self.previous {
+            debug_assert!(
+                previous < key,
+                "canonical key order: {previous:?} before {key:?}"
+            );
+            self.out.push(b',');
+        }
+        self.previous = Some(key);
+        // Member names are protocol identifiers (ASCII letters and `_`), which never need
+        // escaping; debug builds check that.
+        debug_assert!(key.bytes().all(|byte| !NEEDS_ESCAPE[usize::from(byte)]));
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    /// Writes a string member.
+    pub fn str(&mut self, key: &'static str, value: &str) {
+        write_str(self.key(key), value);
+    }
+
+    /// Writes an integer member.
+    pub fn int(&mut self, key: &'static str, value: i128) {
+        write_int(self.key(key), value);
+    }
+
+    /// Writes an array-of-strings member.
+    pub fn strs(&mut self, key: &'static str, values: &[String]) {
+        let out = self.key(key);
+        out.push(b'[');
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            write_str(out, value);
+        }
+        out.push(b']');
+    }
+
+    /// Closes the object.
+    pub fn end(self) {
+        self.out.push(b'}');
+    }
+}

@@ -1,0 +1,301 @@
+//! A task State kept in memory and advanced one event at a time in O(1) per event.
+//!
+//! The reference kernel re-encodes and re-hashes the whole accepted-event history on every
+//! `reduce` (the prior State's digest is part of every result digest), which makes replay
+//! quadratic. [`LiveState`] keeps three things next to the State instead:
+//!
+//! - a SHA-256 midstate over `{"accepted_events":[e1,…,en` — the canonical State starts with its
+//!   history, which only grows, so the State digest is that midstate plus the short tail;
+//! - an index from event id to history entry, for idempotency;
+//! - whether the history is well formed, updated as entries are appended.
+//!
+//! [`LiveState::apply`] runs exactly the checks and rules of [`reduce`](crate::reduce()) (they
+//! share the code) and gives the same Result, minus the copy of the State.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::canonical::Canonical;
+use crate::history::{HistoryView, entry_is_well_formed};
+use crate::model::state::STATE_HISTORY_OPEN;
+use crate::model::{
+    Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, Int, NoOp, Outcome, Rejected,
+    State, StateBody,
+};
+use crate::reduce::digests::{BodyEncoding, state_digest_from_parts};
+use crate::reduce::{Decision, commit, evaluate};
+
+/// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
+/// State is the `LiveState` itself, advanced only when accepted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Accepted; the live state advanced by one revision.
+    Accepted(AcceptedRecord),
+    /// A duplicate of an accepted event; nothing changed.
+    NoOp {
+        /// Digest of the input.
+        input_digest: String,
+        /// The earlier acceptance.
+        prior_result_id: Identity,
+        /// Its result digest.
+        prior_result_digest: String,
+    },
+    /// Refused; nothing changed.
+    Rejected {
+        /// Digest of the input.
+        input_digest: String,
+        /// Why.
+        error_code: ErrorCode,
+        /// For an idempotency conflict, the earlier acceptance and its digest.
+        prior: Option<(Identity, String)>,
+    },
+}
+
+/// An accepted Result without its State.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedRecord {
+    /// `<event_id>:accepted`.
+    pub result_id: Identity,
+    /// Digest of the input.
+    pub input_digest: String,
+    /// Digest of the accepted Result.
+    pub result_digest: String,
+    /// Obligations emitted.
+    pub obligations: Vec<String>,
+    /// Audit facts, starting with `accepted:event:<id>`.
+    pub audit_facts: Vec<String>,
+}
+
+impl Verdict {
+    /// The error code, if rejected.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self {
+            Self::Rejected { error_code, .. } => Some(*error_code),
+            _ => None,
+        }
+    }
+
+    /// The full protocol Result, given the State that goes with it (the next State when
+    /// accepted, the unchanged State otherwise).
+    pub fn into_outcome(self, state: State) -> Outcome {
+        match self {
+            Self::Accepted(record) => Outcome::Accepted(Accepted {
+                result_id: record.result_id,
+                state,
+                input_digest: record.input_digest,
+                result_digest: record.result_digest,
+                obligations: record.obligations,
+                audit_facts: record.audit_facts,
+            }),
+            Self::NoOp {
+                input_digest,
+                prior_result_id,
+                prior_result_digest,
+            } => Outcome::NoOp(NoOp {
+                state,
+                input_digest,
+                prior_result_id,
+                prior_result_digest,
+            }),
+            Self::Rejected {
+                input_digest,
+                error_code,
+                prior,
+            } => {
+                let (prior_result_id, prior_result_digest) = prior.unzip();
+                Outcome::Rejected(Rejected {
+                    state,
+                    input_digest,
+                    error_code,
+                    prior_result_id,
+                    prior_result_digest,
+                })
+            }
+        }
+    }
+}
+
+/// The accepted-event history with the indexes the reducer needs.
+#[derive(Clone)]
+struct HistoryIndex {
+    entries: Vec<AcceptedEvent>,
+    by_event_id: BTreeMap<Identity, usize>,
+    result_ids: BTreeSet<Identity>,
+    well_formed: bool,
+    /// SHA-256 fed with `{"accepted_events":[` and the entries joined by commas.
+    prefix: Sha256,
+}
+
+impl HistoryIndex {
+    fn new() -> Self {
+        let mut prefix = Sha256::new();
+        prefix.update(STATE_HISTORY_OPEN);
+        Self {
+            entries: Vec::new(),
+            by_event_id: BTreeMap::new(),
+            result_ids: BTreeSet::new(),
+            well_formed: true,
+            prefix,
+        }
+    }
+
+    fn push(&mut self, entry: AcceptedEvent, scratch: &mut Vec<u8>) {
+        let unique_event = !self.by_event_id.contains_key(&entry.event_id);
+        if unique_event {
+            self.by_event_id
+                .insert(entry.event_id.clone(), self.entries.len());
+        }
+        let unique_result = self.result_ids.insert(entry.result_id.clone());
+        self.well_formed &= unique_event && unique_result && entry_is_well_formed(&entry);
+        scratch.clear();
+        if !self.entries.is_empty() {
+            scratch.push(b',');
+        }
+        entry.write_canonical(scratch);
+        self.prefix.update(&scratch);
+        self.entries.push(entry);
+    }
+}
+
+impl HistoryView for HistoryIndex {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_well_formed(&self) -> bool {
+        self.well_formed
+    }
+
+    fn find(&self, event_id: &Identity) -> Option<&AcceptedEvent> {
+        self.by_event_id
+            .get(event_id)
+            .map(|&index| &self.entries[index])
+    }
+}
+
+/// A task State held in memory, advanced in place by [`apply`](Self::apply).
+#[derive(Clone)]
+pub struct LiveState {
+    body: StateBody,
+    history: HistoryIndex,
+    /// `body`, encoded and kept in step with it: the next event's prior-State digest needs it,
+    /// this event's result digest already produced it, and an event re-encodes only the work
+    /// items it changed.
+    encoding: BodyEncoding,
+    /// Reused encoding buffer.
+    scratch: Vec<u8>,
+}
+
+impl LiveState {
+    /// Takes over a State (which need not be valid: an invalid State rejects every event, as
+    /// `reduce` would). Indexes its history once, in O(history).
+    pub fn new(state: State) -> Self {
+        let mut history = HistoryIndex::new();
+        let mut scratch = Vec::new();
+        for entry in state.accepted_events {
+            history.push(entry, &mut scratch);
+        }
+        let encoding = BodyEncoding::new(&state.body);
+        Self {
+            body: state.body,
+            history,
+            encoding,
+            scratch,
+        }
+    }
+
+    /// Everything in the current State except its history.
+    pub fn body(&self) -> &StateBody {
+        &self.body
+    }
+
+    /// The accepted-event history, oldest first.
+    pub fn history(&self) -> &[AcceptedEvent] {
+        &self.history.entries
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> Int {
+        self.body.revision
+    }
+
+    /// `digest()` of the current State, in O(State body).
+    pub fn state_digest(&self) -> String {
+        state_digest_from_parts(&self.history.prefix, &self.encoding)
+    }
+
+    /// A copy of the current State.
+    pub fn to_state(&self) -> State {
+        State {
+            body: self.body.clone(),
+            accepted_events: self.history.entries.clone(),
+        }
+    }
+
+    /// The current State.
+    pub fn into_state(self) -> State {
+        State {
+            body: self.body,
+            accepted_events: self.history.entries,
+        }
+    }
+
+    /// Applies one event: the same checks, rules and Result as
+    /// [`reduce`](crate::reduce()), in O(State body + log history). The live state advances only
+    /// when the event is accepted.
+    pub fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {
+        match evaluate(&self.body, &self.history, event, evidence_set) {
+            Decision::Accept {
+                input_digest,
+                delta,
+            } => {
+                let prior_state_digest = self.state_digest();
+                let commit = commit(
+                    &mut self.body,
+                    &mut self.encoding,
+                    event,
+                    input_digest,
+                    &prior_state_digest,
+                    delta,
+                );
+                let record = AcceptedRecord {
+                    result_id: commit.record.result_id.clone(),
+                    input_digest: commit.record.input_digest.clone(),
+                    result_digest: commit.record.result_digest.clone(),
+                    obligations: commit.obligations,
+                    audit_facts: commit.audit_facts,
+                };
+                self.history.push(commit.record, &mut self.scratch);
+                Verdict::Accepted(record)
+            }
+            Decision::NoOp {
+                input_digest,
+                prior,
+            } => Verdict::NoOp {
+                input_digest,
+                prior_result_id: prior.result_id,
+                prior_result_digest: prior.result_digest,
+            },
+            Decision::Reject {
+                input_digest,
+                error_code,
+                prior,
+            } => Verdict::Rejected {
+                input_digest,
+                error_code,
+                prior: prior.map(|prior| (prior.result_id, prior.result_digest)),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for LiveState {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("LiveState")
+            .field("body", &self.body)
+            .field("history_len", &self.history.entries.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,232 @@
+//! `reduce(State, Event, EvidenceSet) -> Result`: the pure transition function.
+//!
+//! The checks run in the reference kernel's order, because the order decides which error an
+//! input that is wrong in several ways receives:
+//!
+//! 1. an unknown value in a closed slot (task status, event kind, wake reason, control reason,
+//!    cancellation scope): `VALP-E-UNKNOWN-ENUM-VALUE`;
+//! 2. an invalid State, Event or EvidenceSet, an installation or epoch mismatch, or missing
+//!    authority: `VALP-E-STATE-CONFLICT`;
+//! 3. a stale attempt-scoped event: `VALP-E-STATE-CONFLICT`;
+//! 4. a known event id: `no_op` when the input digest matches, else
+//!    `VALP-E-IDEMPOTENCY-CONFLICT` (so an old duplicate is still a no-op after the revision
+//!    moved on);
+//! 5. a task id mismatch or stale expected revision: `VALP-E-STATE-CONFLICT`;
+//! 6. the interrupt gate, the kind's rule, the transition table and the suspension gate.
+
+mod delta;
+pub(crate) mod digests;
+pub(crate) mod obligations;
+pub(crate) mod rules;
+pub mod transitions;
+pub(crate) mod validity;
+
+use crate::canonical::Canonical;
+use crate::history::HistoryView;
+use crate::model::{
+    Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, IdentityKind, NoOp, Open,
+    Outcome, Rejected, State, StateBody,
+};
+use delta::Delta;
+use digests::{BodyEncoding, ResultBinding, input_digest, result_digest};
+
+pub use obligations::{ADAPTER_CANCEL_PREFIX, adapter_cancel_obligation};
+pub use rules::work_item::dependency_gate;
+
+/// Applies one event to a State. Pure and total: equal inputs give byte-identical Results, and
+/// every input, however malformed, gets a Result.
+///
+/// This is the reference-shaped entry point; it copies the State's history into the next State
+/// and rescans it, so a call costs O(history). To apply a long sequence of events use
+/// [`LiveState`](crate::live::LiveState), which gives the same Results in O(1) per event.
+pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcome {
+    match evaluate(
+        &state.body,
+        state.accepted_events.as_slice(),
+        event,
+        evidence_set,
+    ) {
+        Decision::Accept {
+            input_digest,
+            delta,
+        } => {
+            let prior_state_digest = state.digest();
+            let mut next = state.body.clone();
+            let mut encoding = BodyEncoding::new(&next);
+            let commit = commit(
+                &mut next,
+                &mut encoding,
+                event,
+                input_digest,
+                &prior_state_digest,
+                delta,
+            );
+            let mut accepted_events = Vec::with_capacity(state.accepted_events.len() + 1);
+            accepted_events.extend_from_slice(&state.accepted_events);
+            accepted_events.push(commit.record.clone());
+            Outcome::Accepted(Accepted {
+                result_id: commit.record.result_id,
+                state: State {
+                    body: next,
+                    accepted_events,
+                },
+                input_digest: commit.record.input_digest,
+                result_digest: commit.record.result_digest,
+                obligations: commit.obligations,
+                audit_facts: commit.audit_facts,
+            })
+        }
+        Decision::NoOp {
+            input_digest,
+            prior,
+        } => Outcome::NoOp(NoOp {
+            state: state.clone(),
+            input_digest,
+            prior_result_id: prior.result_id,
+            prior_result_digest: prior.result_digest,
+        }),
+        Decision::Reject {
+            input_digest,
+            error_code,
+            prior,
+        } => Outcome::Rejected(Rejected {
+            state: state.clone(),
+            input_digest,
+            error_code,
+            prior_result_id: prior.as_ref().map(|prior| prior.result_id.clone()),
+            prior_result_digest: prior.map(|prior| prior.result_digest),
+        }),
+    }
+}
+
+/// The decision for one event, before the next State is built.
+// Lives for one call on the stack; boxing the delta would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Decision {
+    /// Accepted; `delta` describes the change.
+    Accept { input_digest: String, delta: Delta },
+    /// Duplicate of the accepted `prior`.
+    NoOp {
+        input_digest: String,
+        prior: AcceptedEvent,
+    },
+    /// Refused; `prior` is set for an idempotency conflict.
+    Reject {
+        input_digest: String,
+        error_code: ErrorCode,
+        prior: Option<AcceptedEvent>,
+    },
+}
+
+/// Runs every check of `reduce` against a State given as body + history view.
+pub(crate) fn evaluate(
+    body: &StateBody,
+    history: &(impl HistoryView + ?Sized),
+    event: &Event,
+    evidence_set: &[Evidence],
+) -> Decision {
+    let input_digest = input_digest(&body.protocol_version, event, evidence_set);
+    let reject = |input_digest, error_code| Decision::Reject {
+        input_digest,
+        error_code,
+        prior: None,
+    };
+    let (Open::Known(status), Open::Known(kind)) = (&body.status, &event.kind) else {
+        return reject(input_digest, ErrorCode::UnknownEnumValue);
+    };
+    let unknown_slot = matches!(event.wake_reason, Some(Open::Unknown(_)))
+        || matches!(event.control_reason, Some(Open::Unknown(_)))
+        || matches!(event.cancellation_scope, Some(Open::Unknown(_)));
+    if unknown_slot {
+        return reject(input_digest, ErrorCode::UnknownEnumValue);
+    }
+    let well_formed = validity::state_is_valid(body, history)
+        && validity::event_is_valid(event)
+        && validity::evidence_set_is_valid(evidence_set)
+        && event.installation_id == body.installation_id
+        && event.leader_epoch == body.leader_epoch
+        && validity::authority_is_valid(event, evidence_set);
+    if !well_formed || rules::attempt::is_stale(body, *kind, event) {
+        return reject(input_digest, ErrorCode::StateConflict);
+    }
+    if let Some(prior) = history.find(&event.event_id) {
+        if prior.input_digest == input_digest {
+            return Decision::NoOp {
+                input_digest,
+                prior: prior.clone(),
+            };
+        }
+        return Decision::Reject {
+            input_digest,
+            error_code: ErrorCode::IdempotencyConflict,
+            prior: Some(prior.clone()),
+        };
+    }
+    if event.task_id != body.task_id || event.expected_revision != body.revision {
+        return reject(input_digest, ErrorCode::StateConflict);
+    }
+    match rules::decide(body, *status, *kind, event) {
+        Ok(delta) => Decision::Accept {
+            input_digest,
+            delta,
+        },
+        Err(rules::Conflict) => reject(input_digest, ErrorCode::StateConflict),
+    }
+}
+
+/// What committing an acceptance produced besides the next State body.
+pub(crate) struct Commit {
+    /// The history record to append.
+    pub record: AcceptedEvent,
+    /// Obligations emitted.
+    pub obligations: Vec<String>,
+    /// All audit facts, starting with `accepted:event:<id>`.
+    pub audit_facts: Vec<String>,
+}
+
+/// Applies an accepted delta to `body` (the prior State's body, which becomes the next one),
+/// brings `encoding` (of the prior body) in line with it, and computes the result identity and
+/// digest.
+pub(crate) fn commit(
+    body: &mut StateBody,
+    encoding: &mut BodyEncoding,
+    event: &Event,
+    input_digest: String,
+    prior_state_digest: &str,
+    delta: Delta,
+) -> Commit {
+    let delta::Applied {
+        changed_items,
+        obligations,
+        audit_facts: kind_facts,
+    } = delta.apply(body);
+    encoding.refresh(body, changed_items);
+    let event_id = &event.event_id;
+    let mut audit_facts = Vec::with_capacity(kind_facts.len() + 1);
+    audit_facts.push(format!("accepted:{}:{}", event_id.kind(), event_id.value()));
+    audit_facts.extend(kind_facts);
+    let result_id = Identity::derived(
+        IdentityKind::Result,
+        format!("{}:accepted", event_id.value()),
+    );
+    let result_digest = result_digest(&ResultBinding {
+        result_id: &result_id,
+        event_id,
+        input_digest: &input_digest,
+        prior_state_digest,
+        next: body,
+        next_encoding: encoding,
+        obligations: &obligations,
+        audit_facts: &audit_facts,
+    });
+    Commit {
+        record: AcceptedEvent {
+            event_id: event_id.clone(),
+            result_id,
+            input_digest,
+            result_digest,
+        },
+        obligations,
+        audit_facts,
+    }
+}

@@ -1,0 +1,1 @@
+//! Cross-crate, CLI and end-to-end tests of valp live in `tests/tests/`.
