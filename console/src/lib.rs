@@ -1,1 +1,8 @@
-//! valp: the VALP operator console and its command line.
+//! valp: the VALP operator console and its command line (RFC 0002 Layer 01, Experience).
+//!
+//! The library holds everything the `valp` binary does, so tests drive the same code paths;
+//! `main.rs` only wires it up. The console never decides protocol truth: every state change is
+//! proposed to the kernel and shown only once the kernel accepted it.
+
+pub mod cli;
+pub mod conformance;

@@ -37,7 +37,7 @@ impl Value {
             Self::Null => "null",
             Self::Bool(_) => "boolean",
             Self::Number(Number::Int(_)) => "integer",
-            Self::Number(Number::Other(_)) => "non-integer number",
+            Self::Number(Number::Other(_)) => "non-integer or out-of-range number",
             Self::String(_) => "string",
             Self::Array(_) => "array",
             Self::Object(_) => "object",
