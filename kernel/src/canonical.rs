@@ -163,9 +163,12 @@ impl Fields<'_> {
 }
 
 /// Appends a JSON array of canonical kernel types, in the given order.
-pub fn write_list<T: Canonical>(out: &mut Vec<u8>, items: &[T]) {
+pub fn write_list<'a, T: Canonical + 'a>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = &'a T>,
+) {
     out.push(b'[');
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.into_iter().enumerate() {
         if index > 0 {
             out.push(b',');
         }

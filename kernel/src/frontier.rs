@@ -2,12 +2,14 @@
 //!
 //! Pure and derived from the State alone. It uses the same dependency gate as the reducer's
 //! `work_item_eligible` rule, so an item reported [`Position::Unlocked`] is exactly one whose
-//! eligibility event the kernel would accept.
+//! dependencies allow its eligibility event. (The task may still refuse that event for reasons
+//! of its own: an interrupted task accepts no work-item events.)
 
 use crate::model::{Attempt, Identity, Requirement, StateBody, WorkItemStatus};
 use crate::reduce::dependency_gate;
 
-/// A hard dependency that keeps an item locked.
+/// A dependency that keeps an item locked: a hard dependency that is not completed, or a
+/// dependency of any kind that names no existing item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lock {
     /// The dependency.
@@ -19,15 +21,16 @@ pub struct Lock {
 /// Where a work item stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Position {
-    /// Pending, and every hard dependency is completed: `work_item_eligible` would be accepted.
-    /// Soft dependencies that are not completed are listed (they become audit facts).
+    /// Pending, and every hard dependency is completed: the dependency gate of
+    /// `work_item_eligible` is open. Soft dependencies that are not completed are listed (they
+    /// become audit facts).
     Unlocked {
         /// Soft dependencies not completed.
         soft_unmet: Vec<Identity>,
     },
-    /// Pending, waiting for the listed hard dependencies.
+    /// Pending, waiting for the listed dependencies.
     Locked {
-        /// Every hard dependency that is not completed, in declared order.
+        /// Every dependency that gates, in declared order.
         by: Vec<Lock>,
     },
     /// Eligible: ready for a first attempt.
@@ -79,11 +82,20 @@ pub fn frontier(body: &StateBody) -> Vec<FrontierItem> {
                         by: item
                             .dependencies
                             .iter()
-                            .filter(|dependency| dependency.requirement == Requirement::Required)
-                            .filter(|dependency| !is_completed(body, &dependency.work_item_id))
-                            .map(|dependency| Lock {
-                                work_item_id: dependency.work_item_id.clone(),
-                                status: body.work_item(&dependency.work_item_id).map(|d| d.status),
+                            .filter_map(|dependency| {
+                                let status =
+                                    body.work_item(&dependency.work_item_id).map(|d| d.status);
+                                let gates = match status {
+                                    None => true,
+                                    Some(status) => {
+                                        dependency.requirement == Requirement::Required
+                                            && status != WorkItemStatus::Completed
+                                    }
+                                };
+                                gates.then(|| Lock {
+                                    work_item_id: dependency.work_item_id.clone(),
+                                    status,
+                                })
                             })
                             .collect(),
                     },

@@ -24,7 +24,7 @@ use crate::model::{
     State, StateBody,
 };
 use crate::reduce::digests::{BodyEncoding, state_digest_from_parts};
-use crate::reduce::{Decision, commit, evaluate};
+use crate::reduce::{commit, evaluate};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
 /// State is the `LiveState` itself, advanced only when accepted).
@@ -245,48 +245,20 @@ impl LiveState {
     /// [`reduce`](crate::reduce()), in O(State body + log history). The live state advances only
     /// when the event is accepted.
     pub fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {
-        match evaluate(&self.body, &self.history, event, evidence_set) {
-            Decision::Accept {
+        let decision = evaluate(&self.body, &self.history, event, evidence_set);
+        decision.settle(|input_digest, delta| {
+            let prior_state_digest = self.state_digest();
+            let commit = commit(
+                &mut self.body,
+                &mut self.encoding,
+                event,
                 input_digest,
+                &prior_state_digest,
                 delta,
-            } => {
-                let prior_state_digest = self.state_digest();
-                let commit = commit(
-                    &mut self.body,
-                    &mut self.encoding,
-                    event,
-                    input_digest,
-                    &prior_state_digest,
-                    delta,
-                );
-                let record = AcceptedRecord {
-                    result_id: commit.record.result_id.clone(),
-                    input_digest: commit.record.input_digest.clone(),
-                    result_digest: commit.record.result_digest.clone(),
-                    obligations: commit.obligations,
-                    audit_facts: commit.audit_facts,
-                };
-                self.history.push(commit.record, &mut self.scratch);
-                Verdict::Accepted(record)
-            }
-            Decision::NoOp {
-                input_digest,
-                prior,
-            } => Verdict::NoOp {
-                input_digest,
-                prior_result_id: prior.result_id,
-                prior_result_digest: prior.result_digest,
-            },
-            Decision::Reject {
-                input_digest,
-                error_code,
-                prior,
-            } => Verdict::Rejected {
-                input_digest,
-                error_code,
-                prior: prior.map(|prior| (prior.result_id, prior.result_digest)),
-            },
-        }
+            );
+            self.history.push(commit.entry.clone(), &mut self.scratch);
+            commit.into_record()
+        })
     }
 }
 

@@ -23,9 +23,9 @@ pub(crate) mod validity;
 
 use crate::canonical::Canonical;
 use crate::history::HistoryView;
+use crate::live::{AcceptedRecord, Verdict};
 use crate::model::{
-    Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, IdentityKind, NoOp, Open,
-    Outcome, Rejected, State, StateBody,
+    AcceptedEvent, ErrorCode, Event, Evidence, Identity, IdentityKind, Outcome, State, StateBody,
 };
 use delta::Delta;
 use digests::{BodyEncoding, ResultBinding, input_digest, result_digest};
@@ -40,63 +40,35 @@ pub use rules::work_item::dependency_gate;
 /// and rescans it, so a call costs O(history). To apply a long sequence of events use
 /// [`LiveState`](crate::live::LiveState), which gives the same Results in O(1) per event.
 pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcome {
-    match evaluate(
+    let decision = evaluate(
         &state.body,
         state.accepted_events.as_slice(),
         event,
         evidence_set,
-    ) {
-        Decision::Accept {
+    );
+    let mut next = None;
+    let verdict = decision.settle(|input_digest, delta| {
+        let prior_state_digest = state.digest();
+        let mut body = state.body.clone();
+        let mut encoding = BodyEncoding::new(&body);
+        let commit = commit(
+            &mut body,
+            &mut encoding,
+            event,
             input_digest,
+            &prior_state_digest,
             delta,
-        } => {
-            let prior_state_digest = state.digest();
-            let mut next = state.body.clone();
-            let mut encoding = BodyEncoding::new(&next);
-            let commit = commit(
-                &mut next,
-                &mut encoding,
-                event,
-                input_digest,
-                &prior_state_digest,
-                delta,
-            );
-            let mut accepted_events = Vec::with_capacity(state.accepted_events.len() + 1);
-            accepted_events.extend_from_slice(&state.accepted_events);
-            accepted_events.push(commit.record.clone());
-            Outcome::Accepted(Accepted {
-                result_id: commit.record.result_id,
-                state: State {
-                    body: next,
-                    accepted_events,
-                },
-                input_digest: commit.record.input_digest,
-                result_digest: commit.record.result_digest,
-                obligations: commit.obligations,
-                audit_facts: commit.audit_facts,
-            })
-        }
-        Decision::NoOp {
-            input_digest,
-            prior,
-        } => Outcome::NoOp(NoOp {
-            state: state.clone(),
-            input_digest,
-            prior_result_id: prior.result_id,
-            prior_result_digest: prior.result_digest,
-        }),
-        Decision::Reject {
-            input_digest,
-            error_code,
-            prior,
-        } => Outcome::Rejected(Rejected {
-            state: state.clone(),
-            input_digest,
-            error_code,
-            prior_result_id: prior.as_ref().map(|prior| prior.result_id.clone()),
-            prior_result_digest: prior.map(|prior| prior.result_digest),
-        }),
-    }
+        );
+        let mut accepted_events = Vec::with_capacity(state.accepted_events.len() + 1);
+        accepted_events.extend_from_slice(&state.accepted_events);
+        accepted_events.push(commit.entry.clone());
+        next = Some(State {
+            body,
+            accepted_events,
+        });
+        commit.into_record()
+    });
+    verdict.into_outcome(next.unwrap_or_else(|| state.clone()))
 }
 
 /// The decision for one event, before the next State is built.
@@ -118,6 +90,35 @@ pub(crate) enum Decision {
     },
 }
 
+impl Decision {
+    /// The Verdict for this decision; `accept` commits an acceptance and returns its record.
+    pub(crate) fn settle(self, accept: impl FnOnce(String, Delta) -> AcceptedRecord) -> Verdict {
+        match self {
+            Self::Accept {
+                input_digest,
+                delta,
+            } => Verdict::Accepted(accept(input_digest, delta)),
+            Self::NoOp {
+                input_digest,
+                prior,
+            } => Verdict::NoOp {
+                input_digest,
+                prior_result_id: prior.result_id,
+                prior_result_digest: prior.result_digest,
+            },
+            Self::Reject {
+                input_digest,
+                error_code,
+                prior,
+            } => Verdict::Rejected {
+                input_digest,
+                error_code,
+                prior: prior.map(|prior| (prior.result_id, prior.result_digest)),
+            },
+        }
+    }
+}
+
 /// Runs every check of `reduce` against a State given as body + history view.
 pub(crate) fn evaluate(
     body: &StateBody,
@@ -131,12 +132,21 @@ pub(crate) fn evaluate(
         error_code,
         prior: None,
     };
-    let (Open::Known(status), Open::Known(kind)) = (&body.status, &event.kind) else {
+    let (Some(status), Some(kind)) = (body.status.known(), event.kind.known()) else {
         return reject(input_digest, ErrorCode::UnknownEnumValue);
     };
-    let unknown_slot = matches!(event.wake_reason, Some(Open::Unknown(_)))
-        || matches!(event.control_reason, Some(Open::Unknown(_)))
-        || matches!(event.cancellation_scope, Some(Open::Unknown(_)));
+    let unknown_slot = event
+        .wake_reason
+        .as_ref()
+        .is_some_and(|slot| slot.known().is_none())
+        || event
+            .control_reason
+            .as_ref()
+            .is_some_and(|slot| slot.known().is_none())
+        || event
+            .cancellation_scope
+            .as_ref()
+            .is_some_and(|slot| slot.known().is_none());
     if unknown_slot {
         return reject(input_digest, ErrorCode::UnknownEnumValue);
     }
@@ -146,7 +156,7 @@ pub(crate) fn evaluate(
         && event.installation_id == body.installation_id
         && event.leader_epoch == body.leader_epoch
         && validity::authority_is_valid(event, evidence_set);
-    if !well_formed || rules::attempt::is_stale(body, *kind, event) {
+    if !well_formed || rules::attempt::is_stale(body, kind, event) {
         return reject(input_digest, ErrorCode::StateConflict);
     }
     if let Some(prior) = history.find(&event.event_id) {
@@ -165,7 +175,7 @@ pub(crate) fn evaluate(
     if event.task_id != body.task_id || event.expected_revision != body.revision {
         return reject(input_digest, ErrorCode::StateConflict);
     }
-    match rules::decide(body, *status, *kind, event) {
+    match rules::decide(body, status, kind, event) {
         Ok(delta) => Decision::Accept {
             input_digest,
             delta,
@@ -177,11 +187,24 @@ pub(crate) fn evaluate(
 /// What committing an acceptance produced besides the next State body.
 pub(crate) struct Commit {
     /// The history record to append.
-    pub record: AcceptedEvent,
+    pub entry: AcceptedEvent,
     /// Obligations emitted.
     pub obligations: Vec<String>,
     /// All audit facts, starting with `accepted:event:<id>`.
     pub audit_facts: Vec<String>,
+}
+
+impl Commit {
+    /// The accepted Result without its State.
+    pub fn into_record(self) -> AcceptedRecord {
+        AcceptedRecord {
+            result_id: self.entry.result_id,
+            input_digest: self.entry.input_digest,
+            result_digest: self.entry.result_digest,
+            obligations: self.obligations,
+            audit_facts: self.audit_facts,
+        }
+    }
 }
 
 /// Applies an accepted delta to `body` (the prior State's body, which becomes the next one),
@@ -220,7 +243,7 @@ pub(crate) fn commit(
         audit_facts: &audit_facts,
     });
     Commit {
-        record: AcceptedEvent {
+        entry: AcceptedEvent {
             event_id: event_id.clone(),
             result_id,
             input_digest,

@@ -389,15 +389,7 @@ pub fn replay_compact<'a>(
 pub fn replay_prefix_digest<'a>(entries: impl IntoIterator<Item = &'a ReplayEntry>) -> String {
     let mut out = Vec::new();
     let mut fields = Fields::begin(&mut out);
-    let list = fields.key("entries");
-    list.push(b'[');
-    for (index, entry) in entries.into_iter().enumerate() {
-        if index > 0 {
-            list.push(b',');
-        }
-        entry.write_canonical(list);
-    }
-    list.push(b']');
+    crate::canonical::write_list(fields.key("entries"), entries);
     fields.str("schema_version", REPLAY_PREFIX_SCHEMA);
     fields.end();
     out.push(b'\n');

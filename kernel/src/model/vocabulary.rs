@@ -297,22 +297,15 @@ impl EventKind {
 /// same, byte for byte. Only the five slots the reference checks this way use `Open`: the task
 /// status of a State, and an Event's `kind`, `wake_reason`, `control_reason` and
 /// `cancellation_scope`. Every other closed slot refuses unknown values when decoded.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Two `Open` values are equal when their wire text is, so `Unknown("published")` (which the
+/// decoder never produces) equals `Known(Published)`, as their canonical bytes do.
+#[derive(Debug, Clone)]
 pub enum Open<T> {
     /// A value of the vocabulary.
     Known(T),
     /// Text outside the vocabulary, kept verbatim.
     Unknown(String),
-}
-
-impl<T: Copy> Open<T> {
-    /// The known value, if any.
-    pub fn known(&self) -> Option<T> {
-        match self {
-            Self::Known(value) => Some(*value),
-            Self::Unknown(_) => None,
-        }
-    }
 }
 
 impl<T> From<T> for Open<T> {
@@ -332,11 +325,28 @@ macro_rules! open_wire {
                 }
             }
 
+            /// The vocabulary value, if the wire text is one (an `Unknown` whose text is a
+            /// vocabulary spelling counts as that value).
+            pub fn known(&self) -> Option<$name> {
+                match self {
+                    Self::Known(value) => Some(*value),
+                    Self::Unknown(text) => $name::from_wire(text),
+                }
+            }
+
             /// Parses wire text, keeping unknown text.
             pub fn from_wire(text: &str) -> Self {
                 $name::from_wire(text).map_or_else(|| Self::Unknown(text.to_owned()), Self::Known)
             }
         }
+
+        impl PartialEq for Open<$name> {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+
+        impl Eq for Open<$name> {}
     )+};
 }
 
@@ -358,5 +368,22 @@ closed_vocabulary! {
         StateConflict => "VALP-E-STATE-CONFLICT",
         /// A known event id proposed again with different content.
         IdempotencyConflict => "VALP-E-IDEMPOTENCY-CONFLICT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_values_compare_by_wire_text() {
+        let known = Open::Known(TaskStatus::Published);
+        assert_eq!(Open::<TaskStatus>::Unknown("published".to_owned()), known);
+        assert_ne!(Open::<TaskStatus>::Unknown("Published".to_owned()), known);
+        assert_eq!(
+            Open::<EventKind>::from_wire("work_completed").known(),
+            Some(EventKind::WorkCompleted)
+        );
+        assert_eq!(Open::<EventKind>::from_wire("future").known(), None);
     }
 }

@@ -98,6 +98,20 @@ fn suspension_gate(
     Ok(delta)
 }
 
+/// No interrupt, redirect, intent-version or superseded-item slots: what every cancel requires.
+pub(crate) fn carries_no_control_slots(event: &Event) -> bool {
+    event.interrupt_id.is_none()
+        && event.redirect_id.is_none()
+        && event.intent_version.is_none()
+        && event.next_intent_version.is_none()
+        && event.superseded_work_item_ids.is_empty()
+}
+
+/// No attempt, dispatch or generation slots: a task- or work-item-scope cancel names no attempt.
+pub(crate) fn carries_no_attempt_slots(event: &Event) -> bool {
+    event.attempt_id.is_none() && event.dispatch_id.is_none() && event.dispatch_generation.is_none()
+}
+
 /// The principal value of an authority-bound event (validated before any rule runs).
 pub(crate) fn principal(event: &Event) -> &str {
     event

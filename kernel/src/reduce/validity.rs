@@ -9,7 +9,7 @@ use crate::canonical::is_digest;
 use crate::history::HistoryView;
 use crate::model::identity::has_kind;
 use crate::model::{
-    Attempt, Control, ControlStatus, Event, Evidence, Identity, IdentityKind, Int, Open,
+    Attempt, Control, ControlStatus, Event, Evidence, Identity, IdentityKind, Int,
     PROTOCOL_VERSION, StateBody, Suspension, SuspensionStatus, TaskStatus, WakeReason, WorkItem,
 };
 
@@ -44,7 +44,7 @@ where
 
 /// `_state_is_valid`: the State is well formed for this protocol version.
 pub(crate) fn state_is_valid(body: &StateBody, history: &(impl HistoryView + ?Sized)) -> bool {
-    let Open::Known(status) = &body.status else {
+    let Some(status) = body.status.known() else {
         return false;
     };
     let revision_matches = usize::try_from(body.revision).is_ok_and(|len| len == history.len());
@@ -54,13 +54,13 @@ pub(crate) fn state_is_valid(body: &StateBody, history: &(impl HistoryView + ?Si
         && non_negative(body.leader_epoch)
         && non_negative(body.revision)
         && revision_matches
-        && (body.revision != 0 || *status == TaskStatus::Published)
+        && (body.revision != 0 || status == TaskStatus::Published)
         && body
             .work_items
             .iter()
             .all(|item| work_item_is_valid(item, &body.task_id))
         && body.suspension.as_ref().is_none_or(|suspension| {
-            *status == TaskStatus::Executing && suspension_is_valid(suspension, body)
+            status == TaskStatus::Executing && suspension_is_valid(suspension, body)
         })
         && body.control.as_ref().is_none_or(control_is_valid)
         && history.is_well_formed()
@@ -135,19 +135,19 @@ fn control_is_valid(control: &Control) -> bool {
 
 /// `_event_is_valid`: every slot that is present has the right kind and range.
 pub(crate) fn event_is_valid(event: &Event) -> bool {
-    let known_enums = matches!(event.kind, Open::Known(_))
+    let known_enums = event.kind.known().is_some()
         && event
             .wake_reason
             .as_ref()
-            .is_none_or(|reason| matches!(reason, Open::Known(_)))
+            .is_none_or(|reason| reason.known().is_some())
         && event
             .control_reason
             .as_ref()
-            .is_none_or(|reason| matches!(reason, Open::Known(_)))
+            .is_none_or(|reason| reason.known().is_some())
         && event
             .cancellation_scope
             .as_ref()
-            .is_none_or(|scope| matches!(scope, Open::Known(_)));
+            .is_none_or(|scope| scope.known().is_some());
     known_enums
         && event.event_id.is(IdentityKind::Event)
         && event.installation_id.is(IdentityKind::Installation)
@@ -193,7 +193,7 @@ pub(crate) fn evidence_set_is_valid(evidence_set: &[Evidence]) -> bool {
 /// `_authority_is_valid`: an authority-bound event names a principal, a closed reason, and
 /// authority evidence that is present in the EvidenceSet.
 pub(crate) fn authority_is_valid(event: &Event, evidence_set: &[Evidence]) -> bool {
-    let Open::Known(kind) = event.kind else {
+    let Some(kind) = event.kind.known() else {
         return true;
     };
     if !kind.is_authority_bound() {
@@ -203,7 +203,10 @@ pub(crate) fn authority_is_valid(event: &Event, evidence_set: &[Evidence]) -> bo
         event.authority_principal_id.as_ref(),
         IdentityKind::Principal,
     ) && has_kind(event.authority_evidence_id.as_ref(), IdentityKind::Evidence)
-        && matches!(event.control_reason, Some(Open::Known(_)))
+        && event
+            .control_reason
+            .as_ref()
+            .is_some_and(|reason| reason.known().is_some())
         && evidence_set
             .iter()
             .any(|evidence| Some(&evidence.evidence_id) == event.authority_evidence_id.as_ref())

@@ -6,7 +6,7 @@ use crate::model::{
 };
 use crate::reduce::delta::Delta;
 use crate::reduce::obligations::{adapter_cancel_obligation, with_status};
-use crate::reduce::rules::{Conflict, principal, require, target_index};
+use crate::reduce::rules::{Conflict, carries_no_control_slots, principal, require, target_index};
 
 /// Whether the event names exactly this attempt: same attempt, dispatch and generation.
 pub(crate) fn names_attempt(event: &Event, attempt: &Attempt) -> bool {
@@ -166,11 +166,7 @@ pub(super) fn progressed(
     if cancel {
         require(
             event.cancellation_scope == Some(Open::Known(CancellationScope::Attempt))
-                && event.interrupt_id.is_none()
-                && event.redirect_id.is_none()
-                && event.intent_version.is_none()
-                && event.next_intent_version.is_none()
-                && event.superseded_work_item_ids.is_empty(),
+                && carries_no_control_slots(event),
         )?;
     }
     let attempt = item.current_attempt.as_ref().ok_or(Conflict)?;

@@ -3,7 +3,9 @@
 use crate::model::{CancellationScope, Control, ControlStatus, Event, Open, StateBody, TaskStatus};
 use crate::reduce::delta::{Delta, SuspensionChange};
 use crate::reduce::obligations::cancel_work_item;
-use crate::reduce::rules::{Conflict, principal, require};
+use crate::reduce::rules::{
+    Conflict, carries_no_attempt_slots, carries_no_control_slots, principal, require,
+};
 
 /// No redirect, next-intent, cancellation-scope or superseded slots.
 fn carries_no_redirect_or_cancel(event: &Event) -> bool {
@@ -131,14 +133,8 @@ pub(super) fn task_cancelled(
     require(
         event.cancellation_scope == Some(Open::Known(CancellationScope::Task))
             && event.work_item_id.is_none()
-            && event.attempt_id.is_none()
-            && event.dispatch_id.is_none()
-            && event.dispatch_generation.is_none()
-            && event.interrupt_id.is_none()
-            && event.redirect_id.is_none()
-            && event.intent_version.is_none()
-            && event.next_intent_version.is_none()
-            && event.superseded_work_item_ids.is_empty()
+            && carries_no_attempt_slots(event)
+            && carries_no_control_slots(event)
             && event.suspension_epoch == suspension_epoch,
     )?;
     let mut delta = Delta::status_only(cancelled);

@@ -6,7 +6,9 @@ use crate::model::{
 };
 use crate::reduce::delta::Delta;
 use crate::reduce::obligations::cancel_work_item;
-use crate::reduce::rules::{Conflict, principal, require, target_index};
+use crate::reduce::rules::{
+    Conflict, carries_no_attempt_slots, carries_no_control_slots, principal, require, target_index,
+};
 
 /// Whether every hard (`required`) dependency of `item` is completed, and the audit facts for
 /// soft dependencies that are not. Optional dependencies never gate. A dependency on an item
@@ -98,14 +100,8 @@ pub(super) fn settled(
     if kind == EventKind::WorkItemCancelled {
         require(
             event.cancellation_scope == Some(Open::Known(CancellationScope::WorkItem))
-                && event.attempt_id.is_none()
-                && event.dispatch_id.is_none()
-                && event.dispatch_generation.is_none()
-                && event.interrupt_id.is_none()
-                && event.redirect_id.is_none()
-                && event.intent_version.is_none()
-                && event.next_intent_version.is_none()
-                && event.superseded_work_item_ids.is_empty(),
+                && carries_no_attempt_slots(event)
+                && carries_no_control_slots(event),
         )?;
     }
     require(settles_from(kind, item.status))?;
