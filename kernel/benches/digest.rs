@@ -1,0 +1,62 @@
+//! The hashing floor: canonical encoding and SHA-256 digest of a 20-work-item State body.
+//!
+//! Every accepted event hashes about twice the canonical State body (the prior-State digest and
+//! the result digest, whose preimage embeds the next State), so these figures bound from below
+//! what `LiveState::apply` and replay can cost per event on a task of this size.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// `criterion_group!` generates an undocumented public function.
+#![allow(missing_docs)]
+
+mod common;
+
+use std::hint::black_box;
+
+use common::{WORK_ITEMS, configure_fast, history};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_kernel::live::LiveState;
+use valp_kernel::replay::replay_compact;
+
+/// Entries walked before the body is sampled, so that items carry attempts and control is set.
+const WARM_HISTORY: usize = 1_000;
+
+fn bench_digest(c: &mut Criterion) {
+    let history = history(WORK_ITEMS, WARM_HISTORY);
+    let live: LiveState = replay_compact(&history.genesis, &history.entries)
+        .map(|replay| LiveState::new(replay.state))
+        .unwrap();
+    let body = live.body().clone();
+    let body_bytes = body.canonical_bytes();
+    let len = u64::try_from(body_bytes.len()).unwrap();
+    eprintln!(
+        "digest: {WORK_ITEMS}-item State body after {WARM_HISTORY} events: {len} canonical bytes"
+    );
+
+    let mut group = c.benchmark_group("state_body_20wi");
+    configure_fast(&mut group);
+    group.throughput(Throughput::Bytes(len));
+    group.bench_function("canonical_bytes", |b| {
+        b.iter(|| black_box(&body).canonical_bytes());
+    });
+    group.bench_function("sha256_of_encoded", |b| {
+        b.iter(|| sha256_digest(black_box(&body_bytes)));
+    });
+    group.bench_function("digest", |b| b.iter(|| black_box(&body).digest()));
+    // The per-event prior-State digest of the in-place path: history midstate plus the cached
+    // body encoding (no re-encoding).
+    group.bench_function("live_state_digest", |b| {
+        b.iter(|| black_box(&live).state_digest());
+    });
+    group.finish();
+
+    let block = vec![0x5a_u8; 64 * 1024];
+    let mut group = c.benchmark_group("sha256_raw");
+    configure_fast(&mut group);
+    group.throughput(Throughput::Bytes(u64::try_from(block.len()).unwrap()));
+    group.bench_function("64KiB", |b| b.iter(|| sha256_digest(black_box(&block))));
+    group.finish();
+}
+
+criterion_group!(benches, bench_digest);
+criterion_main!(benches);
