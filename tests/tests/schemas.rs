@@ -1,0 +1,237 @@
+//! Every file format valp reads or writes has a JSON Schema in `schemas/`; this checks the
+//! schemas against real artifacts: the committed reference vectors, the deviations file, and
+//! kernel artifacts produced along seeded walks. Malformed instances must be refused.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use jsonschema::{Retrieve, Uri, Validator};
+use serde_json::Value;
+use valp_kernel::canonical::Canonical;
+use valp_kernel::replay::{GenesisRoot, ReplayEntry, replay};
+use valp_kernel::walk::{Walk, WalkConfig};
+use valp_kernel::{Outcome, reduce};
+use valp_tests::workspace_root;
+
+const SCHEMA_BASE: &str = "https://schemas.valp.dev/";
+
+/// Serves `https://schemas.valp.dev/<path>` from the local `schemas/<path>`; nothing is fetched.
+struct LocalSchemas;
+
+impl Retrieve for LocalSchemas {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let path = uri
+            .as_str()
+            .strip_prefix(SCHEMA_BASE)
+            .ok_or_else(|| format!("not a valp schema: {}", uri.as_str()))?;
+        Ok(read_json(&workspace_root().join("schemas").join(path)))
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn validator(path: &str) -> Validator {
+    let schema = read_json(&workspace_root().join("schemas").join(path));
+    jsonschema::options()
+        .with_retriever(LocalSchemas)
+        .build(&schema)
+        .unwrap_or_else(|error| panic!("{path}: {error}"))
+}
+
+fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
+    validator
+        .iter_errors(instance)
+        .map(|error| format!("{} at {}", error, error.instance_path()))
+        .collect()
+}
+
+fn json_of<T: Canonical>(artifact: &T) -> Value {
+    serde_json::from_slice(&artifact.canonical_bytes()).unwrap()
+}
+
+/// Names of the vectors in `file` that do not validate.
+fn invalid_vectors(file: &str, schema: &str) -> (usize, Vec<String>) {
+    let validator = validator(schema);
+    let path = workspace_root()
+        .join("tests/fixtures/conformance")
+        .join(file);
+    let reader = BufReader::new(flate2::read::GzDecoder::new(
+        std::fs::File::open(path).unwrap(),
+    ));
+    let mut count = 0;
+    let mut invalid = Vec::new();
+    for line in reader.lines() {
+        let vector: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        count += 1;
+        if !validator.is_valid(&vector) {
+            invalid.push(vector["name"].as_str().unwrap().to_owned());
+        }
+    }
+    (count, invalid)
+}
+
+#[test]
+fn every_schema_is_a_valid_draft_2020_12_schema() {
+    let mut checked = 0;
+    for directory in ["schemas/kernel", "schemas/conformance"] {
+        for entry in std::fs::read_dir(workspace_root().join(directory)).unwrap() {
+            let path = entry.unwrap().path();
+            let schema = read_json(&path);
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            let relative = path.strip_prefix(workspace_root().join("schemas")).unwrap();
+            assert_eq!(
+                schema["$id"],
+                format!("{SCHEMA_BASE}{}", relative.display())
+            );
+            jsonschema::meta::validate(&schema)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            validator(&relative.display().to_string());
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 16);
+}
+
+#[test]
+fn reference_vectors_validate_except_booleans_in_integer_slots() {
+    let (count, invalid) = invalid_vectors(
+        "kernel-vectors.jsonl.gz",
+        "conformance/kernel-vector.schema.json",
+    );
+    assert_eq!(count, 2650);
+    // JSON Schema counts 0.0 as an integer, so the float vector validates; the decoder
+    // still refuses it (kernel/DEVIATIONS.md, D1).
+    assert_eq!(
+        invalid,
+        [
+            "malformed_types/event/expected-revision-false",
+            "malformed_types/event/dispatch-generation-false"
+        ]
+    );
+    let (count, invalid) = invalid_vectors(
+        "replay-vectors.jsonl.gz",
+        "conformance/replay-vector.schema.json",
+    );
+    assert_eq!((count, invalid.len()), (479, 0), "{invalid:?}");
+    let (count, invalid) = invalid_vectors(
+        "checkpoint-replay-vectors.jsonl.gz",
+        "conformance/checkpoint-vector.schema.json",
+    );
+    assert_eq!((count, invalid.len()), (165, 0), "{invalid:?}");
+}
+
+#[test]
+fn the_deviations_file_validates() {
+    let validator = validator("conformance/deviations.schema.json");
+    let file = read_json(&workspace_root().join("kernel/deviations.json"));
+    assert_eq!(errors(&validator, &file), Vec::<String>::new());
+    let mut broken = file.clone();
+    broken["deviations"][0]["outcome"] = serde_json::json!({"rejected": "VALP-E-NOPE"});
+    assert!(!validator.is_valid(&broken));
+    let mut two_outcomes = file;
+    two_outcomes["deviations"][0]["outcome"] =
+        serde_json::json!({"rejected": "VALP-E-STATE-CONFLICT", "replay_error": "x"});
+    assert!(!validator.is_valid(&two_outcomes));
+}
+
+#[test]
+fn kernel_artifacts_along_walks_validate() {
+    let state = validator("kernel/state.schema.json");
+    let event = validator("kernel/event.schema.json");
+    let result = validator("kernel/result.schema.json");
+    let entry = validator("kernel/replay-entry.schema.json");
+    let compact = validator("kernel/compact-entry.schema.json");
+    let genesis = validator("kernel/genesis-root.schema.json");
+    let replay_schema = validator("kernel/replay.schema.json");
+    for (seed, work_items) in [(1, 0), (2, 4), (3, 20)] {
+        let mut walk = Walk::new(WalkConfig {
+            seed,
+            work_items,
+            may_terminate: true,
+        });
+        let root: GenesisRoot = walk.genesis().clone();
+        assert_eq!(errors(&genesis, &json_of(&root)), Vec::<String>::new());
+        let mut current = root.state.clone();
+        let mut entries = Vec::new();
+        for step in walk.by_ref().take(60) {
+            let outcome = reduce(&current, &step.event, &step.evidence_set);
+            assert_eq!(errors(&event, &json_of(&step.event)), Vec::<String>::new());
+            assert_eq!(errors(&result, &json_of(&outcome)), Vec::<String>::new());
+            let Outcome::Accepted(accepted) = &outcome else {
+                panic!("walk steps are accepted")
+            };
+            current = accepted.state.clone();
+            assert_eq!(errors(&state, &json_of(&current)), Vec::<String>::new());
+            let reference = ReplayEntry {
+                event: step.event.clone(),
+                evidence_set: step.evidence_set.clone(),
+                result: outcome,
+            };
+            assert_eq!(errors(&entry, &json_of(&reference)), Vec::<String>::new());
+            assert_eq!(
+                errors(&compact, &json_of(&step.into_compact())),
+                Vec::<String>::new()
+            );
+            entries.push(reference);
+        }
+        let replayed = replay(&root, &entries).unwrap();
+        assert_eq!(
+            errors(&replay_schema, &json_of(&replayed)),
+            Vec::<String>::new()
+        );
+    }
+}
+
+/// Breaks one thing in a valid State.
+type Breakage = fn(&mut Value);
+
+#[test]
+fn malformed_kernel_artifacts_are_refused() {
+    let state = validator("kernel/state.schema.json");
+    let walk = Walk::new(WalkConfig {
+        seed: 9,
+        work_items: 2,
+        may_terminate: false,
+    });
+    let good = json_of(&walk.genesis().state);
+    assert!(state.is_valid(&good));
+    let cases: [(&str, Breakage); 7] = [
+        ("unknown member", |v| {
+            v["extra"] = Value::Bool(true);
+        }),
+        ("missing member", |v| {
+            v.as_object_mut().unwrap().remove("revision");
+        }),
+        ("boolean revision", |v| {
+            v["revision"] = Value::Bool(false);
+        }),
+        ("unknown identity kind", |v| {
+            v["task_id"]["kind"] = "job".into();
+        }),
+        ("empty identity value", |v| {
+            v["task_id"]["value"] = "".into();
+        }),
+        ("unknown work item status", |v| {
+            v["work_items"][0]["status"] = "paused".into();
+        }),
+        ("wrong schema_version", |v| {
+            v["schema_version"] = "valp-kernel-state.v2".into();
+        }),
+    ];
+    for (name, break_it) in cases {
+        let mut bad = good.clone();
+        break_it(&mut bad);
+        assert!(!state.is_valid(&bad), "{name} must be refused");
+    }
+}
