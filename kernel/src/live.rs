@@ -14,16 +14,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sha2::{Digest as _, Sha256};
+use sha2::Sha256;
 
-use crate::canonical::Canonical;
 use crate::history::{HistoryView, entry_is_well_formed};
-use crate::model::state::STATE_HISTORY_OPEN;
 use crate::model::{
     Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, Int, NoOp, Outcome, Rejected,
     State, StateBody,
 };
-use crate::reduce::digests::{BodyEncoding, state_digest_from_parts};
+use crate::reduce::digests::{
+    BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
+};
 use crate::reduce::{commit, evaluate};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
@@ -129,14 +129,12 @@ struct HistoryIndex {
 
 impl HistoryIndex {
     fn new() -> Self {
-        let mut prefix = Sha256::new();
-        prefix.update(STATE_HISTORY_OPEN);
         Self {
             entries: Vec::new(),
             by_event_id: BTreeMap::new(),
             result_ids: BTreeSet::new(),
             well_formed: true,
-            prefix,
+            prefix: history_hash(&[]),
         }
     }
 
@@ -148,12 +146,7 @@ impl HistoryIndex {
         }
         let unique_result = self.result_ids.insert(entry.result_id.clone());
         self.well_formed &= unique_event && unique_result && entry_is_well_formed(&entry);
-        scratch.clear();
-        if !self.entries.is_empty() {
-            scratch.push(b',');
-        }
-        entry.write_canonical(scratch);
-        self.prefix.update(&scratch);
+        hash_history_entry(&mut self.prefix, &entry, self.entries.is_empty(), scratch);
         self.entries.push(entry);
     }
 }

@@ -21,14 +21,15 @@ pub(crate) mod rules;
 pub mod transitions;
 pub(crate) mod validity;
 
-use crate::canonical::Canonical;
 use crate::history::HistoryView;
 use crate::live::{AcceptedRecord, Verdict};
 use crate::model::{
     AcceptedEvent, ErrorCode, Event, Evidence, Identity, IdentityKind, Outcome, State, StateBody,
 };
 use delta::Delta;
-use digests::{BodyEncoding, ResultBinding, input_digest, result_digest};
+use digests::{
+    BodyEncoding, ResultBinding, history_hash, input_digest, result_digest, state_digest_from_parts,
+};
 
 pub use obligations::{ADAPTER_CANCEL_PREFIX, adapter_cancel_obligation};
 pub use rules::work_item::dependency_gate;
@@ -48,9 +49,10 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
     );
     let mut next = None;
     let verdict = decision.settle(|input_digest, delta| {
-        let prior_state_digest = state.digest();
         let mut body = state.body.clone();
         let mut encoding = BodyEncoding::new(&body);
+        let prior_state_digest =
+            state_digest_from_parts(&history_hash(&state.accepted_events), &encoding);
         let commit = commit(
             &mut body,
             &mut encoding,

@@ -6,7 +6,7 @@ use crate::canonical::{Canonical, digest_text, sha256_digest};
 use crate::json::write::Fields;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
-use crate::model::{Event, Evidence, Identity, StateBody};
+use crate::model::{AcceptedEvent, Event, Evidence, Identity, StateBody};
 
 /// `digest({"protocol_version", "event", "evidence_set" (sorted)})`, computed before any
 /// validation so that even a refused input is identified.
@@ -140,6 +140,33 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
     // The members after "state": `"variant"` is the last key.
     hasher.update(b",\"variant\":\"accepted\"}\n");
     digest_text(&hasher.finalize().into())
+}
+
+/// SHA-256 fed with the canonical State's opening up to the end of its history:
+/// `{"accepted_events":[` + the entries joined by commas.
+pub(crate) fn history_hash(history: &[AcceptedEvent]) -> Sha256 {
+    let mut hasher = Sha256::new();
+    hasher.update(STATE_HISTORY_OPEN);
+    let mut scratch = Vec::with_capacity(256);
+    for (index, entry) in history.iter().enumerate() {
+        hash_history_entry(&mut hasher, entry, index == 0, &mut scratch);
+    }
+    hasher
+}
+
+/// Extends a [`history_hash`] by one entry (`first`: no comma before it).
+pub(crate) fn hash_history_entry(
+    hasher: &mut Sha256,
+    entry: &AcceptedEvent,
+    first: bool,
+    scratch: &mut Vec<u8>,
+) {
+    scratch.clear();
+    if !first {
+        scratch.push(b',');
+    }
+    entry.write_canonical(scratch);
+    hasher.update(&scratch);
 }
 
 /// `digest()` of a State given as its running history hash and its encoded body: the canonical

@@ -3,8 +3,6 @@
 //! These are the reference kernel's `_state_is_valid`, `_event_is_valid`,
 //! `_evidence_set_is_valid` and `_authority_is_valid`; any failure is `VALP-E-STATE-CONFLICT`.
 
-use std::collections::BTreeSet;
-
 use crate::canonical::is_digest;
 use crate::history::HistoryView;
 use crate::model::identity::has_kind;
@@ -38,8 +36,9 @@ where
         }
         return true;
     }
-    let mut seen = BTreeSet::new();
-    identities.into_iter().all(|identity| seen.insert(identity))
+    let mut sorted: Vec<&Identity> = identities.collect();
+    sorted.sort_unstable();
+    sorted.windows(2).all(|pair| pair[0] != pair[1])
 }
 
 /// `_state_is_valid`: the State is well formed for this protocol version.
