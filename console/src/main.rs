@@ -8,6 +8,11 @@ use color_eyre::eyre::{Result, WrapErr as _};
 use valp_console::cli::{Cli, Command};
 use valp_console::conformance::{self, DeviationFile};
 
+/// Replay allocates and frees many short strings per event; glibc's allocator fragments under
+/// that load and makes journal replay about twice as slow (see `kernel/benches`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<ExitCode> {
     color_eyre::install()?;
     let cli = Cli::parse();
