@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -23,22 +24,46 @@ pub fn conformance_fixtures() -> Vec<PathBuf> {
     .collect()
 }
 
-/// The `valp` binary built for this test run (`target/<profile>/valp`).
+/// The `valp` binary, built on first use.
 ///
-/// `cargo test --workspace` builds every workspace binary before running tests; the binary sits
-/// next to the `deps/` directory holding this test executable.
-pub fn valp_binary() -> PathBuf {
-    let executable = std::env::current_exe().unwrap_or_default();
-    let profile_dir = executable
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("."));
-    profile_dir.join(format!("valp{}", std::env::consts::EXE_SUFFIX))
+/// Cargo builds a package's binaries only for that package's own integration tests, so this
+/// package asks cargo (the one running the tests) to build `valp` in the same profile, once per
+/// test process, and returns its path next to the `deps/` directory of this test executable.
+pub fn valp_binary() -> std::io::Result<PathBuf> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let executable = std::env::current_exe().map_err(|error| error.to_string())?;
+            let profile_dir = executable
+                .parent()
+                .and_then(Path::parent)
+                .ok_or("test executable has no profile directory")?;
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut build = Command::new(cargo);
+            build
+                .args(["build", "--quiet", "-p", "valp-console", "--bin", "valp"])
+                .current_dir(workspace_root());
+            if profile_dir
+                .file_name()
+                .is_some_and(|name| name == "release")
+            {
+                build.arg("--release");
+            }
+            let status = build
+                .status()
+                .map_err(|error| format!("running cargo build: {error}"))?;
+            if !status.success() {
+                return Err(format!("cargo build of valp failed: {status}"));
+            }
+            Ok(profile_dir.join(format!("valp{}", std::env::consts::EXE_SUFFIX)))
+        })
+        .clone()
+        .map_err(std::io::Error::other)
 }
 
 /// Runs `valp` with `args` from the workspace root.
 pub fn run_valp(args: &[&str]) -> std::io::Result<Output> {
-    Command::new(valp_binary())
+    Command::new(valp_binary()?)
         .args(args)
         .current_dir(workspace_root())
         .output()
