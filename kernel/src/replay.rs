@@ -282,54 +282,30 @@ impl Replayer {
                 variant: entry.result.variant().as_str(),
             });
         };
-        let record = self.reproduce(index, &entry.event, &entry.evidence_set)?;
+        let record = reproduce(&mut self.live, index, &entry.event, &entry.evidence_set)?;
         let field = record_mismatch(&record, &recorded.record())
             .or_else(|| (&recorded.state.body != self.live.body()).then_some(MismatchField::State))
             .or_else(|| {
                 (recorded.state.accepted_events != self.live.history())
                     .then_some(MismatchField::History)
             });
-        self.settle(index, record, field)
-    }
-
-    /// Applies a compact entry in O(State body).
-    pub fn apply_compact(&mut self, entry: &CompactEntry) -> Result<(), ReplayError> {
-        let index = self.applied.len();
-        let record = self.reproduce(index, &entry.event, &entry.evidence_set)?;
-        let field = record_mismatch(&record, &entry.result);
-        self.settle(index, record, field)
-    }
-
-    fn reproduce(
-        &mut self,
-        index: usize,
-        event: &Event,
-        evidence_set: &[Evidence],
-    ) -> Result<AcceptedRecord, ReplayError> {
-        match self.live.apply(event, evidence_set) {
-            Verdict::Accepted(record) => Ok(record),
-            Verdict::NoOp { .. } => Err(ReplayError::NotReproduced {
-                index,
-                verdict: "no_op".to_owned(),
-            }),
-            Verdict::Rejected { error_code, .. } => Err(ReplayError::NotReproduced {
-                index,
-                verdict: error_code.as_str().to_owned(),
-            }),
-        }
-    }
-
-    fn settle(
-        &mut self,
-        index: usize,
-        record: AcceptedRecord,
-        mismatch: Option<MismatchField>,
-    ) -> Result<(), ReplayError> {
-        if let Some(field) = mismatch {
+        if let Some(field) = field {
             return Err(ReplayError::Mismatch { index, field });
         }
         self.applied.push(record.result_digest);
         Ok(())
+    }
+
+    /// Applies a compact entry in O(State body).
+    pub fn apply_compact(&mut self, entry: &CompactEntry) -> Result<(), ReplayError> {
+        let record = self.live.apply_recorded_at(self.applied.len(), entry)?;
+        self.applied.push(record.result_digest);
+        Ok(())
+    }
+
+    /// The verified live state, to continue appending to (the applied digests are dropped).
+    pub fn into_live(self) -> LiveState {
+        self.live
     }
 
     /// The Replay envelope.
@@ -337,6 +313,48 @@ impl Replayer {
         Replay {
             state: self.live.into_state(),
             applied_result_digests: self.applied,
+        }
+    }
+}
+
+/// Re-runs the reducer on an entry's inputs; anything but an acceptance fails the replay.
+fn reproduce(
+    live: &mut LiveState,
+    index: usize,
+    event: &Event,
+    evidence_set: &[Evidence],
+) -> Result<AcceptedRecord, ReplayError> {
+    match live.apply(event, evidence_set) {
+        Verdict::Accepted(record) => Ok(record),
+        Verdict::NoOp { .. } => Err(ReplayError::NotReproduced {
+            index,
+            verdict: "no_op".to_owned(),
+        }),
+        Verdict::Rejected { error_code, .. } => Err(ReplayError::NotReproduced {
+            index,
+            verdict: error_code.as_str().to_owned(),
+        }),
+    }
+}
+
+impl LiveState {
+    /// Applies a recorded compact entry with replay semantics: the recomputed Result must be
+    /// accepted and equal to the recorded one. Errors name the entry by the revision it was
+    /// recorded at. On error the live state must be discarded (it may have advanced).
+    pub fn apply_recorded(&mut self, entry: &CompactEntry) -> Result<AcceptedRecord, ReplayError> {
+        let index = usize::try_from(self.revision()).unwrap_or(usize::MAX);
+        self.apply_recorded_at(index, entry)
+    }
+
+    pub(crate) fn apply_recorded_at(
+        &mut self,
+        index: usize,
+        entry: &CompactEntry,
+    ) -> Result<AcceptedRecord, ReplayError> {
+        let record = reproduce(self, index, &entry.event, &entry.evidence_set)?;
+        match record_mismatch(&record, &entry.result) {
+            Some(field) => Err(ReplayError::Mismatch { index, field }),
+            None => Ok(record),
         }
     }
 }

@@ -1,4 +1,29 @@
 //! The valp control root on disk (RFC 0002 §5.2, State subdomain).
 //!
-//! Not built yet: the store lands with its own issue (append-only journals, locks,
-//! crash-safe writes, fail-closed verification on open). Until then valp keeps no state on disk.
+//! **Contract.** Plain synchronous std code. Everything that becomes protocol truth goes through
+//! the kernel: a journal stores only entries the kernel accepted, and opening a journal re-runs
+//! the kernel over all of them before anything is shown. Writes are crash-safe: a journal
+//! append is one line written and `fdatasync`ed under an exclusive lock; whole files are
+//! written to a temporary file, synced, renamed into place and the directory synced. A crash at
+//! any point leaves either the old or the new content, or a torn last journal line that the
+//! next writer moves to `quarantine/` and cuts off. Nothing is ever deleted silently.
+//!
+//! See [`layout`] for the folder structure, [`chain`] for the line format, [`journal`] for
+//! open/verify/append, [`blobs`] for content-addressed evidence.
+
+pub mod blobs;
+pub mod chain;
+pub mod error;
+mod files;
+pub mod installation;
+pub mod io;
+pub mod journal;
+pub mod layout;
+pub mod lock;
+pub mod reference;
+pub mod root;
+pub mod verify;
+
+pub use error::{StoreCode, StoreError};
+pub use journal::{Access, Appended, Journal, Warning};
+pub use root::ControlRoot;

@@ -181,7 +181,7 @@ pub fn sorted_evidence(evidence_set: &[Evidence]) -> Vec<Vec<u8>> {
 }
 
 /// Appends the canonical EvidenceSet array.
-pub(crate) fn write_evidence_set(out: &mut Vec<u8>, evidence_set: &[Evidence]) {
+pub fn write_evidence_set(out: &mut Vec<u8>, evidence_set: &[Evidence]) {
     out.push(b'[');
     for (index, bytes) in sorted_evidence(evidence_set).iter().enumerate() {
         if index > 0 {

@@ -1,0 +1,163 @@
+//! Store errors. Every variant names the file, and where it applies the line, byte or sequence
+//! number, so a refusal can be acted on without reading code.
+
+use std::path::PathBuf;
+
+/// The failure codes a store operation reports (the VALP reference store's codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreCode {
+    /// A journal, genesis or blob is not canonical, not replayable, or damaged (including a
+    /// different blob stored under a digest).
+    Corrupt,
+    /// The journal lock was not acquired before the deadline.
+    LockTimeout,
+    /// The lock file could not be opened or locked.
+    LockUnavailable,
+    /// An I/O failure before anything was written: nothing was committed.
+    DurabilityPrecommit,
+    /// An I/O failure after the write began: the entry may or may not be on disk; reopen and
+    /// re-read before proposing again.
+    DurabilityUnknownOrCommitted,
+    /// Any other I/O failure (permissions, missing files).
+    Io,
+}
+
+impl StoreCode {
+    /// The wire code.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Corrupt => "VALP-E-KERNEL-STORE-CORRUPT",
+            Self::LockTimeout => "VALP-E-LOCK-TIMEOUT",
+            Self::LockUnavailable => "VALP-E-LOCK-UNAVAILABLE",
+            Self::DurabilityPrecommit => "VALP-E-DURABILITY-PRECOMMIT",
+            Self::DurabilityUnknownOrCommitted => "VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED",
+            Self::Io => "VALP-E-STORE-IO",
+        }
+    }
+}
+
+impl std::fmt::Display for StoreCode {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file failed verification.
+    #[error("{code}: {path}:{line}: byte {byte}: {reason}", code = StoreCode::Corrupt)]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// Byte offset of the line's start (or of the problem, when known more precisely).
+        byte: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The lock was not acquired in time.
+    #[error("{code}: {path}: lock not acquired within {waited_ms} ms", code = StoreCode::LockTimeout)]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long we waited.
+        waited_ms: u128,
+    },
+    /// The lock file could not be used.
+    #[error("{code}: {path}: {source}", code = StoreCode::LockUnavailable)]
+    LockUnavailable {
+        /// The lock file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An I/O failure that committed nothing.
+    #[error("{code}: {path}: {operation}: {source}", code = StoreCode::DurabilityPrecommit)]
+    Precommit {
+        /// The file.
+        path: PathBuf,
+        /// What was being done.
+        operation: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An I/O failure after the write began; the writer is poisoned until reopened.
+    #[error(
+        "{code}: {path}: {operation} failed after the write began (entry {seq} may or may not be \
+         on disk; reopen to find out): {source}",
+        code = StoreCode::DurabilityUnknownOrCommitted
+    )]
+    UnknownOrCommitted {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        operation: &'static str,
+        /// The sequence number being written.
+        seq: u64,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The writer failed before and refuses appends until the journal is reopened.
+    #[error(
+        "{code}: {path}: an earlier write failed ({cause}); reopen the journal before appending",
+        code = StoreCode::DurabilityUnknownOrCommitted
+    )]
+    Poisoned {
+        /// The journal.
+        path: PathBuf,
+        /// The earlier failure.
+        cause: String,
+    },
+    /// A different blob exists under the same digest.
+    #[error("{code}: {path}: a different blob is already stored under {digest}", code = StoreCode::Corrupt)]
+    BlobConflict {
+        /// The blob file.
+        path: PathBuf,
+        /// The digest.
+        digest: String,
+    },
+    /// Any other I/O failure.
+    #[error("{code}: {path}: {operation}: {source}", code = StoreCode::Io)]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was being done.
+        operation: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A request that cannot be served as asked (the message says why).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl StoreError {
+    /// The failure code.
+    pub fn code(&self) -> StoreCode {
+        match self {
+            Self::Corrupt { .. } | Self::BlobConflict { .. } => StoreCode::Corrupt,
+            Self::LockTimeout { .. } => StoreCode::LockTimeout,
+            Self::LockUnavailable { .. } => StoreCode::LockUnavailable,
+            Self::Precommit { .. } => StoreCode::DurabilityPrecommit,
+            Self::UnknownOrCommitted { .. } | Self::Poisoned { .. } => {
+                StoreCode::DurabilityUnknownOrCommitted
+            }
+            Self::Io { .. } | Self::Invalid(_) => StoreCode::Io,
+        }
+    }
+
+    /// An I/O error at `path`.
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        operation: &'static str,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            path: path.into(),
+            operation,
+            source,
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! `installation.json`: the identity of an installation (`valp-installation.v1`, canonical JSON).
+
+use std::path::Path;
+
+use valp_kernel::canonical::{Canonical, decode_canonical};
+use valp_kernel::json::Value;
+use valp_kernel::json::write::Fields;
+use valp_kernel::{Identity, IdentityKind, PROTOCOL_VERSION};
+
+use crate::error::StoreError;
+
+/// `schema_version` of `installation.json`.
+pub const INSTALLATION_SCHEMA: &str = "valp-installation.v1";
+/// The control-root layout this code reads and writes.
+pub const LAYOUT_VERSION: i128 = 1;
+
+/// The installation's identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installation {
+    /// The installation (kind `installation`).
+    pub installation_id: Identity,
+    /// The protocol version it runs.
+    pub protocol_version: String,
+    /// The control-root layout version.
+    pub layout_version: i128,
+}
+
+impl Installation {
+    /// A new installation of this protocol version and layout.
+    pub fn new(installation_id: Identity) -> Self {
+        Self {
+            installation_id,
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+            layout_version: LAYOUT_VERSION,
+        }
+    }
+
+    /// Reads and checks `installation.json`.
+    pub fn read(path: &Path) -> Result<Self, StoreError> {
+        let bytes = std::fs::read(path).map_err(|source| StoreError::io(path, "read", source))?;
+        let corrupt = |reason: String| StoreError::Corrupt {
+            path: path.to_owned(),
+            line: 1,
+            byte: 0,
+            reason,
+        };
+        let value = decode_canonical(&bytes).map_err(|error| corrupt(error.to_string()))?;
+        let Value::Object(members) = value else {
+            return Err(corrupt("installation.json is a JSON object".to_owned()));
+        };
+        let keys: Vec<&str> = members.keys().map(String::as_str).collect();
+        if keys
+            != [
+                "installation_id",
+                "layout_version",
+                "protocol_version",
+                "schema_version",
+            ]
+        {
+            return Err(corrupt(format!("unexpected members {keys:?}")));
+        }
+        if members["schema_version"].as_str() != Some(INSTALLATION_SCHEMA) {
+            return Err(corrupt(format!(
+                "schema_version must be {INSTALLATION_SCHEMA:?}"
+            )));
+        }
+        let installation_id = identity(&members["installation_id"]).ok_or_else(|| {
+            corrupt("installation_id must be an installation identity".to_owned())
+        })?;
+        let layout_version = match &members["layout_version"] {
+            Value::Number(valp_kernel::json::Number::Int(version)) => *version,
+            _ => return Err(corrupt("layout_version must be an integer".to_owned())),
+        };
+        if layout_version != LAYOUT_VERSION {
+            return Err(corrupt(format!(
+                "layout_version {layout_version} is not supported (this valp reads {LAYOUT_VERSION})"
+            )));
+        }
+        let protocol_version = members["protocol_version"]
+            .as_str()
+            .ok_or_else(|| corrupt("protocol_version must be a string".to_owned()))?
+            .to_owned();
+        if protocol_version != PROTOCOL_VERSION {
+            return Err(corrupt(format!(
+                "protocol_version {protocol_version:?} is not supported (this valp runs {PROTOCOL_VERSION})"
+            )));
+        }
+        Ok(Self {
+            installation_id,
+            protocol_version,
+            layout_version,
+        })
+    }
+}
+
+fn identity(value: &Value) -> Option<Identity> {
+    let members = value.as_object()?;
+    if members.len() != 2 || members.get("kind")?.as_str()? != IdentityKind::Installation.as_str() {
+        return None;
+    }
+    Identity::new(IdentityKind::Installation, members.get("value")?.as_str()?).ok()
+}
+
+impl Canonical for Installation {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.canonical("installation_id", &self.installation_id);
+        fields.int("layout_version", self.layout_version);
+        fields.str("protocol_version", &self.protocol_version);
+        fields.str("schema_version", INSTALLATION_SCHEMA);
+        fields.end();
+    }
+}

@@ -1,0 +1,319 @@
+//! A task journal: the GenesisRoot and every accepted transition of one task, hash-chained.
+//!
+//! **Format.** `tasks/<task>/journal.jsonl` holds [`chain`](crate::chain) lines: line 0 carries
+//! the canonical GenesisRoot, line N ≥ 1 the canonical compact entry (Event, sorted EvidenceSet,
+//! the accepted Result without its State) of revision N. Bytes per entry do not grow with the
+//! journal.
+//!
+//! **Open = verify.** Opening streams the file, checks every line's canonical bytes, sequence
+//! number and chained digest, and re-runs the kernel over every entry ([`Replayer`]); the State
+//! shown is the one replay rebuilt. A torn last line (the remnant of an interrupted append: no
+//! LF, or only NUL bytes) is copied to `quarantine/` and truncated by a writer, with a
+//! [`Warning`]; a reader leaves it alone (it may be an append in flight). Anything else that does
+//! not verify refuses the journal with `VALP-E-KERNEL-STORE-CORRUPT`, naming file, line and byte,
+//! and nothing is rewritten.
+//!
+//! **Append.** Take the lock, read and verify whatever other writers appended, run the kernel,
+//! and only if it accepts: write one line and `sync_data` it, then release the lock. A duplicate
+//! (same event, same input) is answered with the earlier acceptance and writes nothing; every
+//! refusal, including a stale expected revision (the compare-and-swap), is appended to
+//! `rejections.jsonl` instead. After an I/O failure past the start of a write the handle refuses
+//! further appends until the journal is reopened.
+
+mod append;
+mod rejections;
+mod repair;
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
+use valp_kernel::live::LiveState;
+use valp_kernel::replay::{GenesisRoot, ReplayError, Replayer};
+
+use crate::chain::{ChainLine, ChainReader, Tail};
+use crate::error::StoreError;
+use crate::io::Storage;
+use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
+
+pub use append::Appended;
+pub use rejections::{REJECTION_SCHEMA, Rejection};
+
+/// File names inside a task folder.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// The writers' lock file.
+pub const LOCK_FILE: &str = "journal.lock";
+/// Refused proposals.
+pub const REJECTIONS_FILE: &str = "rejections.jsonl";
+
+/// Whether a journal is opened to append to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read and follow; never changes the file (a torn tail is reported, not repaired).
+    ReadOnly,
+    /// Append; a torn tail left by a crashed writer is quarantined and truncated.
+    Write,
+}
+
+/// Something the reader should know that did not stop the journal from opening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// A torn last line was copied to `quarantine` and cut off.
+    TornTailRepaired {
+        /// Where the torn bytes started.
+        offset: u64,
+        /// How many bytes were cut.
+        len: u64,
+        /// The quarantine copy.
+        quarantined: PathBuf,
+    },
+    /// Bytes after the last complete line were left alone (an append may be in flight).
+    IncompleteTail {
+        /// Where they start.
+        offset: u64,
+        /// How many there are.
+        len: u64,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TornTailRepaired {
+                offset,
+                len,
+                quarantined,
+            } => write!(
+                formatter,
+                "torn last line ({len} bytes at byte {offset}) from an interrupted append was \
+                 moved to {} and cut off",
+                quarantined.display()
+            ),
+            Self::IncompleteTail { offset, len } => write!(
+                formatter,
+                "{len} bytes at byte {offset} do not form a complete line yet (an append in \
+                 flight, or a torn tail a writer will repair)"
+            ),
+        }
+    }
+}
+
+/// The position after the last verified line.
+#[derive(Debug, Clone)]
+struct Tip {
+    /// Sequence number of the next line.
+    next_seq: u64,
+    /// `entry_digest` of the last line.
+    digest: String,
+    /// Byte offset after the last line.
+    offset: u64,
+}
+
+/// An open, verified task journal.
+#[derive(Debug)]
+pub struct Journal {
+    dir: PathBuf,
+    path: PathBuf,
+    quarantine: PathBuf,
+    storage: Arc<dyn Storage>,
+    genesis: GenesisRoot,
+    live: LiveState,
+    tip: Tip,
+    warnings: Vec<Warning>,
+    access: Access,
+    lock_timeout: Duration,
+    appender: Option<File>,
+    poisoned: Option<String>,
+}
+
+impl Journal {
+    /// Opens and verifies the journal in `dir`. `quarantine` receives torn tails (writers only).
+    pub fn open(
+        dir: &Path,
+        quarantine: &Path,
+        storage: Arc<dyn Storage>,
+        access: Access,
+    ) -> Result<Self, StoreError> {
+        let path = dir.join(JOURNAL_FILE);
+        let mut reader = ChainReader::open(&path)?;
+        let genesis_line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
+            path: path.clone(),
+            line: 1,
+            byte: 0,
+            reason: "the journal has no complete genesis line".to_owned(),
+        })?;
+        let genesis = decode_genesis_root(&genesis_line.entry)
+            .map_err(|error| decode_failure(&path, &genesis_line, &error))?;
+        let replayer = Replayer::from_genesis(&genesis)
+            .map_err(|error| replay_failure(&path, &genesis_line, &error))?;
+        let mut journal = Self {
+            dir: dir.to_owned(),
+            quarantine: quarantine.to_owned(),
+            storage,
+            genesis,
+            live: replayer.into_live(),
+            tip: Tip {
+                next_seq: 1,
+                digest: genesis_line.digest,
+                offset: genesis_line.end,
+            },
+            warnings: Vec::new(),
+            access,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            appender: None,
+            poisoned: None,
+            path,
+        };
+        journal.follow(reader, None)?;
+        Ok(journal)
+    }
+
+    /// Reads and verifies lines appended since the last read (by this or another process).
+    /// Returns how many new entries were applied. After an error (the file was damaged under
+    /// us) the handle must be dropped: its State may be partly advanced.
+    pub fn refresh(&mut self) -> Result<usize, StoreError> {
+        let reader = ChainReader::resume(
+            &self.path,
+            self.tip.offset,
+            self.tip.next_seq,
+            &self.tip.digest,
+        )?;
+        self.follow(reader, None)
+    }
+
+    /// Verifies and applies lines from `reader` to the end; deals with what follows them
+    /// (repairing a torn tail when `lock` is held).
+    fn follow(
+        &mut self,
+        mut reader: ChainReader,
+        lock: Option<&LockGuard>,
+    ) -> Result<usize, StoreError> {
+        let mut applied = 0;
+        while let Some(line) = reader.next_line()? {
+            let entry = decode_compact_entry(&line.entry)
+                .map_err(|error| decode_failure(&self.path, &line, &error))?;
+            self.live
+                .apply_recorded(&entry)
+                .map_err(|error| replay_failure(&self.path, &line, &error))?;
+            self.tip = Tip {
+                next_seq: line.seq + 1,
+                digest: line.digest,
+                offset: line.end,
+            };
+            applied += 1;
+        }
+        match reader.tail()? {
+            Tail::Clean => {}
+            Tail::Torn { offset, bytes } => match (self.access, lock) {
+                (Access::Write, Some(_)) => {
+                    let warning = repair::quarantine_tail(self, offset, &bytes)?;
+                    self.warnings.push(warning);
+                }
+                (Access::Write, None) => {
+                    // Repair only under the lock: the bytes may be another writer's append in
+                    // progress, which will have completed once we hold the lock.
+                    let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+                    let reader = ChainReader::resume(
+                        &self.path,
+                        self.tip.offset,
+                        self.tip.next_seq,
+                        &self.tip.digest,
+                    )?;
+                    applied += self.follow(reader, Some(&lock))?;
+                }
+                (Access::ReadOnly, _) => {
+                    let warning = Warning::IncompleteTail {
+                        offset,
+                        len: bytes.len() as u64,
+                    };
+                    if !self.warnings.contains(&warning) {
+                        self.warnings.push(warning);
+                    }
+                }
+            },
+        }
+        Ok(applied)
+    }
+
+    /// The root the journal starts from.
+    pub fn genesis(&self) -> &GenesisRoot {
+        &self.genesis
+    }
+
+    /// The verified current State.
+    pub fn live(&self) -> &LiveState {
+        &self.live
+    }
+
+    /// Warnings raised while opening or following.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The task folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of entries (= the current revision).
+    pub fn len(&self) -> u64 {
+        self.tip.next_seq - 1
+    }
+
+    /// Whether the journal holds no entry yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Byte length of the verified part of the file.
+    pub fn verified_bytes(&self) -> u64 {
+        self.tip.offset
+    }
+
+    /// How long an append waits for the lock.
+    pub fn set_lock_timeout(&mut self, timeout: Duration) {
+        self.lock_timeout = timeout;
+    }
+
+    fn append_file(&mut self) -> Result<&mut File, StoreError> {
+        if self.appender.is_none() {
+            let file = OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map_err(|source| StoreError::Precommit {
+                    path: self.path.clone(),
+                    operation: "open",
+                    source,
+                })?;
+            self.appender = Some(file);
+        }
+        self.appender
+            .as_mut()
+            .ok_or_else(|| StoreError::Invalid("journal file not open".to_owned()))
+    }
+}
+
+fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_owned(),
+        line: line.seq + 1,
+        byte: line.start,
+        reason: format!("entry does not decode: {error}"),
+    }
+}
+
+fn replay_failure(path: &Path, line: &ChainLine, error: &ReplayError) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_owned(),
+        line: line.seq + 1,
+        byte: line.start,
+        reason: format!("replay refuses the entry: {error}"),
+    }
+}

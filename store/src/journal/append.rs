@@ -1,0 +1,174 @@
+//! Appending one proposal under the lock.
+
+use valp_kernel::live::{AcceptedRecord, Verdict};
+use valp_kernel::replay::CompactEntry;
+use valp_kernel::{ErrorCode, Event, Evidence, Identity};
+
+use crate::chain::{ChainReader, encode_line};
+use crate::error::StoreError;
+use crate::journal::rejections::{self, Rejection};
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
+use crate::lock::LockGuard;
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// The kernel accepted the event; its entry is durable at sequence `seq` (= the new
+    /// revision).
+    Accepted {
+        /// Line number of the entry (1-based, equals the revision it produced).
+        seq: u64,
+        /// The accepted Result without its State.
+        record: AcceptedRecord,
+    },
+    /// The same event was accepted before with the same input; nothing was written.
+    Duplicate {
+        /// The earlier acceptance.
+        prior_result_id: Identity,
+        /// Its result digest.
+        prior_result_digest: String,
+    },
+    /// The kernel refused the event; nothing was written to the journal and the refusal was
+    /// logged to `rejections.jsonl`.
+    Rejected {
+        /// The kernel's code.
+        error_code: ErrorCode,
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+impl Journal {
+    /// Proposes one event. See the module documentation for the protocol.
+    pub fn append(
+        &mut self,
+        event: &Event,
+        evidence_set: &[Evidence],
+    ) -> Result<Appended, StoreError> {
+        if self.access != Access::Write {
+            return Err(StoreError::Invalid(format!(
+                "{}: opened read-only; open it for writing to append",
+                self.path.display()
+            )));
+        }
+        if let Some(cause) = &self.poisoned {
+            return Err(StoreError::Poisoned {
+                path: self.path.clone(),
+                cause: cause.clone(),
+            });
+        }
+        let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+        let reader = ChainReader::resume(
+            &self.path,
+            self.tip.offset,
+            self.tip.next_seq,
+            &self.tip.digest,
+        )?;
+        self.follow(reader, Some(&lock))?;
+        let revision = self.live.revision();
+        let appended = match self.live.apply(event, evidence_set) {
+            Verdict::Accepted(record) => self.write(event, evidence_set, record)?,
+            Verdict::NoOp {
+                prior_result_id,
+                prior_result_digest,
+                ..
+            } => Appended::Duplicate {
+                prior_result_id,
+                prior_result_digest,
+            },
+            Verdict::Rejected {
+                error_code, prior, ..
+            } => {
+                let reason = explain(
+                    error_code,
+                    event,
+                    revision,
+                    prior.as_ref().map(|(id, _)| id),
+                );
+                rejections::record(
+                    &self.dir.join(REJECTIONS_FILE),
+                    &Rejection {
+                        revision,
+                        event: event.clone(),
+                        evidence_set: evidence_set.to_vec(),
+                        error_code,
+                        reason: reason.clone(),
+                    },
+                )?;
+                Appended::Rejected { error_code, reason }
+            }
+        };
+        drop(lock);
+        Ok(appended)
+    }
+
+    /// Writes and syncs the line of an accepted entry. Any failure poisons the handle: the
+    /// kernel already advanced the in-memory State.
+    fn write(
+        &mut self,
+        event: &Event,
+        evidence_set: &[Evidence],
+        record: AcceptedRecord,
+    ) -> Result<Appended, StoreError> {
+        let seq = self.tip.next_seq;
+        let entry = CompactEntry {
+            event: event.clone(),
+            evidence_set: evidence_set.to_vec(),
+            result: record,
+        };
+        let (line, digest) = encode_line(seq, Some(&self.tip.digest), &entry);
+        let storage = std::sync::Arc::clone(&self.storage);
+        let path = self.path.clone();
+        let file = match self.append_file() {
+            Ok(file) => file,
+            Err(error) => {
+                self.poisoned = Some(error.to_string());
+                return Err(error);
+            }
+        };
+        let written = storage
+            .append(file, &line)
+            .map_err(|source| ("write", source))
+            .and_then(|()| storage.sync(file).map_err(|source| ("sync", source)));
+        if let Err((operation, source)) = written {
+            let error = StoreError::UnknownOrCommitted {
+                path,
+                operation,
+                seq,
+                source,
+            };
+            self.poisoned = Some(error.to_string());
+            self.appender = None;
+            return Err(error);
+        }
+        self.tip = Tip {
+            next_seq: seq + 1,
+            digest,
+            offset: self.tip.offset + line.len() as u64,
+        };
+        Ok(Appended::Accepted {
+            seq,
+            record: entry.result,
+        })
+    }
+}
+
+/// A sentence for a refusal. The kernel returns only a code; the one case the store can name
+/// precisely is the compare-and-swap on the revision.
+fn explain(code: ErrorCode, event: &Event, revision: i128, prior: Option<&Identity>) -> String {
+    match code {
+        ErrorCode::IdempotencyConflict => format!(
+            "event {} was already accepted with different content (as {})",
+            event.event_id.value(),
+            prior.map_or("an earlier result", Identity::value)
+        ),
+        ErrorCode::StateConflict if event.expected_revision != revision => format!(
+            "stale expected_revision {}: the journal is at revision {revision}",
+            event.expected_revision
+        ),
+        ErrorCode::StateConflict => {
+            "the kernel refused the event in the current state (VALP-E-STATE-CONFLICT)".to_owned()
+        }
+        ErrorCode::UnknownEnumValue => "a value outside a closed vocabulary".to_owned(),
+    }
+}

@@ -1,0 +1,198 @@
+//! An open control root: the installation, its task journals and its evidence store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use valp_kernel::Identity;
+use valp_kernel::canonical::Canonical;
+use valp_kernel::replay::{GenesisRoot, Replayer};
+
+use crate::blobs::BlobStore;
+use crate::chain::encode_line;
+use crate::error::StoreError;
+use crate::files::{create_dir_durably, write_atomically};
+use crate::installation::Installation;
+use crate::io::Storage;
+use crate::journal::{Access, JOURNAL_FILE, Journal, LOCK_FILE};
+use crate::layout::{FOLDERS, Layout};
+use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
+
+/// An opened control root.
+#[derive(Debug, Clone)]
+pub struct ControlRoot {
+    layout: Layout,
+    installation: Installation,
+    storage: Arc<dyn Storage>,
+}
+
+impl ControlRoot {
+    /// Creates a control root at `root` (the `.valp` folder) for a new installation. Refuses a
+    /// folder that already holds an installation.
+    pub fn init(
+        root: &Path,
+        installation_id: Identity,
+        storage: Arc<dyn Storage>,
+    ) -> Result<Self, StoreError> {
+        let layout = Layout::new(root);
+        if layout.installation_file().exists() {
+            return Err(StoreError::Invalid(format!(
+                "{} already holds an installation ({}); valp init never overwrites one",
+                root.display(),
+                layout.installation_file().display()
+            )));
+        }
+        for folder in FOLDERS {
+            create_dir_durably(storage.as_ref(), &root.join(folder))?;
+        }
+        let installation = Installation::new(installation_id);
+        write_atomically(
+            storage.as_ref(),
+            &layout.blobs_tmp_dir(),
+            &layout.installation_file(),
+            &installation.canonical_bytes(),
+        )?;
+        Ok(Self {
+            layout,
+            installation,
+            storage,
+        })
+    }
+
+    /// Opens the control root at `root`, checking `installation.json` and the folders.
+    pub fn open(root: &Path, storage: Arc<dyn Storage>) -> Result<Self, StoreError> {
+        let layout = Layout::new(root);
+        if !layout.installation_file().is_file() {
+            return Err(StoreError::Invalid(format!(
+                "{} is not a valp control root (no {}); run `valp init` first",
+                root.display(),
+                crate::layout::INSTALLATION_FILE
+            )));
+        }
+        let installation = Installation::read(&layout.installation_file())?;
+        for folder in FOLDERS {
+            create_dir_durably(storage.as_ref(), &root.join(folder))?;
+        }
+        Ok(Self {
+            layout,
+            installation,
+            storage,
+        })
+    }
+
+    /// The folder layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The installation.
+    pub fn installation(&self) -> &Installation {
+        &self.installation
+    }
+
+    /// The storage in use.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    /// The evidence store.
+    pub fn blobs(&self) -> BlobStore {
+        BlobStore::new(
+            self.layout.blobs_dir(),
+            self.layout.blobs_tmp_dir(),
+            Arc::clone(&self.storage),
+        )
+    }
+
+    /// Creates the journal of a new task from its GenesisRoot, which must be a valid empty
+    /// Task State of this installation. Refuses a task that already has a journal.
+    pub fn create_task(&self, genesis: &GenesisRoot) -> Result<Journal, StoreError> {
+        let (line, _) = encode_line(0, None, genesis);
+        self.create_task_with_lines(genesis, &line)
+    }
+
+    /// Creates a task journal holding `lines` (already encoded chain lines starting with the
+    /// genesis line) in one atomic step: all of it or nothing.
+    pub(crate) fn create_task_with_lines(
+        &self,
+        genesis: &GenesisRoot,
+        lines: &[u8],
+    ) -> Result<Journal, StoreError> {
+        self.check_genesis(genesis)?;
+        let dir = self.layout.task_dir(genesis.state.body.task_id.value());
+        create_dir_durably(self.storage.as_ref(), &dir)?;
+        let _lock = LockGuard::acquire(&dir.join(LOCK_FILE), DEFAULT_LOCK_TIMEOUT)?;
+        let path = dir.join(JOURNAL_FILE);
+        if path.exists() {
+            return Err(StoreError::Invalid(format!(
+                "task {} already has a journal at {}",
+                genesis.state.body.task_id.value(),
+                path.display()
+            )));
+        }
+        write_atomically(self.storage.as_ref(), &dir, &path, lines)?;
+        Journal::open(
+            &dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::Write,
+        )
+    }
+
+    fn check_genesis(&self, genesis: &GenesisRoot) -> Result<(), StoreError> {
+        Replayer::from_genesis(genesis).map_err(|error| StoreError::Invalid(error.to_string()))?;
+        let installation = &genesis.state.body.installation_id;
+        if installation != &self.installation.installation_id {
+            return Err(StoreError::Invalid(format!(
+                "the task belongs to installation {}, this control root is {}",
+                installation.value(),
+                self.installation.installation_id.value()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Opens and verifies the journal of `task_id`.
+    pub fn open_task(&self, task_id: &str, access: Access) -> Result<Journal, StoreError> {
+        let dir = self.layout.task_dir(task_id);
+        if !dir.join(JOURNAL_FILE).is_file() {
+            return Err(StoreError::Invalid(format!(
+                "no task {task_id:?} in {}",
+                self.layout.root().display()
+            )));
+        }
+        Journal::open(
+            &dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            access,
+        )
+    }
+
+    /// The task folders that hold a journal, sorted.
+    pub fn task_dirs(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let tasks = self.layout.tasks_dir();
+        let entries =
+            std::fs::read_dir(&tasks).map_err(|source| StoreError::io(&tasks, "list", source))?;
+        let mut dirs = Vec::new();
+        for entry in entries {
+            let path = entry
+                .map_err(|source| StoreError::io(&tasks, "list", source))?
+                .path();
+            if path.join(JOURNAL_FILE).is_file() {
+                dirs.push(path);
+            }
+        }
+        dirs.sort();
+        Ok(dirs)
+    }
+
+    /// Opens and verifies the journal in a task folder (as listed by [`ControlRoot::task_dirs`]).
+    pub fn open_task_dir(&self, dir: &Path, access: Access) -> Result<Journal, StoreError> {
+        Journal::open(
+            dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            access,
+        )
+    }
+}
