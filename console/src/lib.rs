@@ -5,4 +5,5 @@
 //! proposed to the kernel and shown only once the kernel accepted it.
 
 pub mod cli;
+pub mod commands;
 pub mod conformance;

@@ -1,12 +1,16 @@
 //! The `valp` binary: parses the command line and runs the chosen command.
+//!
+//! A command that cannot do its job prints one line, `valp: <what and where>`, to stderr and
+//! exits with 2 for a usage problem and 1 otherwise; color-eyre reports only what no command
+//! expected.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use color_eyre::eyre::{Result, WrapErr as _};
-use valp_console::cli::{Cli, Command};
-use valp_console::conformance::{self, DeviationFile};
+use color_eyre::eyre::Result;
+use valp_console::cli::Cli;
+use valp_console::commands::{self, CommandError};
 
 /// Replay allocates and frees many short strings per event; glibc's allocator fragments under
 /// that load and makes journal replay about twice as slow (see `kernel/benches`).
@@ -16,49 +20,17 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> Result<ExitCode> {
     color_eyre::install()?;
     let cli = Cli::parse();
-    match cli.command {
-        Command::Conformance {
-            files,
-            deviations,
-            no_deviations,
-            quiet,
-        } => {
-            let deviations = match (deviations, no_deviations) {
-                (_, true) => DeviationFile::parse(
-                    r#"{"schema_version":"valp-kernel-deviations.v1","deviations":[]}"#,
-                    "--no-deviations",
-                )?,
-                (Some(path), false) => {
-                    let text = std::fs::read_to_string(&path)
-                        .wrap_err_with(|| format!("reading deviations file {}", path.display()))?;
-                    DeviationFile::parse(&text, &path.display().to_string())?
-                }
-                (None, false) => DeviationFile::builtin()?,
-            };
-            let report = conformance::run_files(&files, &deviations)?;
-            let mut out = std::io::stdout().lock();
-            for failure in report.failures() {
-                writeln!(
-                    out,
-                    "FAIL {} ({}): {}",
-                    failure.name, failure.location, failure.message
-                )?;
-            }
-            if !quiet {
-                write!(out, "{}", report.table())?;
-                for (id, count) in report.deviation_counts() {
-                    writeln!(
-                        out,
-                        "deviation {id}: {count} cases (see kernel/DEVIATIONS.md)"
-                    )?;
-                }
-            }
-            writeln!(out, "{}", report.summary_line())?;
-            Ok(if report.failed() == 0 {
-                ExitCode::SUCCESS
+    let mut out = std::io::stdout().lock();
+    match commands::run(cli, &mut out) {
+        Ok(code) => Ok(code),
+        Err(error) => {
+            out.flush()?;
+            eprintln!("valp: {error}");
+            Ok(ExitCode::from(if matches!(error, CommandError::Usage(_)) {
+                2
             } else {
-                ExitCode::FAILURE
-            })
+                1
+            }))
         }
     }
 }

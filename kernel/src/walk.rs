@@ -93,8 +93,18 @@ impl Walk {
     /// A walk over a fresh task with `config.work_items` items. Item `i` depends on item `i - 1`
     /// (mostly hard edges, some soft or optional), and a few items are optional or soft.
     pub fn new(config: WalkConfig) -> Self {
+        let installation = id(IdentityKind::Installation, "inst-1".to_owned());
+        Self::for_task(
+            config,
+            installation,
+            id(IdentityKind::Task, "task-1".to_owned()),
+        )
+    }
+
+    /// A walk like [`Walk::new`] over a task with the given identities (installation kind
+    /// `installation`, task kind `task`).
+    pub fn for_task(config: WalkConfig, installation: Identity, task: Identity) -> Self {
         let mut rng = SplitMix64(config.seed);
-        let task = id(IdentityKind::Task, "task-1".to_owned());
         let items: Vec<WorkItem> = (0..config.work_items)
             .map(|index| {
                 let dependencies = if index == 0 {
@@ -125,12 +135,7 @@ impl Walk {
                 }
             })
             .collect();
-        let state = State::genesis(
-            id(IdentityKind::Installation, "inst-1".to_owned()),
-            1,
-            task,
-            items,
-        );
+        let state = State::genesis(installation, 1, task, items);
         Self {
             config,
             genesis: GenesisRoot {

@@ -1,5 +1,7 @@
 //! Support for valp's cross-crate, CLI and end-to-end tests (the tests live in `tests/tests/`).
 
+pub mod cli;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

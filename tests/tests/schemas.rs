@@ -81,7 +81,7 @@ fn invalid_vectors(file: &str, schema: &str) -> (usize, Vec<String>) {
 #[test]
 fn every_schema_is_a_valid_draft_2020_12_schema() {
     let mut checked = 0;
-    for directory in ["schemas/kernel", "schemas/conformance"] {
+    for directory in ["schemas/kernel", "schemas/conformance", "schemas/store"] {
         for entry in std::fs::read_dir(workspace_root().join(directory)).unwrap() {
             let path = entry.unwrap().path();
             let schema = read_json(&path);
@@ -100,7 +100,7 @@ fn every_schema_is_a_valid_draft_2020_12_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 16);
+    assert_eq!(checked, 19);
 }
 
 #[test]
@@ -233,5 +233,82 @@ fn malformed_kernel_artifacts_are_refused() {
         let mut bad = good.clone();
         break_it(&mut bad);
         assert!(!state.is_valid(&bad), "{name} must be refused");
+    }
+}
+
+fn lines_of(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn control_root_files_validate() {
+    use std::sync::Arc;
+    use valp_kernel::{Identity, IdentityKind};
+    use valp_store::io::OsStorage;
+    use valp_store::{Appended, ControlRoot, reference};
+
+    let temp = tempfile::tempdir().unwrap();
+    let id = Identity::new(IdentityKind::Installation, "inst-1").unwrap();
+    let root = ControlRoot::init(&temp.path().join(".valp"), id, Arc::new(OsStorage)).unwrap();
+    let mut walk = Walk::new(WalkConfig {
+        seed: 5,
+        work_items: 3,
+        may_terminate: false,
+    });
+    let mut journal = root.create_task(walk.genesis()).unwrap();
+    let steps: Vec<_> = walk.by_ref().take(25).collect();
+    for step in &steps {
+        assert!(matches!(
+            journal.append(&step.event, &step.evidence_set).unwrap(),
+            Appended::Accepted { .. }
+        ));
+    }
+    let mut stale = steps[3].event.clone();
+    stale.event_id = Identity::new(IdentityKind::Event, "late").unwrap();
+    assert!(matches!(
+        journal.append(&stale, &steps[3].evidence_set).unwrap(),
+        Appended::Rejected { .. }
+    ));
+
+    let installation = validator("store/installation.schema.json");
+    let layout = root.layout();
+    assert_eq!(
+        errors(&installation, &read_json(&layout.installation_file())),
+        Vec::<String>::new()
+    );
+    let line = validator("store/journal-line.schema.json");
+    let journal_lines = lines_of(journal.path());
+    assert_eq!(journal_lines.len(), 26);
+    for value in &journal_lines {
+        assert_eq!(errors(&line, value), Vec::<String>::new());
+    }
+    let mut genesis_as_entry = journal_lines[0].clone();
+    genesis_as_entry["seq"] = 1.into();
+    assert!(
+        !line.is_valid(&genesis_as_entry),
+        "line 0 alone holds a GenesisRoot"
+    );
+    let rejection = validator("store/rejection.schema.json");
+    let rejections = lines_of(&journal.dir().join("rejections.jsonl"));
+    assert_eq!(rejections.len(), 1);
+    assert_eq!(errors(&rejection, &rejections[0]), Vec::<String>::new());
+
+    let out = temp.path().join("export");
+    reference::export(&journal, &out).unwrap();
+    let genesis = validator("kernel/genesis-root.schema.json");
+    assert_eq!(
+        errors(
+            &genesis,
+            &read_json(&out.join("runtime/kernel/genesis.json"))
+        ),
+        Vec::<String>::new()
+    );
+    let entry = validator("kernel/replay-entry.schema.json");
+    for value in lines_of(&out.join("runtime/kernel/replay.jsonl")) {
+        assert_eq!(errors(&entry, &value), Vec::<String>::new());
     }
 }

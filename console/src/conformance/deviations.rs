@@ -84,6 +84,14 @@ impl DeviationFile {
         Ok(file)
     }
 
+    /// No deviations: every difference from the reference is a failure.
+    pub fn none() -> Self {
+        Self {
+            schema_version: DEVIATIONS_SCHEMA.to_owned(),
+            deviations: Vec::new(),
+        }
+    }
+
     /// The deviations compiled into `valp`.
     pub fn builtin() -> Result<Self, ConformanceError> {
         Self::parse(DEFAULT_DEVIATIONS, "kernel/deviations.json (built in)")

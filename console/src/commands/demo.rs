@@ -1,0 +1,64 @@
+//! `valp demo`: a task with a seeded legal history, written through the store.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use valp_kernel::walk::{Walk, WalkConfig};
+use valp_kernel::{Identity, IdentityKind};
+use valp_store::io::OsStorage;
+use valp_store::{Appended, ControlRoot};
+
+use super::CommandError;
+use crate::cli::DemoArgs;
+
+pub(super) fn run(
+    root_path: &Path,
+    args: &DemoArgs,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let root = if root_path
+        .join(valp_store::layout::INSTALLATION_FILE)
+        .is_file()
+    {
+        ControlRoot::open(root_path, Arc::new(OsStorage))?
+    } else {
+        let created = super::init::create(root_path, None)?;
+        writeln!(
+            out,
+            "initialised installation {} at {}",
+            created.installation().installation_id.value(),
+            root_path.display()
+        )?;
+        created
+    };
+    let task = Identity::new(IdentityKind::Task, args.task.clone())
+        .map_err(|_| CommandError::Usage("--task must not be empty".to_owned()))?;
+    let config = WalkConfig {
+        seed: args.seed,
+        work_items: args.work_items,
+        may_terminate: false,
+    };
+    let mut walk = Walk::for_task(config, root.installation().installation_id.clone(), task);
+    let mut journal = root.create_task(walk.genesis())?;
+    for step in walk.by_ref().take(args.entries) {
+        match journal.append(&step.event, &step.evidence_set)? {
+            Appended::Accepted { .. } => {}
+            other => {
+                return Err(CommandError::Usage(format!(
+                    "the demo history was not accepted: {other:?}"
+                )));
+            }
+        }
+    }
+    writeln!(
+        out,
+        "created demo task {} with {} accepted entries and {} work items in {}",
+        args.task,
+        journal.len(),
+        args.work_items,
+        journal.path().display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

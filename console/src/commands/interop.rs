@@ -1,0 +1,44 @@
+//! `valp export --reference` and `valp import`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use valp_store::{Access, ControlRoot, reference};
+
+use super::CommandError;
+
+pub(super) fn export(
+    root: &ControlRoot,
+    task: &str,
+    dir: &Path,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let journal = root.open_task(task, Access::ReadOnly)?;
+    let exported = reference::export(&journal, dir)?;
+    writeln!(
+        out,
+        "exported task {task}: {} entries to {} (genesis.json {} bytes, replay.jsonl {} bytes)",
+        exported.entries,
+        exported.dir.display(),
+        exported.genesis_bytes,
+        exported.replay_bytes
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn import(
+    root: &ControlRoot,
+    dir: &Path,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let journal = reference::import(root, dir)?;
+    writeln!(
+        out,
+        "imported task {}: {} entries verified by replay into {}",
+        journal.genesis().state.body.task_id.value(),
+        journal.len(),
+        journal.path().display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

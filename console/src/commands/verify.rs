@@ -1,0 +1,43 @@
+//! `valp verify`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use valp_store::ControlRoot;
+use valp_store::verify::verify;
+
+use super::CommandError;
+
+pub(super) fn run(root: &ControlRoot, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    let verification = verify(root)?;
+    let width = verification
+        .checks
+        .iter()
+        .map(|check| check.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    writeln!(
+        out,
+        "{:<8}  {:<width$}  {:>8}  status",
+        "kind", "name", "entries"
+    )?;
+    for check in &verification.checks {
+        let status = match &check.problem {
+            Some(problem) => format!("PROBLEM {problem}"),
+            None if check.warnings.is_empty() => "ok".to_owned(),
+            None => format!("ok, warning: {}", check.warnings.join("; ")),
+        };
+        writeln!(
+            out,
+            "{:<8}  {:<width$}  {:>8}  {status}",
+            check.kind, check.name, check.entries
+        )?;
+    }
+    writeln!(out, "{}", verification.summary_line())?;
+    Ok(if verification.problems() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,41 @@
+//! Running the `valp` binary in a chosen folder with a controlled environment.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::valp_binary;
+
+/// What a finished `valp` run printed.
+#[derive(Debug)]
+pub struct Run {
+    /// Exit code (`None` if killed by a signal).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Self {
+        Self {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `valp args…` in `cwd` with `VALP_ROOT` unset (or set to `root_env`).
+pub fn valp_in(cwd: &Path, root_env: Option<&Path>, args: &[&str]) -> std::io::Result<Run> {
+    let mut command = Command::new(valp_binary()?);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("VALP_ROOT")
+        .env("RUST_BACKTRACE", "0");
+    if let Some(root) = root_env {
+        command.env("VALP_ROOT", root);
+    }
+    command.output().map(Run::from)
+}
