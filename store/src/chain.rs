@@ -13,9 +13,10 @@
 //! that one member cut out, so verifying a line hashes it once.
 //!
 //! [`ChainReader`] reads and verifies lines one at a time (streaming: memory does not grow with
-//! the file) and classifies what it cannot verify: a *torn tail* (the bytes after the last good
-//! line hold no LF, or are all NUL: what an interrupted append leaves) or *damage* (anything else,
-//! which is refused with the line and byte).
+//! the file) and classifies what it cannot verify: a *torn tail* (what an interrupted append
+//! leaves after the last good line: bytes without an LF, NUL bytes, or one last line that is not
+//! JSON at all) or *damage* (anything else, including a well-formed last line whose digest or
+//! chain is wrong), which is refused with the line and byte.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -105,6 +106,8 @@ pub struct ChainReader {
     next_seq: u64,
     prior: Option<String>,
     buffer: Vec<u8>,
+    /// Set once the end of the verifiable lines is reached.
+    tail: Option<Tail>,
 }
 
 impl ChainReader {
@@ -118,6 +121,7 @@ impl ChainReader {
             next_seq: 0,
             prior: None,
             buffer: Vec::with_capacity(4096),
+            tail: None,
         })
     }
 
@@ -148,47 +152,76 @@ impl ChainReader {
     /// The next verified line, `Ok(None)` at the end (see [`ChainReader::tail`] for what
     /// follows), or the damage found.
     pub fn next_line(&mut self) -> Result<Option<ChainLine>, StoreError> {
+        if self.tail.is_some() {
+            return Ok(None);
+        }
         self.buffer.clear();
         let read = self
             .reader
             .read_until(b'\n', &mut self.buffer)
             .map_err(|source| StoreError::io(&self.path, "read", source))?;
-        if read == 0 || self.buffer.last() != Some(&b'\n') || self.buffer[0] == 0 {
-            // End of file, a line without LF, or a NUL run: the caller asks `tail` what it is.
-            self.reader
-                .seek(SeekFrom::Start(self.offset))
-                .map_err(|source| StoreError::io(&self.path, "seek", source))?;
+        let start = self.offset;
+        if read == 0 {
+            self.tail = Some(Tail::Clean);
             return Ok(None);
         }
-        let start = self.offset;
-        let line = self.verify(start)?;
+        if self.buffer.last() != Some(&b'\n') {
+            // The bytes seen so far, without an LF: an append in flight or a torn tail. They are
+            // classified from what was read, never re-read, so a concurrent append that
+            // completes meanwhile cannot turn them into "damage".
+            self.tail = Some(Tail::Torn {
+                offset: start,
+                bytes: std::mem::take(&mut self.buffer),
+            });
+            return Ok(None);
+        }
+        let line = match self.verify(start) {
+            Ok(line) => line,
+            Err(damage) => return self.torn_or_damaged(start, damage),
+        };
         self.offset += read as u64;
         self.next_seq += 1;
         self.prior = Some(line.digest.clone());
         Ok(Some(line))
     }
 
-    /// What follows the last verified line. Call after [`ChainReader::next_line`] returned
-    /// `Ok(None)`.
-    pub fn tail(&mut self) -> Result<Tail, StoreError> {
+    /// A complete line failed verification. It is the torn remnant of an interrupted append
+    /// when it is the last line of the file and an append could have left it: it holds NUL
+    /// bytes (blocks never written) or is not JSON at all (partial). Anything else, or any
+    /// line followed by more data, is damage.
+    fn torn_or_damaged(
+        &mut self,
+        start: u64,
+        damage: StoreError,
+    ) -> Result<Option<ChainLine>, StoreError> {
         let mut rest = Vec::new();
         self.reader
             .read_to_end(&mut rest)
             .map_err(|source| StoreError::io(&self.path, "read", source))?;
-        if rest.is_empty() {
-            return Ok(Tail::Clean);
-        }
-        if !rest.contains(&b'\n') || rest.iter().all(|&byte| byte == 0) {
-            return Ok(Tail::Torn {
-                offset: self.offset,
-                bytes: rest,
+        let line = &self.buffer;
+        let only_nul_and_lf = line
+            .iter()
+            .chain(&rest)
+            .all(|&byte| byte == 0 || byte == b'\n');
+        let has_nul = line.contains(&0);
+        let is_json = std::str::from_utf8(&line[..line.len() - 1])
+            .is_ok_and(|text| valp_kernel::json::parse(text).is_ok());
+        if only_nul_and_lf || (rest.is_empty() && (has_nul || !is_json)) {
+            let mut bytes = std::mem::take(&mut self.buffer);
+            bytes.extend_from_slice(&rest);
+            self.tail = Some(Tail::Torn {
+                offset: start,
+                bytes,
             });
+            return Ok(None);
         }
-        let damaged = self.offset;
-        Err(self.corrupt(
-            damaged,
-            "a line that is not a journal line is followed by more data".to_owned(),
-        ))
+        Err(damage)
+    }
+
+    /// What follows the last verified line. Call after [`ChainReader::next_line`] returned
+    /// `Ok(None)`.
+    pub fn tail(&mut self) -> Result<Tail, StoreError> {
+        Ok(self.tail.take().unwrap_or(Tail::Clean))
     }
 
     fn corrupt(&self, byte: u64, reason: String) -> StoreError {

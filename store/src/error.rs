@@ -85,8 +85,8 @@ pub enum StoreError {
     },
     /// An I/O failure after the write began; the writer is poisoned until reopened.
     #[error(
-        "{code}: {path}: {operation} failed after the write began (entry {seq} may or may not be \
-         on disk; reopen to find out): {source}",
+        "{code}: {path}: {operation} failed after the write began (what was written, entry {seq} \
+         for a journal, may or may not be on disk; reopen to find out): {source}",
         code = StoreCode::DurabilityUnknownOrCommitted
     )]
     UnknownOrCommitted {
@@ -94,7 +94,7 @@ pub enum StoreError {
         path: PathBuf,
         /// What failed.
         operation: &'static str,
-        /// The sequence number being written.
+        /// The journal sequence number being written (0 for other files).
         seq: u64,
         /// The cause.
         source: std::io::Error,

@@ -1,6 +1,8 @@
 //! Support for valp's cross-crate, CLI and end-to-end tests (the tests live in `tests/tests/`).
 
+pub mod child;
 pub mod cli;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

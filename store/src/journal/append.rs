@@ -162,8 +162,12 @@ fn explain(code: ErrorCode, event: &Event, revision: i128, prior: Option<&Identi
             event.event_id.value(),
             prior.map_or("an earlier result", Identity::value)
         ),
-        ErrorCode::StateConflict if event.expected_revision != revision => format!(
+        ErrorCode::StateConflict if event.expected_revision < revision => format!(
             "stale expected_revision {}: the journal is at revision {revision}",
+            event.expected_revision
+        ),
+        ErrorCode::StateConflict if event.expected_revision > revision => format!(
+            "expected_revision {} is ahead of the journal, which is at revision {revision}",
             event.expected_revision
         ),
         ErrorCode::StateConflict => {

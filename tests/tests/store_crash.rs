@@ -1,0 +1,227 @@
+//! Crash safety of journal appends: a writer in a separate process (`journal_appender`) is
+//! killed with SIGKILL at random points, again and again on the same journal. After every kill
+//! every acknowledged entry is there, nothing is duplicated or invented, the journal verifies
+//! (a torn tail is reported to readers and repaired by writers, its bytes quarantined), and the
+//! State is exactly the walk's State after that many steps.
+//!
+//! 200 trials by default; set `VALP_CRASH_TRIALS=N` for more.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use valp_store::{Access, ControlRoot, Warning};
+use valp_tests::child::Reporter;
+use valp_tests::store::{History, Rng, init_root, journal_path, open_task, quarantine_files};
+
+const DEFAULT_TRIALS: usize = 200;
+/// Trials share a journal in runs of this many, then start over in a fresh root (so that the
+/// journal stays short and the suite fast, while repairs still meet earlier repairs).
+const TRIALS_PER_ROOT: usize = 25;
+const SEED: u64 = 0xC4A5_4ED5;
+const WORK_ITEMS: usize = 3;
+
+#[derive(Debug, Default)]
+struct Tally {
+    acked: usize,
+    unacked_entries: usize,
+    torn_tails_repaired: usize,
+    left_for_the_next_writer: usize,
+    killed_before_ready: usize,
+}
+
+#[test]
+fn killed_writers_lose_no_acknowledged_entry() {
+    let trials = std::env::var("VALP_CRASH_TRIALS").map_or(DEFAULT_TRIALS, |value| {
+        value.parse().expect("VALP_CRASH_TRIALS is a number")
+    });
+    let started = Instant::now();
+    let mut rng = Rng::new(SEED);
+    let mut tally = Tally::default();
+    let mut trial = 0;
+    while trial < trials {
+        let temp = tempfile::tempdir().unwrap();
+        let root = init_root(temp.path());
+        let walk_seed = rng.next_u64() % 1_000_000;
+        let mut history = History::new(walk_seed, WORK_ITEMS);
+        root.create_task(history.genesis()).unwrap();
+        let mut entries = 0;
+        for _ in 0..TRIALS_PER_ROOT.min(trials - trial) {
+            let context = format!("trial {trial} (seed {SEED:#x}, walk seed {walk_seed})");
+            let acked = kill_a_writer(&root, walk_seed, entries, &mut rng, &mut tally, &context);
+            entries = check_after_kill(&root, &mut history, entries, &acked, &context, &mut tally);
+            // Now and then only read, and leave any torn tail for the next writer to repair.
+            if rng.chance(70) {
+                entries = repair(&root, &mut history, entries, &context, &mut tally);
+            } else {
+                tally.left_for_the_next_writer += 1;
+            }
+            trial += 1;
+        }
+    }
+    eprintln!("{trials} trials in {:.1?}: {tally:?}", started.elapsed());
+    assert!(
+        tally.acked >= trials,
+        "the writers acknowledged too little to test anything: {tally:?}"
+    );
+}
+
+/// Starts a writer, kills it at a random point and returns the sequence numbers it
+/// acknowledged. `entries` is the journal's length before.
+fn kill_a_writer(
+    root: &ControlRoot,
+    walk_seed: u64,
+    entries: usize,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    context: &str,
+) -> Vec<usize> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_journal_appender"));
+    command.arg("append").arg(root.layout().root()).args([
+        walk_seed.to_string(),
+        WORK_ITEMS.to_string(),
+        "10000".to_owned(),
+    ]);
+    let mut child = Reporter::spawn(&mut command, context);
+    let mut lines = Vec::new();
+    if rng.chance(15) {
+        // Somewhere in start-up: opening, verifying, repairing a torn tail.
+        std::thread::sleep(Duration::from_micros(rng.below(20_000) as u64));
+    } else {
+        let acks = rng.below(8);
+        lines.push(child.expect_line());
+        while lines.len() <= acks {
+            lines.push(child.expect_line());
+        }
+        // Then somewhere in the appends that follow.
+        std::thread::sleep(Duration::from_micros(rng.below(3_000) as u64));
+    }
+    child.kill();
+    let status = child.wait();
+    assert!(
+        !status.success(),
+        "{context}: the writer was killed, not done"
+    );
+    lines.extend(child.remaining_lines());
+    let mut acked = Vec::new();
+    match lines.first().map(|line| line.split_once(' ')) {
+        None => tally.killed_before_ready += 1,
+        Some(Some(("ready", len))) => assert_eq!(len.parse::<usize>().unwrap(), entries),
+        Some(_) => panic!("{context}: the writer began with {:?}", lines[0]),
+    }
+    for line in lines.iter().skip(1) {
+        let seq = line
+            .strip_prefix("acked ")
+            .unwrap_or_else(|| panic!("{context}: unexpected line {line:?}"));
+        acked.push(seq.parse().unwrap());
+    }
+    let expected: Vec<usize> = (entries + 1..=entries + acked.len()).collect();
+    assert_eq!(acked, expected, "{context}: acknowledged sequence numbers");
+    tally.acked += acked.len();
+    acked
+}
+
+/// Checks the journal after a kill without writing: a reader sees every acknowledged entry, at
+/// most the one entry in flight beyond them, and exactly the walk's State; a torn tail is
+/// reported and left alone. Returns the number of entries.
+fn check_after_kill(
+    root: &ControlRoot,
+    history: &mut History,
+    entries_before: usize,
+    acked: &[usize],
+    context: &str,
+    tally: &mut Tally,
+) -> usize {
+    let path = journal_path(root);
+    let before = std::fs::read(&path).unwrap();
+    let reader = open_task(root, Access::ReadOnly)
+        .unwrap_or_else(|error| panic!("{context}: the journal does not verify: {error}"));
+    let verified = usize::try_from(reader.verified_bytes()).unwrap();
+    match reader.warnings() {
+        [] => assert_eq!(verified, before.len(), "{context}"),
+        [Warning::IncompleteTail { offset, len }] => {
+            assert_eq!(*offset, reader.verified_bytes(), "{context}");
+            assert_eq!(*offset + *len, before.len() as u64, "{context}");
+        }
+        other => panic!("{context}: unexpected warnings {other:?}"),
+    }
+    let entries = usize::try_from(reader.len()).unwrap();
+    let least = entries_before + acked.len();
+    assert!(
+        (least..=least + 1).contains(&entries),
+        "{context}: {entries} entries after {entries_before} and {} acknowledged appends (at \
+         most one more may have been written but not acknowledged)",
+        acked.len()
+    );
+    tally.unacked_entries += entries - least;
+    assert_eq!(
+        reader.live().to_state(),
+        history.state_after(entries),
+        "{context}: the State is the walk's State after {entries} steps"
+    );
+    let mut events: Vec<_> = reader
+        .live()
+        .history()
+        .iter()
+        .map(|accepted| accepted.event_id.value())
+        .collect();
+    events.sort_unstable();
+    events.dedup();
+    assert_eq!(
+        events.len(),
+        entries,
+        "{context}: no event is recorded twice"
+    );
+    drop(reader);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "{context}: a reader wrote"
+    );
+    entries
+}
+
+/// Opens the journal for writing, which repairs a torn tail: the cut bytes are quarantined
+/// verbatim and the file ends at the last good line. Returns the number of entries.
+fn repair(
+    root: &ControlRoot,
+    history: &mut History,
+    entries: usize,
+    context: &str,
+    tally: &mut Tally,
+) -> usize {
+    let path = journal_path(root);
+    let before = std::fs::read(&path).unwrap();
+    let quarantined_before = quarantine_files(root);
+    let journal = open_task(root, Access::Write)
+        .unwrap_or_else(|error| panic!("{context}: a writer cannot open the journal: {error}"));
+    assert_eq!(journal.len(), entries as u64, "{context}");
+    let verified = usize::try_from(journal.verified_bytes()).unwrap();
+    match journal.warnings() {
+        [] => {
+            assert_eq!(std::fs::read(&path).unwrap(), before, "{context}");
+            assert_eq!(quarantine_files(root), quarantined_before, "{context}");
+        }
+        [
+            Warning::TornTailRepaired {
+                offset,
+                len,
+                quarantined,
+            },
+        ] => {
+            tally.torn_tails_repaired += 1;
+            assert_eq!(*offset, journal.verified_bytes(), "{context}");
+            assert_eq!(*offset + *len, before.len() as u64, "{context}");
+            assert_eq!(std::fs::read(quarantined).unwrap(), &before[verified..]);
+            assert_eq!(std::fs::read(&path).unwrap(), &before[..verified]);
+            assert_eq!(
+                quarantined.parent(),
+                Some(root.layout().quarantine_dir().as_path())
+            );
+        }
+        other => panic!("{context}: unexpected warnings {other:?}"),
+    }
+    assert_eq!(journal.live().to_state(), history.state_after(entries));
+    entries
+}
