@@ -11,8 +11,8 @@
 //! Integers must be JSON integers: a boolean or a float where an integer belongs is refused
 //! here (see `kernel/DEVIATIONS.md`, D1), with the same code the reference would return.
 
-mod entities;
-mod reader;
+pub(crate) mod entities;
+pub(crate) mod reader;
 mod replay;
 
 pub use entities::{

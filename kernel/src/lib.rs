@@ -22,6 +22,7 @@ pub mod canonical;
 pub mod decode;
 pub mod frontier;
 pub(crate) mod history;
+pub mod installation;
 pub mod json;
 pub mod live;
 pub mod model;

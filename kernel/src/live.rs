@@ -16,6 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::Sha256;
 
+use crate::canonical::Canonical;
+use crate::json::write::Fields;
+
 use crate::history::{HistoryView, entry_is_well_formed};
 use crate::model::{
     Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, Int, NoOp, Outcome, Rejected,
@@ -67,6 +70,18 @@ pub struct AcceptedRecord {
     pub audit_facts: Vec<String>,
 }
 
+impl Canonical for AcceptedRecord {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.strs("audit_facts", &self.audit_facts);
+        fields.str("input_digest", &self.input_digest);
+        fields.strs("obligations", &self.obligations);
+        fields.str("result_digest", &self.result_digest);
+        fields.canonical("result_id", &self.result_id);
+        fields.end();
+    }
+}
+
 impl Verdict {
     /// The error code, if rejected.
     pub fn error_code(&self) -> Option<ErrorCode> {
@@ -78,7 +93,7 @@ impl Verdict {
 
     /// The full protocol Result, given the State that goes with it (the next State when
     /// accepted, the unchanged State otherwise).
-    pub fn into_outcome(self, state: State) -> Outcome {
+    pub fn into_outcome<S>(self, state: S) -> Outcome<S> {
         match self {
             Self::Accepted(record) => Outcome::Accepted(Accepted {
                 result_id: record.result_id,

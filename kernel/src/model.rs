@@ -16,6 +16,6 @@ pub use state::{
 };
 pub use vocabulary::{
     AttemptStatus, CancellationScope, ClaimResult, ControlReason, ControlStatus, ErrorCode,
-    EventKind, IdentityKind, Open, Requirement, SuspensionStatus, TaskStatus, Variant, WakeReason,
-    WorkItemStatus,
+    EventKind, IdentityKind, InstallationEventKind, InstallationStatus, Open, PrincipalKind,
+    Requirement, SuspensionStatus, TaskStatus, Variant, WakeReason, WorkItemStatus,
 };

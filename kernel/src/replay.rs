@@ -98,14 +98,7 @@ impl Canonical for CompactEntry {
         let mut fields = Fields::begin(out);
         fields.canonical("event", &self.event);
         write_evidence_set(fields.key("evidence_set"), &self.evidence_set);
-        let result = &self.result;
-        let mut record = Fields::begin(fields.key("result"));
-        record.strs("audit_facts", &result.audit_facts);
-        record.str("input_digest", &result.input_digest);
-        record.strs("obligations", &result.obligations);
-        record.str("result_digest", &result.result_digest);
-        record.canonical("result_id", &result.result_id);
-        record.end();
+        fields.canonical("result", &self.result);
         fields.str("schema_version", COMPACT_ENTRY_SCHEMA);
         fields.end();
     }

@@ -12,8 +12,9 @@ use valp_kernel::decode::{
 use valp_kernel::json::Value;
 use valp_kernel::{
     AttemptStatus, CancellationScope, ClaimResult, ControlReason, ControlStatus, ErrorCode, Event,
-    EventKind, IdentityKind, Open, Outcome, Requirement, State, SuspensionStatus, TaskStatus,
-    Variant, WakeReason, WorkItemStatus,
+    EventKind, IdentityKind, InstallationEventKind, InstallationStatus, Open, Outcome,
+    PrincipalKind, Requirement, State, SuspensionStatus, TaskStatus, Variant, WakeReason,
+    WorkItemStatus,
 };
 
 use support::{
@@ -268,7 +269,60 @@ closed_vocabulary!(
         "VALP-E-UNKNOWN-ENUM-VALUE",
         "VALP-E-STATE-CONFLICT",
         "VALP-E-IDEMPOTENCY-CONFLICT",
+        "VALP-E-LEADER-EPOCH",
+        "VALP-E-PERMISSION-DENIED",
+        "VALP-E-LEADER-ROTATING",
     ]
+);
+
+closed_vocabulary!(
+    installation_status,
+    InstallationStatus,
+    "InstallationStatus",
+    [
+        "uninitialized",
+        "bootstrapping",
+        "discovering_leader_candidates",
+        "awaiting_leader_selection",
+        "activating_leader",
+        "active",
+        "reconciling_capabilities",
+        "rotating_leader",
+        "migrating",
+        "rollback_required",
+        "degraded",
+        "blocked",
+        "retired",
+    ]
+);
+
+closed_vocabulary!(
+    installation_event_kind,
+    InstallationEventKind,
+    "InstallationEventKind",
+    [
+        "installation_initialized",
+        "bootstrap_discovery_started",
+        "leader_candidate_discovery_completed",
+        "leader_candidates_observed",
+        "leader_selection_approved",
+        "leader_activated",
+        "leader_activation_failed",
+        "leader_session_reopened",
+        "leader_health_failed",
+        "leader_rotation_approved",
+        "leader_rotation_completed",
+        "leader_rotation_failed",
+        "bootstrap_failed",
+        "task_handed_over",
+    ]
+);
+
+closed_vocabulary!(
+    principal_kind,
+    PrincipalKind,
+    "PrincipalKind",
+    ["human", "tmux_pane"]
 );
 
 #[test]

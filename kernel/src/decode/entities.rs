@@ -2,6 +2,7 @@
 
 use crate::decode::reader::{DecodeError, ObjectReader, Path, identity, list, string, vocabulary};
 use crate::json::Value;
+use crate::live::AcceptedRecord;
 use crate::model::event::{EVENT_SCHEMA, EVIDENCE_SCHEMA};
 use crate::model::outcome::RESULT_SCHEMA;
 use crate::model::state::STATE_SCHEMA;
@@ -82,7 +83,10 @@ fn body_members(state: &mut ObjectReader<'_, '_>) -> Result<StateBody, DecodeErr
     })
 }
 
-fn accepted_event_at(value: &Value, path: &Path<'_>) -> Result<AcceptedEvent, DecodeError> {
+pub(crate) fn accepted_event_at(
+    value: &Value,
+    path: &Path<'_>,
+) -> Result<AcceptedEvent, DecodeError> {
     let mut entry = ObjectReader::new(value, path)?;
     let decoded = AcceptedEvent {
         event_id: entry.identity("event_id")?,
@@ -276,4 +280,18 @@ pub(crate) fn outcome_at(value: &Value, path: &Path<'_>) -> Result<Outcome, Deco
     };
     result.finish()?;
     Ok(outcome)
+}
+
+/// An accepted Result without its State (the `result` of a compact entry).
+pub(crate) fn record_at(value: &Value, path: &Path<'_>) -> Result<AcceptedRecord, DecodeError> {
+    let mut result = ObjectReader::new(value, path)?;
+    let record = AcceptedRecord {
+        result_id: result.identity("result_id")?,
+        input_digest: result.string("input_digest")?,
+        result_digest: result.string("result_digest")?,
+        obligations: result.required_list("obligations", strings)?,
+        audit_facts: result.required_list("audit_facts", strings)?,
+    };
+    result.finish()?;
+    Ok(record)
 }

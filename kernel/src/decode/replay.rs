@@ -2,10 +2,9 @@
 //! trust policy and checkpoint authentication.
 
 use crate::canonical::EMPTY_REPLAY_PREFIX_DIGEST;
-use crate::decode::entities::{event_at, evidence_at, outcome_at, state_at};
-use crate::decode::reader::{DecodeError, ObjectReader, Path, identity, string};
+use crate::decode::entities::{event_at, evidence_at, outcome_at, record_at, state_at};
+use crate::decode::reader::{DecodeError, ObjectReader, Path, identity};
 use crate::json::Value;
-use crate::live::AcceptedRecord;
 use crate::replay::checkpoint::{
     AUTHENTICATION_SCHEMA, CHECKPOINT_ROOT_SCHEMA, TRUST_POLICY_SCHEMA,
 };
@@ -54,26 +53,13 @@ pub fn decode_compact_entry(value: &Value) -> Result<CompactEntry, DecodeError> 
     entry.schema(COMPACT_ENTRY_SCHEMA)?;
     let event = event_at(entry.required("event")?, &path.key("event"))?;
     let evidence_set = entry.required_list("evidence_set", evidence_at)?;
-    let result_path = path.key("result");
-    let mut result = ObjectReader::new(entry.required("result")?, &result_path)?;
-    let record = AcceptedRecord {
-        result_id: result.identity("result_id")?,
-        input_digest: result.string("input_digest")?,
-        result_digest: result.string("result_digest")?,
-        obligations: result.required_list("obligations", owned_string)?,
-        audit_facts: result.required_list("audit_facts", owned_string)?,
-    };
-    result.finish()?;
+    let record = record_at(entry.required("result")?, &path.key("result"))?;
     entry.finish()?;
     Ok(CompactEntry {
         event,
         evidence_set,
         result: record,
     })
-}
-
-fn owned_string(value: &Value, path: &Path<'_>) -> Result<String, DecodeError> {
-    string(value, path).map(str::to_owned)
 }
 
 /// Decodes a CheckpointRoot (its bindings are checked when a replay starts from it).

@@ -1,7 +1,10 @@
 //! The protocol Result (`valp-kernel-result.v1`): exactly one of `accepted`, `no_op` or
 //! `rejected`.
 //!
-//! Rust's own `Result` keeps its name, so the protocol type is called [`Outcome`].
+//! Rust's own `Result` keeps its name, so the protocol type is called [`Outcome`]. It is generic
+//! over the State it carries: a task's [`State`] by default, or the installation's
+//! [`InstallationState`](crate::installation::InstallationState) for the authority lane, which
+//! uses the same Result shape and digests.
 
 use crate::canonical::Canonical;
 use crate::json::write::Fields;
@@ -15,11 +18,11 @@ pub const RESULT_SCHEMA: &str = "valp-kernel-result.v1";
 
 /// The event was accepted: the state advanced by one revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accepted {
+pub struct Accepted<S = State> {
     /// `<event_id>:accepted`.
     pub result_id: Identity,
     /// The next State, whose history ends with this acceptance.
-    pub state: State,
+    pub state: S,
     /// Digest of the input.
     pub input_digest: String,
     /// Digest binding input, prior state and next state.
@@ -30,7 +33,7 @@ pub struct Accepted {
     pub audit_facts: Vec<String>,
 }
 
-impl Accepted {
+impl<S> Accepted<S> {
     /// This Result without its State.
     pub fn record(&self) -> AcceptedRecord {
         AcceptedRecord {
@@ -45,9 +48,9 @@ impl Accepted {
 
 /// The event was accepted before with identical input; nothing changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoOp {
+pub struct NoOp<S = State> {
     /// The input State, unchanged.
-    pub state: State,
+    pub state: S,
     /// Digest of the input.
     pub input_digest: String,
     /// The earlier acceptance.
@@ -58,9 +61,9 @@ pub struct NoOp {
 
 /// The event was refused with a deterministic code; nothing changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejected {
+pub struct Rejected<S = State> {
     /// The input State, unchanged.
-    pub state: State,
+    pub state: S,
     /// Digest of the input.
     pub input_digest: String,
     /// Why.
@@ -73,16 +76,16 @@ pub struct Rejected {
 
 /// A protocol Result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Outcome<S = State> {
     /// Accepted: revision + 1.
-    Accepted(Accepted),
+    Accepted(Accepted<S>),
     /// Duplicate of an accepted event.
-    NoOp(NoOp),
+    NoOp(NoOp<S>),
     /// Refused.
-    Rejected(Rejected),
+    Rejected(Rejected<S>),
 }
 
-impl Outcome {
+impl<S> Outcome<S> {
     /// Which variant this is.
     pub fn variant(&self) -> Variant {
         match self {
@@ -93,7 +96,7 @@ impl Outcome {
     }
 
     /// The State carried by the Result (next state if accepted, input state otherwise).
-    pub fn state(&self) -> &State {
+    pub fn state(&self) -> &S {
         match self {
             Self::Accepted(accepted) => &accepted.state,
             Self::NoOp(no_op) => &no_op.state,
@@ -111,7 +114,7 @@ impl Outcome {
     }
 
     /// The accepted variant, if accepted.
-    pub fn accepted(&self) -> Option<&Accepted> {
+    pub fn accepted(&self) -> Option<&Accepted<S>> {
         match self {
             Self::Accepted(accepted) => Some(accepted),
             _ => None,
@@ -127,7 +130,7 @@ impl Outcome {
     }
 }
 
-impl Canonical for Outcome {
+impl<S: Canonical> Canonical for Outcome<S> {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         match self {

@@ -355,7 +355,9 @@ open_wire!(
     EventKind,
     WakeReason,
     ControlReason,
-    CancellationScope
+    CancellationScope,
+    InstallationStatus,
+    InstallationEventKind
 );
 
 closed_vocabulary! {
@@ -368,6 +370,63 @@ closed_vocabulary! {
         StateConflict => "VALP-E-STATE-CONFLICT",
         /// A known event id proposed again with different content.
         IdempotencyConflict => "VALP-E-IDEMPOTENCY-CONFLICT",
+        /// Authority lane: an event from an epoch that is not the active one (fenced or
+        /// future).
+        LeaderEpoch => "VALP-E-LEADER-EPOCH",
+        /// Authority lane: the principal or candidate may not do this (e.g. selecting a
+        /// candidate the Doctor did not observe).
+        PermissionDenied => "VALP-E-PERMISSION-DENIED",
+        /// Authority lane: the current epoch is frozen while the Leader rotates.
+        LeaderRotating => "VALP-E-LEADER-ROTATING",
+    }
+}
+
+closed_vocabulary! {
+    /// Installation statuses of the control plane (RFC 0001 of the VALP repository).
+    InstallationStatus {
+        Uninitialized => "uninitialized",
+        Bootstrapping => "bootstrapping",
+        DiscoveringLeaderCandidates => "discovering_leader_candidates",
+        AwaitingLeaderSelection => "awaiting_leader_selection",
+        ActivatingLeader => "activating_leader",
+        Active => "active",
+        ReconcilingCapabilities => "reconciling_capabilities",
+        RotatingLeader => "rotating_leader",
+        Migrating => "migrating",
+        RollbackRequired => "rollback_required",
+        Degraded => "degraded",
+        Blocked => "blocked",
+        Retired => "retired",
+    }
+}
+
+closed_vocabulary! {
+    /// Events of the installation's authority lane.
+    InstallationEventKind {
+        InstallationInitialized => "installation_initialized",
+        BootstrapDiscoveryStarted => "bootstrap_discovery_started",
+        LeaderCandidateDiscoveryCompleted => "leader_candidate_discovery_completed",
+        LeaderCandidatesObserved => "leader_candidates_observed",
+        LeaderSelectionApproved => "leader_selection_approved",
+        LeaderActivated => "leader_activated",
+        LeaderActivationFailed => "leader_activation_failed",
+        LeaderSessionReopened => "leader_session_reopened",
+        LeaderHealthFailed => "leader_health_failed",
+        LeaderRotationApproved => "leader_rotation_approved",
+        LeaderRotationCompleted => "leader_rotation_completed",
+        LeaderRotationFailed => "leader_rotation_failed",
+        BootstrapFailed => "bootstrap_failed",
+        TaskHandedOver => "task_handed_over",
+    }
+}
+
+closed_vocabulary! {
+    /// What kind of principal a Leader candidate is.
+    PrincipalKind {
+        /// The local human operator (an OS account).
+        Human => "human",
+        /// A session in a tmux pane (an agent or a shell the user drives).
+        TmuxPane => "tmux_pane",
     }
 }
 

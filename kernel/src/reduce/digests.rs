@@ -6,13 +6,13 @@ use crate::canonical::{Canonical, digest_text, sha256_digest};
 use crate::json::write::Fields;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
-use crate::model::{AcceptedEvent, Event, Evidence, Identity, StateBody};
+use crate::model::{AcceptedEvent, Evidence, Identity, StateBody};
 
 /// `digest({"protocol_version", "event", "evidence_set" (sorted)})`, computed before any
 /// validation so that even a refused input is identified.
 pub(crate) fn input_digest(
     protocol_version: &str,
-    event: &Event,
+    event: &impl Canonical,
     evidence_set: &[Evidence],
 ) -> String {
     let mut out = Vec::with_capacity(512);
@@ -110,14 +110,7 @@ pub(crate) struct ResultBinding<'a> {
 pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
     let next = binding.next;
     let mut out = Vec::with_capacity(1024);
-    let mut fields = Fields::begin(&mut out);
-    fields.strs("audit_facts", binding.audit_facts);
-    fields.canonical("event_id", binding.event_id);
-    fields.str("input_digest", binding.input_digest);
-    fields.strs("obligations", binding.obligations);
-    fields.str("prior_state_digest", binding.prior_state_digest);
-    fields.canonical("result_id", binding.result_id);
-    let state = fields.key("state");
+    let state = write_result_preamble(&mut out, &binding.parts());
     if next.work_items.is_empty() && next.suspension.is_none() && next.control.is_none() {
         let mut compact = Fields::begin(state);
         compact.canonical("installation_id", &next.installation_id);
@@ -127,9 +120,7 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
         compact.str("status", next.status.as_str());
         compact.canonical("task_id", &next.task_id);
         compact.end();
-        fields.str("variant", "accepted");
-        fields.end();
-        out.push(b'\n');
+        out.extend_from_slice(RESULT_DIGEST_SUFFIX);
         return sha256_digest(&out);
     }
     state.extend_from_slice(STATE_HISTORY_OPEN);
@@ -137,9 +128,57 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
     let mut hasher = Sha256::new();
     hasher.update(&out);
     binding.next_encoding.feed(&mut hasher);
-    // The members after "state": `"variant"` is the last key.
-    hasher.update(b",\"variant\":\"accepted\"}\n");
+    hasher.update(RESULT_DIGEST_SUFFIX);
     digest_text(&hasher.finalize().into())
+}
+
+/// What every result digest binds besides the next State.
+pub(crate) struct ResultParts<'a> {
+    pub result_id: &'a Identity,
+    pub event_id: &'a Identity,
+    pub input_digest: &'a str,
+    pub prior_state_digest: &'a str,
+    pub obligations: &'a [String],
+    pub audit_facts: &'a [String],
+}
+
+impl ResultBinding<'_> {
+    fn parts(&self) -> ResultParts<'_> {
+        ResultParts {
+            result_id: self.result_id,
+            event_id: self.event_id,
+            input_digest: self.input_digest,
+            prior_state_digest: self.prior_state_digest,
+            obligations: self.obligations,
+            audit_facts: self.audit_facts,
+        }
+    }
+}
+
+/// The members that follow `"state"` in a result digest's preimage (`"variant"` is the last
+/// key), its closing brace and the LF.
+const RESULT_DIGEST_SUFFIX: &[u8] = b",\"variant\":\"accepted\"}\n";
+
+/// Writes a result digest's preimage up to `"state":` and returns the buffer for the state.
+fn write_result_preamble<'o>(out: &'o mut Vec<u8>, parts: &ResultParts<'_>) -> &'o mut Vec<u8> {
+    let mut fields = Fields::begin(out);
+    fields.strs("audit_facts", parts.audit_facts);
+    fields.canonical("event_id", parts.event_id);
+    fields.str("input_digest", parts.input_digest);
+    fields.strs("obligations", parts.obligations);
+    fields.str("prior_state_digest", parts.prior_state_digest);
+    fields.canonical("result_id", parts.result_id);
+    fields.key("state");
+    out
+}
+
+/// A result digest whose next State is given as its canonical bytes (with an empty history):
+/// the shape the authority lane's reducer uses.
+pub(crate) fn result_digest_of_state(parts: &ResultParts<'_>, state: &[u8]) -> String {
+    let mut out = Vec::with_capacity(1024 + state.len());
+    write_result_preamble(&mut out, parts).extend_from_slice(state);
+    out.extend_from_slice(RESULT_DIGEST_SUFFIX);
+    sha256_digest(&out)
 }
 
 /// SHA-256 fed with the canonical State's opening up to the end of its history:

@@ -174,5 +174,10 @@ fn explain(code: ErrorCode, event: &Event, revision: i128, prior: Option<&Identi
             "the kernel refused the event in the current state (VALP-E-STATE-CONFLICT)".to_owned()
         }
         ErrorCode::UnknownEnumValue => "a value outside a closed vocabulary".to_owned(),
+        ErrorCode::LeaderEpoch => "the event's Leader epoch is not the active one".to_owned(),
+        ErrorCode::PermissionDenied => "the principal may not do this".to_owned(),
+        ErrorCode::LeaderRotating => {
+            "the Leader is rotating; the current epoch is frozen".to_owned()
+        }
     }
 }
