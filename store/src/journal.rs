@@ -1,9 +1,11 @@
-//! A task journal: the GenesisRoot and every accepted transition of one task, hash-chained.
+//! A journal: the genesis and every accepted transition of one kernel state machine,
+//! hash-chained. A task journal (`tasks/<task>/journal.jsonl`) replays the task kernel; the
+//! installation ledger (`installation/journal.jsonl`) the authority lane (see
+//! [`Machine`](crate::machine::Machine)).
 //!
-//! **Format.** `tasks/<task>/journal.jsonl` holds [`chain`](crate::chain) lines: line 0 carries
-//! the canonical GenesisRoot, line N ≥ 1 the canonical compact entry (Event, sorted EvidenceSet,
-//! the accepted Result without its State) of revision N. Bytes per entry do not grow with the
-//! journal.
+//! **Format.** [`chain`](crate::chain) lines: line 0 carries the canonical genesis, line N ≥ 1
+//! the canonical compact entry (Event, sorted EvidenceSet, the accepted Result without its
+//! State) of revision N. Bytes per entry do not grow with the journal.
 //!
 //! **Open = verify.** Opening streams the file, checks every line's canonical bytes, sequence
 //! number and chained digest, and re-runs the kernel over every entry ([`Replayer`]); the State
@@ -29,14 +31,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
+use valp_kernel::decode::DecodeError;
 use valp_kernel::live::LiveState;
-use valp_kernel::replay::{GenesisRoot, ReplayError, Replayer};
+use valp_kernel::replay::ReplayError;
 
 use crate::chain::{ChainLine, ChainReader, Tail};
 use crate::error::StoreError;
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
+use crate::machine::Machine;
 
 pub use append::Appended;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
@@ -111,15 +114,15 @@ struct Tip {
     offset: u64,
 }
 
-/// An open, verified task journal.
+/// An open, verified journal; a task journal unless `M` says otherwise.
 #[derive(Debug)]
-pub struct Journal {
+pub struct Journal<M: Machine = LiveState> {
     dir: PathBuf,
     path: PathBuf,
     quarantine: PathBuf,
     storage: Arc<dyn Storage>,
-    genesis: GenesisRoot,
-    live: LiveState,
+    genesis: M::Genesis,
+    live: M,
     tip: Tip,
     warnings: Vec<Warning>,
     access: Access,
@@ -128,7 +131,7 @@ pub struct Journal {
     poisoned: Option<String>,
 }
 
-impl Journal {
+impl<M: Machine> Journal<M> {
     /// Opens and verifies the journal in `dir`. `quarantine` receives torn tails (writers only).
     pub fn open(
         dir: &Path,
@@ -144,16 +147,16 @@ impl Journal {
             byte: 0,
             reason: "the journal has no complete genesis line".to_owned(),
         })?;
-        let genesis = decode_genesis_root(&genesis_line.entry)
+        let genesis = M::decode_genesis(&genesis_line.entry)
             .map_err(|error| decode_failure(&path, &genesis_line, &error))?;
-        let replayer = Replayer::from_genesis(&genesis)
-            .map_err(|error| replay_failure(&path, &genesis_line, &error))?;
+        let live =
+            M::start(&genesis).map_err(|error| replay_failure(&path, &genesis_line, &error))?;
         let mut journal = Self {
             dir: dir.to_owned(),
             quarantine: quarantine.to_owned(),
             storage,
             genesis,
-            live: replayer.into_live(),
+            live,
             tip: Tip {
                 next_seq: 1,
                 digest: genesis_line.digest,
@@ -192,7 +195,7 @@ impl Journal {
     ) -> Result<usize, StoreError> {
         let mut applied = 0;
         while let Some(line) = reader.next_line()? {
-            let entry = decode_compact_entry(&line.entry)
+            let entry = M::decode_entry(&line.entry)
                 .map_err(|error| decode_failure(&self.path, &line, &error))?;
             self.live
                 .apply_recorded(&entry)
@@ -238,12 +241,12 @@ impl Journal {
     }
 
     /// The root the journal starts from.
-    pub fn genesis(&self) -> &GenesisRoot {
+    pub fn genesis(&self) -> &M::Genesis {
         &self.genesis
     }
 
     /// The verified current State.
-    pub fn live(&self) -> &LiveState {
+    pub fn live(&self) -> &M {
         &self.live
     }
 

@@ -3,7 +3,9 @@
 //! ```text
 //! .valp/
 //!   installation.json          identity of the installation (valp-installation.v1)
-//!   installation/              the authority lane's ledger (Leader selection, epochs)
+//!   installation/journal.jsonl the authority lane's ledger (Leader selection, epochs), same
+//!                              format as a task journal
+//!   leader/binding.json        projection of the active Leader binding (derived from the ledger)
 //!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained (valp-store-journal.v1)
 //!   tasks/<task>/journal.lock  the writers' lock file (never renamed or deleted)
 //!   tasks/<task>/rejections.jsonl  proposals the kernel refused (valp-store-rejection.v1)
@@ -27,6 +29,7 @@ pub const INSTALLATION_FILE: &str = "installation.json";
 /// Folders every control root has.
 pub const FOLDERS: &[&str] = &[
     "installation",
+    "leader",
     "tasks",
     "evidence/sha256",
     "evidence/tmp",
@@ -55,6 +58,16 @@ impl Layout {
     /// `installation.json`.
     pub fn installation_file(&self) -> PathBuf {
         self.root.join(INSTALLATION_FILE)
+    }
+
+    /// `installation/`, the authority lane's ledger folder.
+    pub fn installation_dir(&self) -> PathBuf {
+        self.root.join("installation")
+    }
+
+    /// `leader/binding.json`.
+    pub fn binding_file(&self) -> PathBuf {
+        self.root.join("leader/binding.json")
     }
 
     /// `tasks/`.

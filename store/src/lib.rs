@@ -20,6 +20,7 @@ pub mod io;
 pub mod journal;
 pub mod layout;
 pub mod lock;
+pub mod machine;
 pub mod reference;
 pub mod root;
 pub mod verify;

@@ -3,9 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use valp_kernel::Identity;
 use valp_kernel::canonical::Canonical;
+use valp_kernel::installation::{
+    InstallationEvent, InstallationGenesis, InstallationLive, InstallationState,
+};
 use valp_kernel::replay::{GenesisRoot, Replayer};
+use valp_kernel::{Identity, IdentityKind, InstallationEventKind};
 
 use crate::blobs::BlobStore;
 use crate::chain::encode_line;
@@ -51,11 +54,76 @@ impl ControlRoot {
             &layout.installation_file(),
             &installation.canonical_bytes(),
         )?;
-        Ok(Self {
+        let root = Self {
             layout,
             installation,
             storage,
-        })
+        };
+        root.ledger()?;
+        Ok(root)
+    }
+
+    /// The installation's authority ledger (`installation/journal.jsonl`), opened for writing
+    /// and verified; created (genesis, then `installation_initialized`) when the root has none.
+    pub fn ledger(&self) -> Result<Journal<InstallationLive>, StoreError> {
+        let dir = self.layout.installation_dir();
+        if !dir.join(JOURNAL_FILE).is_file() {
+            self.create_ledger(&dir)?;
+        }
+        Journal::open(
+            &dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::Write,
+        )
+    }
+
+    /// Opens the authority ledger read-only (nothing is created or repaired).
+    pub fn ledger_read_only(&self) -> Result<Journal<InstallationLive>, StoreError> {
+        let dir = self.layout.installation_dir();
+        Journal::open(
+            &dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::ReadOnly,
+        )
+    }
+
+    fn create_ledger(&self, dir: &Path) -> Result<(), StoreError> {
+        create_dir_durably(self.storage.as_ref(), dir)?;
+        let lock = LockGuard::acquire(&dir.join(LOCK_FILE), DEFAULT_LOCK_TIMEOUT)?;
+        let path = dir.join(JOURNAL_FILE);
+        if path.exists() {
+            return Ok(());
+        }
+        let id = self.installation.installation_id.clone();
+        let genesis = InstallationGenesis {
+            state: InstallationState::genesis(id.clone()),
+        };
+        let (line, _) = encode_line(0, None, &genesis);
+        write_atomically(self.storage.as_ref(), dir, &path, &line)?;
+        drop(lock);
+        let mut ledger: Journal<InstallationLive> = Journal::open(
+            dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::Write,
+        )?;
+        let event_id = Identity::new(IdentityKind::Event, "installation-initialized")
+            .map_err(|error| StoreError::Invalid(error.to_string()))?;
+        let initialized = InstallationEvent::new(
+            event_id,
+            id,
+            0,
+            InstallationEventKind::InstallationInitialized,
+            0,
+        );
+        match ledger.append(&initialized, &[])? {
+            crate::Appended::Accepted { .. } | crate::Appended::Duplicate { .. } => Ok(()),
+            crate::Appended::Rejected { error_code, reason } => Err(StoreError::Invalid(format!(
+                "the new ledger refused installation_initialized: {error_code}: {reason}"
+            ))),
+        }
     }
 
     /// Opens the control root at `root`, checking `installation.json` and the folders.

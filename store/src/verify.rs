@@ -27,11 +27,11 @@ pub struct Verification {
 }
 
 impl Verification {
-    /// Journals that verified.
+    /// Journals (task journals and the authority ledger) that verified.
     pub fn journals_ok(&self) -> usize {
         self.checks
             .iter()
-            .filter(|check| check.kind == "journal" && check.problem.is_none())
+            .filter(|check| matches!(check.kind, "journal" | "ledger") && check.problem.is_none())
             .count()
     }
 
@@ -53,9 +53,33 @@ impl Verification {
     }
 }
 
-/// Verifies every journal (read-only: nothing is repaired or rewritten) and every blob.
+/// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
+/// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
     let mut verification = Verification::default();
+    if root
+        .layout()
+        .installation_dir()
+        .join(crate::journal::JOURNAL_FILE)
+        .is_file()
+    {
+        verification.checks.push(match root.ledger_read_only() {
+            Ok(ledger) => Check {
+                kind: "ledger",
+                name: "installation".to_owned(),
+                entries: ledger.len(),
+                warnings: ledger.warnings().iter().map(ToString::to_string).collect(),
+                problem: None,
+            },
+            Err(problem) => Check {
+                kind: "ledger",
+                name: "installation".to_owned(),
+                entries: 0,
+                warnings: Vec::new(),
+                problem: Some(problem),
+            },
+        });
+    }
     for dir in root.task_dirs()? {
         let name = dir
             .file_name()

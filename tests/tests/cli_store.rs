@@ -36,6 +36,7 @@ fn init_creates_the_layout_once_and_refuses_to_overwrite() {
     );
     for folder in [
         "installation",
+        "leader",
         "tasks",
         "evidence/sha256",
         "evidence/tmp",
@@ -45,6 +46,7 @@ fn init_creates_the_layout_once_and_refuses_to_overwrite() {
     ] {
         assert!(root.join(folder).is_dir(), "{folder}");
     }
+    assert!(root.join("installation/journal.jsonl").is_file(), "the authority ledger");
     let before = std::fs::read(root.join("installation.json")).unwrap();
     let again = valp(project.path(), &["init"]);
     assert_eq!(again.code, Some(1));
@@ -70,7 +72,7 @@ fn commands_find_the_root_from_a_subfolder_or_via_root_and_env() {
     std::fs::create_dir_all(&deep).unwrap();
     assert_eq!(
         valp(&deep, &["verify"]).stdout.lines().last(),
-        Some("verify: 0 journals ok, 0 problems")
+        Some("verify: 1 journals ok, 0 problems")
     );
     let elsewhere = tempfile::tempdir().unwrap();
     let run = valp(elsewhere.path(), &["verify"]);
@@ -237,7 +239,7 @@ fn verify_names_a_damaged_line_and_reports_a_torn_tail_without_changing_it() {
     assert!(run.stdout.contains(&expected), "{}", run.stdout);
     assert_eq!(
         run.stdout.lines().last(),
-        Some("verify: 0 journals ok, 1 problems")
+        Some("verify: 1 journals ok, 1 problems")
     );
     assert_eq!(
         std::fs::read(&journal).unwrap(),

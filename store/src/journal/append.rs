@@ -1,14 +1,14 @@
 //! Appending one proposal under the lock.
 
 use valp_kernel::live::{AcceptedRecord, Verdict};
-use valp_kernel::replay::CompactEntry;
-use valp_kernel::{ErrorCode, Event, Evidence, Identity};
+use valp_kernel::{ErrorCode, Evidence, Identity};
 
 use crate::chain::{ChainReader, encode_line};
 use crate::error::StoreError;
 use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
 use crate::lock::LockGuard;
+use crate::machine::Machine;
 
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,11 +38,11 @@ pub enum Appended {
     },
 }
 
-impl Journal {
+impl<M: Machine> Journal<M> {
     /// Proposes one event. See the module documentation for the protocol.
     pub fn append(
         &mut self,
-        event: &Event,
+        event: &M::Event,
         evidence_set: &[Evidence],
     ) -> Result<Appended, StoreError> {
         if self.access != Access::Write {
@@ -81,7 +81,8 @@ impl Journal {
             } => {
                 let reason = explain(
                     error_code,
-                    event,
+                    M::event_id(event),
+                    M::expected_revision(event),
                     revision,
                     prior.as_ref().map(|(id, _)| id),
                 );
@@ -106,16 +107,12 @@ impl Journal {
     /// kernel already advanced the in-memory State.
     fn write(
         &mut self,
-        event: &Event,
+        event: &M::Event,
         evidence_set: &[Evidence],
         record: AcceptedRecord,
     ) -> Result<Appended, StoreError> {
         let seq = self.tip.next_seq;
-        let entry = CompactEntry {
-            event: event.clone(),
-            evidence_set: evidence_set.to_vec(),
-            result: record,
-        };
+        let entry = M::entry(event, evidence_set, record.clone());
         let (line, digest) = encode_line(seq, Some(&self.tip.digest), &entry);
         let storage = std::sync::Arc::clone(&self.storage);
         let path = self.path.clone();
@@ -146,29 +143,30 @@ impl Journal {
             digest,
             offset: self.tip.offset + line.len() as u64,
         };
-        Ok(Appended::Accepted {
-            seq,
-            record: entry.result,
-        })
+        Ok(Appended::Accepted { seq, record })
     }
 }
 
 /// A sentence for a refusal. The kernel returns only a code; the one case the store can name
 /// precisely is the compare-and-swap on the revision.
-fn explain(code: ErrorCode, event: &Event, revision: i128, prior: Option<&Identity>) -> String {
+fn explain(
+    code: ErrorCode,
+    event_id: &Identity,
+    expected: i128,
+    revision: i128,
+    prior: Option<&Identity>,
+) -> String {
     match code {
         ErrorCode::IdempotencyConflict => format!(
             "event {} was already accepted with different content (as {})",
-            event.event_id.value(),
+            event_id.value(),
             prior.map_or("an earlier result", Identity::value)
         ),
-        ErrorCode::StateConflict if event.expected_revision < revision => format!(
-            "stale expected_revision {}: the journal is at revision {revision}",
-            event.expected_revision
-        ),
-        ErrorCode::StateConflict if event.expected_revision > revision => format!(
-            "expected_revision {} is ahead of the journal, which is at revision {revision}",
-            event.expected_revision
+        ErrorCode::StateConflict if expected < revision => {
+            format!("stale expected_revision {expected}: the journal is at revision {revision}")
+        }
+        ErrorCode::StateConflict if expected > revision => format!(
+            "expected_revision {expected} is ahead of the journal, which is at revision {revision}"
         ),
         ErrorCode::StateConflict => {
             "the kernel refused the event in the current state (VALP-E-STATE-CONFLICT)".to_owned()

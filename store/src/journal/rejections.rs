@@ -18,13 +18,13 @@ use crate::error::StoreError;
 /// `schema_version` of a rejection line.
 pub const REJECTION_SCHEMA: &str = "valp-store-rejection.v1";
 
-/// One refused proposal.
+/// One refused proposal (of a task Event unless `E` says otherwise).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub struct Rejection<E = Event> {
     /// The revision the journal was at.
     pub revision: Int,
     /// The proposed event.
-    pub event: Event,
+    pub event: E,
     /// Its evidence.
     pub evidence_set: Vec<Evidence>,
     /// The kernel's code.
@@ -33,7 +33,7 @@ pub struct Rejection {
     pub reason: String,
 }
 
-impl Canonical for Rejection {
+impl<E: Canonical> Canonical for Rejection<E> {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         fields.str("error_code", self.error_code.as_str());
@@ -47,7 +47,10 @@ impl Canonical for Rejection {
 }
 
 /// Appends one rejection to `path`.
-pub(super) fn record(path: &Path, rejection: &Rejection) -> Result<(), StoreError> {
+pub(super) fn record<E: Canonical>(
+    path: &Path,
+    rejection: &Rejection<E>,
+) -> Result<(), StoreError> {
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)

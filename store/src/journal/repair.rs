@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use crate::error::StoreError;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::journal::{Journal, Warning};
+use crate::machine::Machine;
 
 /// Copies the torn bytes to a quarantine file (written atomically and durably, or found there
 /// already with exactly these bytes), then truncates the journal to `offset` (durably). If the
 /// copy cannot be made the journal is left untouched.
-pub(super) fn quarantine_tail(
-    journal: &Journal,
+pub(super) fn quarantine_tail<M: Machine>(
+    journal: &Journal<M>,
     offset: u64,
     bytes: &[u8],
 ) -> Result<Warning, StoreError> {
@@ -50,7 +51,11 @@ pub(super) fn quarantine_tail(
 /// `<task folder>.journal.<offset>.<digest prefix>.torn`, or with a `.N` suffix when a file of
 /// that name holds other bytes. A file holding exactly these bytes is reused: the tail was
 /// quarantined before (a repair interrupted between copy and truncation).
-fn quarantine_path(journal: &Journal, offset: u64, bytes: &[u8]) -> Result<PathBuf, StoreError> {
+fn quarantine_path<M: Machine>(
+    journal: &Journal<M>,
+    offset: u64,
+    bytes: &[u8],
+) -> Result<PathBuf, StoreError> {
     let folder = journal
         .dir
         .file_name()

@@ -1,0 +1,141 @@
+//! What a journal needs from the kernel: how to read its lines, replay them, and propose new
+//! events. A task journal replays the task kernel ([`LiveState`]); the installation ledger the
+//! authority lane ([`InstallationLive`]). Both use the same file format, lock, verification and
+//! recovery.
+
+use valp_kernel::canonical::Canonical;
+use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
+use valp_kernel::installation::{
+    InstallationEntry, InstallationEvent, InstallationGenesis, InstallationLive,
+    decode_installation_entry, decode_installation_genesis,
+};
+use valp_kernel::json::Value;
+use valp_kernel::live::{AcceptedRecord, LiveState, Verdict};
+use valp_kernel::replay::{CompactEntry, GenesisRoot, ReplayError, Replayer};
+use valp_kernel::{Event, Evidence, Identity, Int};
+
+/// A kernel state machine a journal can replay and extend.
+pub trait Machine: Sized + std::fmt::Debug {
+    /// Line 0's payload.
+    type Genesis: Canonical + Clone + std::fmt::Debug;
+    /// Line N's payload.
+    type Entry: Canonical;
+    /// What is proposed.
+    type Event: Canonical + Clone + std::fmt::Debug;
+
+    /// Decodes line 0's payload.
+    fn decode_genesis(value: &Value) -> Result<Self::Genesis, DecodeError>;
+    /// Decodes line N's payload.
+    fn decode_entry(value: &Value) -> Result<Self::Entry, DecodeError>;
+    /// Starts from a genesis, refusing anything but the legal empty state.
+    fn start(genesis: &Self::Genesis) -> Result<Self, ReplayError>;
+    /// Applies a recorded entry with replay semantics.
+    fn apply_recorded(&mut self, entry: &Self::Entry) -> Result<AcceptedRecord, ReplayError>;
+    /// Proposes an event; the state advances only if it is accepted.
+    fn apply(&mut self, event: &Self::Event, evidence_set: &[Evidence]) -> Verdict;
+    /// The entry that records an accepted proposal.
+    fn entry(event: &Self::Event, evidence_set: &[Evidence], record: AcceptedRecord)
+    -> Self::Entry;
+    /// The current revision.
+    fn revision(&self) -> Int;
+    /// The revision an event expects.
+    fn expected_revision(event: &Self::Event) -> Int;
+    /// The event's id.
+    fn event_id(event: &Self::Event) -> &Identity;
+}
+
+impl Machine for LiveState {
+    type Genesis = GenesisRoot;
+    type Entry = CompactEntry;
+    type Event = Event;
+
+    fn decode_genesis(value: &Value) -> Result<GenesisRoot, DecodeError> {
+        decode_genesis_root(value)
+    }
+
+    fn decode_entry(value: &Value) -> Result<CompactEntry, DecodeError> {
+        decode_compact_entry(value)
+    }
+
+    fn start(genesis: &GenesisRoot) -> Result<Self, ReplayError> {
+        Ok(Replayer::from_genesis(genesis)?.into_live())
+    }
+
+    fn apply_recorded(&mut self, entry: &CompactEntry) -> Result<AcceptedRecord, ReplayError> {
+        Self::apply_recorded(self, entry)
+    }
+
+    fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {
+        Self::apply(self, event, evidence_set)
+    }
+
+    fn entry(event: &Event, evidence_set: &[Evidence], record: AcceptedRecord) -> CompactEntry {
+        CompactEntry {
+            event: event.clone(),
+            evidence_set: evidence_set.to_vec(),
+            result: record,
+        }
+    }
+
+    fn revision(&self) -> Int {
+        Self::revision(self)
+    }
+
+    fn expected_revision(event: &Event) -> Int {
+        event.expected_revision
+    }
+
+    fn event_id(event: &Event) -> &Identity {
+        &event.event_id
+    }
+}
+
+impl Machine for InstallationLive {
+    type Genesis = InstallationGenesis;
+    type Entry = InstallationEntry;
+    type Event = InstallationEvent;
+
+    fn decode_genesis(value: &Value) -> Result<InstallationGenesis, DecodeError> {
+        decode_installation_genesis(value)
+    }
+
+    fn decode_entry(value: &Value) -> Result<InstallationEntry, DecodeError> {
+        decode_installation_entry(value)
+    }
+
+    fn start(genesis: &InstallationGenesis) -> Result<Self, ReplayError> {
+        Self::from_genesis(genesis)
+    }
+
+    fn apply_recorded(&mut self, entry: &InstallationEntry) -> Result<AcceptedRecord, ReplayError> {
+        Self::apply_recorded(self, entry)
+    }
+
+    fn apply(&mut self, event: &InstallationEvent, evidence_set: &[Evidence]) -> Verdict {
+        Self::apply(self, event, evidence_set)
+    }
+
+    fn entry(
+        event: &InstallationEvent,
+        evidence_set: &[Evidence],
+        record: AcceptedRecord,
+    ) -> InstallationEntry {
+        InstallationEntry {
+            event: event.clone(),
+            evidence_set: evidence_set.to_vec(),
+            result: record,
+        }
+    }
+
+    fn revision(&self) -> Int {
+        Self::revision(self)
+    }
+
+    fn expected_revision(event: &InstallationEvent) -> Int {
+        event.expected_revision
+    }
+
+    fn event_id(event: &InstallationEvent) -> &Identity {
+        &event.event_id
+    }
+}
