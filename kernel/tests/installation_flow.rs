@@ -175,6 +175,14 @@ fn first_run_selection_reopen_and_rotation() {
     let state = lane.live.state();
     assert_eq!((state.active_epoch, state.highest_epoch), (2, 2));
     assert_eq!(state.leader.as_ref().unwrap().candidate.candidate_id, "bob");
+    assert_eq!(state.fenced.len(), 1);
+    assert_eq!(
+        (
+            state.fenced[0].epoch,
+            state.fenced[0].candidate.candidate_id.as_str()
+        ),
+        (1, "alice")
+    );
 
     // The canonical State round-trips through the decoder.
     let value = valp_kernel::json::parse(

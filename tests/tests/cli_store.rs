@@ -46,7 +46,10 @@ fn init_creates_the_layout_once_and_refuses_to_overwrite() {
     ] {
         assert!(root.join(folder).is_dir(), "{folder}");
     }
-    assert!(root.join("installation/journal.jsonl").is_file(), "the authority ledger");
+    assert!(
+        root.join("installation/journal.jsonl").is_file(),
+        "the authority ledger"
+    );
     let before = std::fs::read(root.join("installation.json")).unwrap();
     let again = valp(project.path(), &["init"]);
     assert_eq!(again.code, Some(1));

@@ -65,7 +65,7 @@ fn candidate_at(value: &Value, path: &Path<'_>) -> Result<Candidate, DecodeError
 fn candidate_set_at(value: &Value, path: &Path<'_>) -> Result<CandidateSet, DecodeError> {
     let mut set = ObjectReader::new(value, path)?;
     let decoded = CandidateSet {
-        observation_id: set.identity("observation_id")?,
+        observation: evidence_at(set.required("observation")?, &path.key("observation"))?,
         candidates: set.required_list("candidates", candidate_at)?,
     };
     set.finish()?;
@@ -78,7 +78,9 @@ fn binding_members(reader: &mut ObjectReader<'_, '_>) -> Result<Binding, DecodeE
         candidate: candidate_at(reader.required("candidate")?, &path.key("candidate"))?,
         selection_id: reader.string("selection_id")?,
         epoch: reader.int("epoch")?,
-        observation_id: reader.identity("observation_id")?,
+        observation: evidence_at(reader.required("observation")?, &path.key("observation"))?,
+        approved_by: reader.identity("approved_by")?,
+        approval: evidence_at(reader.required("approval")?, &path.key("approval"))?,
     })
 }
 
@@ -104,7 +106,7 @@ fn reopen_at(value: &Value, path: &Path<'_>) -> Result<Reopen, DecodeError> {
     let mut reader = ObjectReader::new(value, path)?;
     let decoded = Reopen {
         epoch: reader.int("epoch")?,
-        observation_id: reader.identity("observation_id")?,
+        observation: evidence_at(reader.required("observation")?, &path.key("observation"))?,
         observed_at: reader.string("observed_at")?,
     };
     reader.finish()?;
@@ -142,6 +144,7 @@ fn state_at(value: &Value, path: &Path<'_>) -> Result<InstallationState, DecodeE
             .optional("leader")
             .map(|v| binding_at(v, &path.key("leader")))
             .transpose()?,
+        fenced: state.list("fenced", binding_at)?,
         pending: state
             .optional("pending")
             .map(|v| pending_at(v, &path.key("pending")))

@@ -26,6 +26,7 @@ impl InstallationLive {
             && state.highest_epoch == 0
             && state.observation.is_none()
             && state.leader.is_none()
+            && state.fenced.is_empty()
             && state.pending.is_none()
             && state.reopened.is_none()
             && state.handoffs.is_empty()

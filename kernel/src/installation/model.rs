@@ -36,8 +36,8 @@ pub struct Candidate {
 /// The candidates of the latest recorded Doctor observation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CandidateSet {
-    /// The observation (kind `evidence`; its bytes are content-addressed evidence).
-    pub observation_id: Identity,
+    /// The observation: its evidence id and the digest of its bytes.
+    pub observation: Evidence,
     /// Candidates, in the Doctor's order.
     pub candidates: Vec<Candidate>,
 }
@@ -52,7 +52,11 @@ pub struct Binding {
     /// Its epoch.
     pub epoch: Int,
     /// The observation the candidate was selected from.
-    pub observation_id: Identity,
+    pub observation: Evidence,
+    /// The principal who approved the selection.
+    pub approved_by: Identity,
+    /// The approval record (evidence).
+    pub approval: Evidence,
 }
 
 /// A selection approved but not yet activated (activating, or rotating).
@@ -70,7 +74,7 @@ pub struct Reopen {
     /// The epoch reopened.
     pub epoch: Int,
     /// The fresh observation that re-proved the session.
-    pub observation_id: Identity,
+    pub observation: Evidence,
     /// When, as the console's clock said (RFC 3339).
     pub observed_at: String,
 }
@@ -107,6 +111,8 @@ pub struct InstallationState {
     pub observation: Option<CandidateSet>,
     /// The active Leader.
     pub leader: Option<Binding>,
+    /// The bindings of every fenced epoch, oldest first (the history of the Leader role).
+    pub fenced: Vec<Binding>,
     /// An approved selection awaiting activation or rotation completion.
     pub pending: Option<Pending>,
     /// The last accepted reopen.
@@ -129,6 +135,7 @@ impl InstallationState {
             highest_epoch: 0,
             observation: None,
             leader: None,
+            fenced: Vec::new(),
             pending: None,
             reopened: None,
             handoffs: Vec::new(),
@@ -148,6 +155,9 @@ impl InstallationState {
         out.push(b']');
         let mut fields = Fields::resume(out, "accepted_events");
         fields.int("active_epoch", self.active_epoch);
+        if !self.fenced.is_empty() {
+            fields.list("fenced", &self.fenced);
+        }
         if !self.handoffs.is_empty() {
             fields.list("handoffs", &self.handoffs);
         }
@@ -186,19 +196,21 @@ impl Canonical for CandidateSet {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         fields.list("candidates", &self.candidates);
-        fields.canonical("observation_id", &self.observation_id);
+        fields.canonical("observation", &self.observation);
         fields.end();
     }
 }
 
 impl Binding {
     fn write_members(&self, fields: &mut Fields<'_>, fenced_epoch: Option<Int>) {
+        fields.canonical("approval", &self.approval);
+        fields.canonical("approved_by", &self.approved_by);
         fields.canonical("candidate", &self.candidate);
         fields.int("epoch", self.epoch);
         if let Some(epoch) = fenced_epoch {
             fields.int("fenced_epoch", epoch);
         }
-        fields.canonical("observation_id", &self.observation_id);
+        fields.canonical("observation", &self.observation);
         fields.str("selection_id", &self.selection_id);
     }
 }
@@ -223,7 +235,7 @@ impl Canonical for Reopen {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         fields.int("epoch", self.epoch);
-        fields.canonical("observation_id", &self.observation_id);
+        fields.canonical("observation", &self.observation);
         fields.str("observed_at", &self.observed_at);
         fields.end();
     }

@@ -8,7 +8,6 @@ use crate::installation::model::{
     Binding, Candidate, CandidateSet, Handoff, InstallationEvent, InstallationState, Pending,
     Reopen,
 };
-use crate::model::identity::has_kind;
 use crate::model::{
     Accepted, AcceptedEvent, ErrorCode, Evidence, Identity, IdentityKind, InstallationEventKind,
     InstallationStatus, NoOp, Outcome, Rejected,
@@ -186,7 +185,9 @@ fn apply(
             ));
             next.active_epoch = pending.binding.epoch;
             next.highest_epoch = next.highest_epoch.max(pending.binding.epoch);
-            next.leader = Some(pending.binding);
+            if let Some(previous) = next.leader.replace(pending.binding) {
+                next.fenced.push(previous);
+            }
             next.reopened = None;
             S::Active
         }
@@ -197,7 +198,7 @@ fn apply(
         }
         (S::Active, K::LeaderSessionReopened) => {
             let leader = next.leader.as_ref().ok_or(conflict)?;
-            let observation_id = observed(event, evidence_set)?;
+            let observation = observed(event, evidence_set)?;
             require(
                 event.session_fingerprint.as_ref() == Some(&leader.candidate.session_fingerprint),
             )?;
@@ -209,7 +210,7 @@ fn apply(
             facts.push(format!("leader_session_reopened:epoch:{}", leader.epoch));
             next.reopened = Some(Reopen {
                 epoch: leader.epoch,
-                observation_id,
+                observation,
                 observed_at,
             });
             S::Active
@@ -275,50 +276,43 @@ fn apply(
     Ok(facts)
 }
 
-/// The observation an event records: its id must name evidence in the EvidenceSet.
-fn observed(event: &InstallationEvent, evidence_set: &[Evidence]) -> Result<Identity, Refusal> {
-    let id = event
-        .observation_id
-        .clone()
-        .ok_or(ErrorCode::StateConflict)?;
-    if evidence_set
+/// The evidence in the EvidenceSet that `id` names.
+fn evidence_named(id: Option<&Identity>, evidence_set: &[Evidence]) -> Option<Evidence> {
+    let id = id?;
+    evidence_set
         .iter()
-        .any(|evidence| evidence.evidence_id == id)
-    {
-        Ok(id)
-    } else {
-        Err(ErrorCode::StateConflict)
-    }
+        .find(|evidence| &evidence.evidence_id == id)
+        .cloned()
+}
+
+/// The observation an event records: its id must name evidence in the EvidenceSet.
+fn observed(event: &InstallationEvent, evidence_set: &[Evidence]) -> Result<Evidence, Refusal> {
+    evidence_named(event.observation_id.as_ref(), evidence_set).ok_or(ErrorCode::StateConflict)
 }
 
 fn observation(
     event: &InstallationEvent,
     evidence_set: &[Evidence],
 ) -> Result<CandidateSet, Refusal> {
-    let observation_id = observed(event, evidence_set)?;
+    let observation = observed(event, evidence_set)?;
     let candidates = event.candidates.clone().ok_or(ErrorCode::StateConflict)?;
     Ok(CandidateSet {
-        observation_id,
+        observation,
         candidates,
     })
 }
 
-/// Authority-bound events name the approving principal and carry its evidence.
-fn authorised(event: &InstallationEvent, evidence_set: &[Evidence]) -> Result<(), Refusal> {
-    let principal = has_kind(
-        event.authority_principal_id.as_ref(),
-        IdentityKind::Principal,
-    );
-    let evidence = event.authority_evidence_id.as_ref().is_some_and(|id| {
-        evidence_set
-            .iter()
-            .any(|evidence| &evidence.evidence_id == id)
-    });
-    if principal && evidence {
-        Ok(())
-    } else {
-        Err(ErrorCode::PermissionDenied)
-    }
+/// Authority-bound events name the approving principal and carry its approval evidence.
+fn authorised(
+    event: &InstallationEvent,
+    evidence_set: &[Evidence],
+) -> Result<(Identity, Evidence), Refusal> {
+    let principal = event
+        .authority_principal_id
+        .clone()
+        .filter(|principal| principal.is(IdentityKind::Principal));
+    let approval = evidence_named(event.authority_evidence_id.as_ref(), evidence_set);
+    principal.zip(approval).ok_or(ErrorCode::PermissionDenied)
 }
 
 /// The binding an approved selection or rotation will create: an observed candidate, a
@@ -328,7 +322,7 @@ fn selected(
     event: &InstallationEvent,
     evidence_set: &[Evidence],
 ) -> Result<Binding, Refusal> {
-    authorised(event, evidence_set)?;
+    let (approved_by, approval) = authorised(event, evidence_set)?;
     let observation = state
         .observation
         .as_ref()
@@ -358,7 +352,9 @@ fn selected(
         candidate: candidate.clone(),
         selection_id,
         epoch,
-        observation_id: observation.observation_id.clone(),
+        observation: observation.observation.clone(),
+        approved_by,
+        approval,
     })
 }
 
@@ -379,7 +375,9 @@ fn binding_is_valid(binding: &Binding) -> bool {
     candidate_is_valid(&binding.candidate)
         && !binding.selection_id.is_empty()
         && binding.epoch >= 1
-        && binding.observation_id.is(IdentityKind::Evidence)
+        && binding.observation.evidence_id.is(IdentityKind::Evidence)
+        && binding.approved_by.is(IdentityKind::Principal)
+        && binding.approval.evidence_id.is(IdentityKind::Evidence)
 }
 
 fn state_is_valid(state: &InstallationState) -> bool {
@@ -392,7 +390,8 @@ fn state_is_valid(state: &InstallationState) -> bool {
         && state.active_epoch >= 0
         && state.active_epoch <= state.highest_epoch
         && state.observation.as_ref().is_none_or(|set| {
-            set.observation_id.is(IdentityKind::Evidence) && candidates_are_valid(&set.candidates)
+            set.observation.evidence_id.is(IdentityKind::Evidence)
+                && candidates_are_valid(&set.candidates)
         })
         && state
             .leader
@@ -403,9 +402,13 @@ fn state_is_valid(state: &InstallationState) -> bool {
             .as_ref()
             .is_none_or(|pending| binding_is_valid(&pending.binding))
         && state
+            .fenced
+            .iter()
+            .all(|binding| binding_is_valid(binding) && binding.epoch < state.active_epoch)
+        && state
             .reopened
             .as_ref()
-            .is_none_or(|reopen| reopen.observation_id.is(IdentityKind::Evidence))
+            .is_none_or(|reopen| reopen.observation.evidence_id.is(IdentityKind::Evidence))
         && state.handoffs.iter().all(|handoff| {
             handoff.task_id.is(IdentityKind::Task)
                 && handoff.successor_task_id.is(IdentityKind::Task)
