@@ -352,7 +352,7 @@ impl LiveState {
     }
 }
 
-fn record_mismatch(
+pub(crate) fn record_mismatch(
     recomputed: &AcceptedRecord,
     recorded: &AcceptedRecord,
 ) -> Option<MismatchField> {

@@ -6,7 +6,7 @@ use crate::installation::model::{
 use crate::installation::reduce::reduce_installation;
 use crate::live::{AcceptedRecord, Verdict};
 use crate::model::{Evidence, InstallationStatus, Int, Outcome};
-use crate::replay::{MismatchField, ReplayError};
+use crate::replay::{ReplayError, record_mismatch};
 
 /// The authority State, advanced one event at a time. The ledger is short (selections, reopens,
 /// rotations), so this applies the pure reducer directly.
@@ -71,25 +71,29 @@ impl InstallationLive {
     }
 
     /// Applies a recorded ledger entry with replay semantics: the recomputed Result must be
-    /// accepted and equal to the recorded one.
+    /// accepted and equal to the recorded one (the error names the first field that is not).
+    /// On error the State is unchanged.
     pub fn apply_recorded(
         &mut self,
         entry: &InstallationEntry,
     ) -> Result<AcceptedRecord, ReplayError> {
         let index = usize::try_from(self.state.revision).unwrap_or(usize::MAX);
-        match self.apply(&entry.event, &entry.evidence_set) {
-            Verdict::Accepted(record) if record == entry.result => Ok(record),
-            Verdict::Accepted(_) => Err(ReplayError::Mismatch {
-                index,
-                field: MismatchField::ResultDigest,
-            }),
-            Verdict::NoOp { .. } => Err(ReplayError::NotReproduced {
+        match reduce_installation(&self.state, &entry.event, &entry.evidence_set) {
+            Outcome::Accepted(accepted) => {
+                let record = accepted.record();
+                if let Some(field) = record_mismatch(&record, &entry.result) {
+                    return Err(ReplayError::Mismatch { index, field });
+                }
+                self.state = accepted.state;
+                Ok(record)
+            }
+            Outcome::NoOp(_) => Err(ReplayError::NotReproduced {
                 index,
                 verdict: "no_op".to_owned(),
             }),
-            Verdict::Rejected { error_code, .. } => Err(ReplayError::NotReproduced {
+            Outcome::Rejected(rejected) => Err(ReplayError::NotReproduced {
                 index,
-                verdict: error_code.as_str().to_owned(),
+                verdict: rejected.error_code.as_str().to_owned(),
             }),
         }
     }

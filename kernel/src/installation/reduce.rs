@@ -252,7 +252,11 @@ fn apply(
             ) else {
                 return Err(conflict);
             };
-            require(from_epoch < next.active_epoch && task_id != successor_task_id)?;
+            // Only an epoch that had a Leader and was fenced can hold tasks to hand over.
+            require(
+                next.fenced.iter().any(|fenced| fenced.epoch == from_epoch)
+                    && task_id != successor_task_id,
+            )?;
             require(!next.handoffs.iter().any(|handoff| {
                 handoff.task_id == task_id || handoff.successor_task_id == successor_task_id
             }))?;
