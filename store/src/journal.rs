@@ -175,7 +175,7 @@ impl<M: Machine> Journal<M> {
 
     /// Reads and verifies lines appended since the last read (by this or another process).
     /// Returns how many new entries were applied. After an error (the file was damaged under
-    /// us) the handle must be dropped: its State may be partly advanced.
+    /// us) the handle is poisoned: its State may be partly advanced, so appends are refused.
     pub fn refresh(&mut self) -> Result<usize, StoreError> {
         let reader = ChainReader::resume(
             &self.path,
@@ -195,11 +195,19 @@ impl<M: Machine> Journal<M> {
     ) -> Result<usize, StoreError> {
         let mut applied = 0;
         while let Some(line) = reader.next_line()? {
-            let entry = M::decode_entry(&line.entry)
-                .map_err(|error| decode_failure(&self.path, &line, &error))?;
-            self.live
-                .apply_recorded(&entry)
-                .map_err(|error| replay_failure(&self.path, &line, &error))?;
+            let verified = M::decode_entry(&line.entry)
+                .map_err(|error| decode_failure(&self.path, &line, &error))
+                .and_then(|entry| {
+                    self.live
+                        .apply_recorded(&entry)
+                        .map_err(|error| replay_failure(&self.path, &line, &error))
+                });
+            if let Err(error) = verified {
+                // The State may be partly advanced: nothing may be appended through this
+                // handle any more (a reopen re-reads the truth and refuses the damage).
+                self.poisoned = Some(error.to_string());
+                return Err(error);
+            }
             self.tip = Tip {
                 next_seq: line.seq + 1,
                 digest: line.digest,

@@ -162,6 +162,25 @@ impl ControlRoot {
         &self.storage
     }
 
+    /// Replaces `leader/binding.json` atomically with `bytes` (the caller owns the format: the
+    /// store only guarantees readers see the old file or the whole new one).
+    pub fn write_leader_binding(&self, bytes: &[u8]) -> Result<(), StoreError> {
+        let path = self.layout.binding_file();
+        let dir = path.parent().unwrap_or(self.layout.root());
+        create_dir_durably(self.storage.as_ref(), dir)?;
+        write_atomically(self.storage.as_ref(), dir, &path, bytes)
+    }
+
+    /// The bytes of `leader/binding.json`, or `None` when there is none.
+    pub fn read_leader_binding(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.layout.binding_file();
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(StoreError::io(&path, "read", source)),
+        }
+    }
+
     /// The evidence store.
     pub fn blobs(&self) -> BlobStore {
         BlobStore::new(

@@ -9,7 +9,7 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
-use valp_store::{Access, ControlRoot, Warning};
+use valp_store::{Access, ControlRoot, StoreError, Warning};
 use valp_tests::store::{
     History, Rng, clear_quarantine, corrupt_location, create_journal, init_root, journal_path,
     line_ranges, open_task, quarantine_files,
@@ -277,4 +277,48 @@ fn a_flipped_bit_before_the_last_line_is_refused_where_it_is() {
         assert_eq!(restored.warnings(), [], "{what}");
     }
     assert_eq!(quarantine_files(&fixture.root), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_forged_line_appended_under_a_writer_poisons_its_handle() {
+    let mut fixture = Fixture::new(21, ENTRIES);
+    std::fs::write(&fixture.path, fixture.journal(ENTRIES)).unwrap();
+    let mut writer = open_task(&fixture.root, Access::Write).unwrap();
+
+    // Another process appends a line whose chain is intact but whose Result was forged.
+    let step = fixture.history.step(ENTRIES).clone();
+    let mut forged = step.record.clone();
+    forged.result_digest = format!("sha256:{}", "0".repeat(64));
+    let entry = <valp_kernel::live::LiveState as valp_store::machine::Machine>::entry(
+        &step.event,
+        &step.evidence_set,
+        forged,
+    );
+    let last = &fixture.full[fixture.lines[ENTRIES].clone()];
+    let prior: serde_json::Value = serde_json::from_slice(last).unwrap();
+    let (line, _) = valp_store::chain::encode_line(
+        ENTRIES as u64 + 1,
+        Some(prior["entry_digest"].as_str().unwrap()),
+        &entry,
+    );
+    let mut damaged = fixture.journal(ENTRIES).to_vec();
+    damaged.extend_from_slice(&line);
+    std::fs::write(&fixture.path, &damaged).unwrap();
+
+    let refused = writer.refresh().unwrap_err();
+    assert_eq!(
+        refused.code().as_str(),
+        "VALP-E-KERNEL-STORE-CORRUPT",
+        "{refused}"
+    );
+    // The handle may hold a half-advanced State: it never appends again.
+    let appended = writer.append(&step.event, &step.evidence_set).unwrap_err();
+    assert!(
+        matches!(&appended, StoreError::Poisoned { path, .. } if path == &fixture.path),
+        "{appended}"
+    );
+    assert!(
+        std::fs::read(&fixture.path).unwrap() == damaged,
+        "nothing was written"
+    );
 }
