@@ -5,5 +5,7 @@
 //! proposed to the kernel and shown only once the kernel accepted it.
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod conformance;
+pub mod doctor;

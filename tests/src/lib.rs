@@ -3,6 +3,7 @@
 pub mod child;
 pub mod cli;
 pub mod store;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
