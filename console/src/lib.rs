@@ -9,3 +9,5 @@ pub mod clock;
 pub mod commands;
 pub mod conformance;
 pub mod doctor;
+pub mod tui;
+pub mod view;

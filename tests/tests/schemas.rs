@@ -7,51 +7,13 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::Value;
 use valp_kernel::canonical::Canonical;
 use valp_kernel::replay::{GenesisRoot, ReplayEntry, replay};
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{Outcome, reduce};
+use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::workspace_root;
-
-const SCHEMA_BASE: &str = "https://schemas.valp.dev/";
-
-/// Serves `https://schemas.valp.dev/<path>` from the local `schemas/<path>`; nothing is fetched.
-struct LocalSchemas;
-
-impl Retrieve for LocalSchemas {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        let path = uri
-            .as_str()
-            .strip_prefix(SCHEMA_BASE)
-            .ok_or_else(|| format!("not a valp schema: {}", uri.as_str()))?;
-        Ok(read_json(&workspace_root().join("schemas").join(path)))
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn validator(path: &str) -> Validator {
-    let schema = read_json(&workspace_root().join("schemas").join(path));
-    jsonschema::options()
-        .with_retriever(LocalSchemas)
-        .build(&schema)
-        .unwrap_or_else(|error| panic!("{path}: {error}"))
-}
-
-fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
-    validator
-        .iter_errors(instance)
-        .map(|error| format!("{} at {}", error, error.instance_path()))
-        .collect()
-}
 
 fn json_of<T: Canonical>(artifact: &T) -> Value {
     serde_json::from_slice(&artifact.canonical_bytes()).unwrap()
@@ -81,7 +43,12 @@ fn invalid_vectors(file: &str, schema: &str) -> (usize, Vec<String>) {
 #[test]
 fn every_schema_is_a_valid_draft_2020_12_schema() {
     let mut checked = 0;
-    for directory in ["schemas/kernel", "schemas/conformance", "schemas/store"] {
+    for directory in [
+        "schemas/kernel",
+        "schemas/conformance",
+        "schemas/store",
+        "schemas/console",
+    ] {
         for entry in std::fs::read_dir(workspace_root().join(directory)).unwrap() {
             let path = entry.unwrap().path();
             let schema = read_json(&path);
@@ -100,7 +67,7 @@ fn every_schema_is_a_valid_draft_2020_12_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 19);
+    assert_eq!(checked, 22);
 }
 
 #[test]

@@ -1,0 +1,162 @@
+//! What the operator console shows, as plain data.
+//!
+//! The system side (kernel results read back from the store, Doctor observations) fills a
+//! [`ConsoleView`]; the TUI only renders it and turns keys into [`Request`]s for a [`Backend`].
+//! Every string here is display text that was already stripped of terminal control sequences
+//! when it entered the system (untrusted text is sanitized once, at ingest).
+
+/// Everything one frame of the console shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsoleView {
+    /// The installation id.
+    pub installation_id: String,
+    /// The control root folder, for the title line.
+    pub root: String,
+    /// The authority lane.
+    pub lane: LaneView,
+    /// Task journals, sorted by task id.
+    pub tasks: Vec<TaskRow>,
+}
+
+/// The Leader binding and its candidates.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaneView {
+    /// Installation status (`awaiting_leader_selection`, `active`, `rotating_leader`, …).
+    pub status: String,
+    /// The active epoch (0 before the first selection).
+    pub active_epoch: i128,
+    /// The bound Leader, if any.
+    pub leader: Option<LeaderView>,
+    /// Whether this start re-proved the bound session.
+    pub session: SessionCheck,
+    /// Candidates of the latest Doctor observation, in its ranking order.
+    pub candidates: Vec<CandidateRow>,
+    /// Every epoch so far, oldest first.
+    pub epochs: Vec<EpochRow>,
+}
+
+/// The bound Leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderView {
+    /// Principal id, e.g. `user:alice` or `tmux:alice`.
+    pub principal_id: String,
+    /// `human` or `tmux_pane`.
+    pub principal_kind: String,
+    /// The bound session's address, e.g. `tmux:/tmp/tmux-1000/default:%3`.
+    pub candidate_id: String,
+    /// Its epoch.
+    pub epoch: i128,
+    /// A one-line description of the session (pane, command, size), display only.
+    pub session_summary: String,
+}
+
+/// The outcome of re-observing the bound session at this start.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionCheck {
+    /// No Leader is bound yet: the console shows the first-run selection.
+    #[default]
+    Unbound,
+    /// The bound session was observed with the same fingerprint; the kernel accepted the
+    /// reopen.
+    Reopened {
+        /// When (RFC 3339).
+        at: String,
+        /// The epoch reopened.
+        epoch: i128,
+    },
+    /// The bound session could not be re-proven: the console is read-only until the user
+    /// explicitly rebinds the principal to a new session or selects another candidate.
+    Unproven {
+        /// Why, in words (pane gone, server restarted, another OS user…).
+        reason: String,
+    },
+}
+
+/// One candidate the Doctor observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateRow {
+    /// Stable address, e.g. `human:uid-1000`.
+    pub candidate_id: String,
+    /// Principal id.
+    pub principal_id: String,
+    /// `human` or `tmux_pane`.
+    pub principal_kind: String,
+    /// `live`, or `unreachable: <reason>`.
+    pub health: String,
+    /// Labels such as `agent:claude` (never identity).
+    pub labels: Vec<String>,
+    /// One line of display-only detail (session/window/pane, command, size).
+    pub summary: String,
+    /// Whether this is the bound Leader's session.
+    pub bound: bool,
+}
+
+/// One epoch of the installation's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochRow {
+    /// The epoch.
+    pub epoch: i128,
+    /// Who led it.
+    pub principal_id: String,
+    /// Its session.
+    pub candidate_id: String,
+    /// `selected` (first activation) or `rotated`.
+    pub how: String,
+    /// Whether it is fenced (every epoch but the active one).
+    pub fenced: bool,
+}
+
+/// One task journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    /// Task id.
+    pub task_id: String,
+    /// Task status (kernel truth as replayed).
+    pub status: String,
+    /// Revision.
+    pub revision: i128,
+    /// The Leader epoch the task's journal is bound to.
+    pub epoch: i128,
+    /// Whether that epoch is fenced (the task needs an explicit handoff to continue).
+    pub fenced: bool,
+    /// Completed work items.
+    pub items_completed: usize,
+    /// All work items.
+    pub items_total: usize,
+}
+
+/// What the user asked for from the console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// First selection of a Leader (after explicit confirmation).
+    Select {
+        /// The candidate.
+        candidate_id: String,
+    },
+    /// Bind the Leader role to a new session, fencing the current epoch (after explicit
+    /// confirmation): the same principal on a new session, or another candidate.
+    Rotate {
+        /// The candidate.
+        candidate_id: String,
+    },
+    /// Re-run the Doctor and refresh the view.
+    Refresh,
+}
+
+/// A refusal to show: the kernel's (or store's) code and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// e.g. `VALP-E-PERMISSION-DENIED`.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// What the console asks of the system. The real one proposes to the kernel through the store;
+/// tests use a scripted one.
+pub trait Backend {
+    /// The current view.
+    fn view(&mut self) -> ConsoleView;
+    /// Carries out a request; `Ok` carries a confirmation message to show, `Err` the refusal.
+    fn request(&mut self, request: &Request) -> Result<String, Refusal>;
+}

@@ -1,0 +1,143 @@
+//! The console's shipped data files (the default keymap and theme) against their schemas in
+//! `schemas/console/`: the TOML, converted to JSON, validates; broken files are refused; and the
+//! schemas list exactly the modes, actions and slots the console's parser knows.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use jsonschema::Validator;
+use serde_json::{Value, json};
+use valp_console::tui::{Action, Keymap, Mode, Slot, Theme};
+use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
+use valp_tests::workspace_root;
+
+const KEYMAP: &str = "console/assets/keymap.toml";
+const THEME: &str = "themes/default.toml";
+const KEYMAP_SCHEMA: &str = "console/keymap.schema.json";
+const THEME_SCHEMA: &str = "console/theme.schema.json";
+
+/// A TOML file as the JSON value it converts to.
+fn toml_as_json(text: &str) -> Value {
+    serde_json::to_value(text.parse::<toml::Table>().unwrap()).unwrap()
+}
+
+fn shipped(path: &str) -> String {
+    std::fs::read_to_string(workspace_root().join(path)).unwrap()
+}
+
+/// The member names of a JSON object, sorted.
+fn names(object: &Value) -> Vec<String> {
+    sorted(object.as_object().unwrap().keys().map(String::as_str))
+}
+
+fn sorted<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().map(str::to_owned).collect();
+    names.sort();
+    names
+}
+
+fn assert_refused(validator: &Validator, toml_text: &str) {
+    assert!(
+        !validator.is_valid(&toml_as_json(toml_text)),
+        "the schema accepts {toml_text:?}"
+    );
+}
+
+#[test]
+fn the_schemas_are_valid_draft_2020_12_schemas_with_their_ids() {
+    for name in [KEYMAP_SCHEMA, THEME_SCHEMA] {
+        let schema = read_json(&workspace_root().join("schemas").join(name));
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+        assert_eq!(schema["$id"], format!("{SCHEMA_BASE}{name}"));
+        jsonschema::meta::validate(&schema).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn the_shipped_files_validate_and_name_their_schema() {
+    for (file, schema) in [(KEYMAP, KEYMAP_SCHEMA), (THEME, THEME_SCHEMA)] {
+        let text = shipped(file);
+        assert_eq!(
+            errors(&validator(schema), &toml_as_json(&text)),
+            Vec::<String>::new(),
+            "{file}"
+        );
+        // The `#:schema` line editors follow points at the schema.
+        let header = text.lines().next().unwrap();
+        let relative = header
+            .strip_prefix("#:schema ")
+            .expect("a #:schema first line");
+        let target = workspace_root().join(file).parent().unwrap().join(relative);
+        assert_eq!(
+            target.canonicalize().unwrap(),
+            workspace_root()
+                .join("schemas")
+                .join(schema)
+                .canonicalize()
+                .unwrap(),
+            "{file}"
+        );
+    }
+    // The files the console compiles in are these files.
+    assert_eq!(
+        Keymap::builtin().unwrap(),
+        Keymap::from_toml(&shipped(KEYMAP)).unwrap()
+    );
+    assert_eq!(
+        Theme::builtin().unwrap(),
+        Theme::from_toml(&shipped(THEME)).unwrap()
+    );
+}
+
+#[test]
+fn broken_files_are_refused_by_the_schemas() {
+    let keymap = validator(KEYMAP_SCHEMA);
+    assert_refused(&keymap, "[mian]\nq = \"quit\"\n");
+    assert_refused(&keymap, "[main]\nq = \"explode\"\n");
+    assert_refused(&keymap, "[main]\nctlr-q = \"quit\"\n");
+    assert_refused(&keymap, "[main]\nqq = \"quit\"\n");
+    assert_refused(&keymap, "[main]\nf13 = \"quit\"\n");
+    assert_refused(&keymap, "main = \"quit\"\n");
+    assert!(keymap.is_valid(&toml_as_json(
+        "[main]\nctrl-alt-f12 = \"quit\"\n\"?\" = \"help\"\n"
+    )));
+
+    let theme = validator(THEME_SCHEMA);
+    assert_refused(&theme, "fenceed = { bold = true }\n");
+    assert_refused(&theme, "title = { fg = \"teal\" }\n");
+    assert_refused(&theme, "title = { fg = \"#12345g\" }\n");
+    assert_refused(&theme, "title = { blink = true }\n");
+    assert_refused(&theme, "title = { bold = \"yes\" }\n");
+    assert!(theme.is_valid(&toml_as_json(
+        "base = { fg = \"#A0b0C0\", bg = \"reset\" }\n"
+    )));
+}
+
+#[test]
+fn the_schemas_list_exactly_what_the_parser_knows() {
+    let keymap = read_json(&workspace_root().join("schemas").join(KEYMAP_SCHEMA));
+    assert_eq!(
+        names(&keymap["properties"]),
+        sorted(Mode::ALL.map(Mode::name))
+    );
+    assert_eq!(
+        keymap["$defs"]["action"]["enum"],
+        json!(Action::ALL.map(Action::name))
+    );
+
+    let theme = read_json(&workspace_root().join("schemas").join(THEME_SCHEMA));
+    assert_eq!(
+        names(&theme["properties"]),
+        sorted(Slot::ALL.map(Slot::name))
+    );
+    // Every colour the schema names is one the console parses.
+    for color in theme["$defs"]["color"]["anyOf"][0]["enum"]
+        .as_array()
+        .unwrap()
+    {
+        let text = format!("base = {{ fg = {color} }}\n");
+        Theme::from_toml(&text).unwrap_or_else(|e| panic!("{color}: {e}"));
+    }
+}
