@@ -5,16 +5,34 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// valp: supervise AI coding agents under the Visible Agent Loop Protocol (VALP 0.3).
+///
+/// Without a command, opens the operator console on the control root: it observes this
+/// machine's Leader candidates, re-proves the bound Leader session (or asks you, once, to select
+/// one) and shows the installation's tasks.
 #[derive(Debug, Parser)]
-#[command(name = "valp", version, about, long_about = None)]
+#[command(name = "valp", version, about, long_about)]
 pub struct Cli {
     /// The control root: a `.valp` folder, or a project folder holding one. Without it valp uses
     /// `VALP_ROOT`, then the nearest `.valp/` from the current folder upward.
     #[arg(long, global = true, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// What to do.
+    /// Where the Doctor looks for Leader candidates.
+    #[command(flatten)]
+    pub observe: ObserveArgs,
+    /// What to do; without a command valp opens the operator console on the control root.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Whether this command line ends in the full-screen console.
+    pub fn opens_console(&self) -> bool {
+        match &self.command {
+            None => true,
+            Some(Command::Demo(args)) => args.console,
+            Some(_) => false,
+        }
+    }
 }
 
 /// The subcommands.
@@ -62,7 +80,24 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Observe the Leader candidates on this machine and record the observation.
+    ///
+    /// Prints every surface (the local OS account, each tmux server) and every candidate: the
+    /// local human operator and each tmux pane, with principal, runtime identity, presence,
+    /// health, permission boundary, known limitations and labels. With a control root the
+    /// observation is stored as content-addressed evidence and its candidates recorded in the
+    /// installation ledger. It never selects anything: see `valp leader select`.
+    Doctor,
+    /// The Leader: candidates, the one explicit selection, rotation, and the binding.
+    #[command(subcommand)]
+    Leader(LeaderCommand),
+    /// Tasks: handing a task over from a fenced Leader epoch.
+    #[command(subcommand)]
+    Task(TaskCommand),
     /// Create a demo task from a seeded legal history (initialising the control root if needed).
+    ///
+    /// With --console, opens the console on it afterwards; run it again to reopen (the demo
+    /// task is kept, and the Leader you selected is re-proven without asking).
     Demo(DemoArgs),
     /// Check the kernel against reference conformance vectors.
     ///
@@ -104,4 +139,88 @@ pub struct DemoArgs {
     /// Seed of the history.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Then open the console on the demo installation (an existing demo task is kept).
+    #[arg(long)]
+    pub console: bool,
+}
+
+/// Options of the Doctor's observation (every command that observes takes them).
+#[derive(Debug, Clone, Args)]
+pub struct ObserveArgs {
+    /// Also ask the tmux server listening on this socket (repeatable; e.g. a `tmux -S PATH`
+    /// server).
+    #[arg(long = "tmux-socket", global = true, value_name = "PATH")]
+    pub tmux_sockets: Vec<PathBuf>,
+    /// Do not look for servers in the default tmux socket folder
+    /// (`$TMUX_TMPDIR/tmux-UID/`, else `/tmp/tmux-UID/`).
+    #[arg(long, global = true)]
+    pub no_default_sockets: bool,
+}
+
+/// `valp leader …`
+#[derive(Debug, Subcommand)]
+pub enum LeaderCommand {
+    /// List the observed Leader candidates, one per line (observes only; selects nothing).
+    ///
+    /// The order is a display order, not a recommendation. With --json prints the observation
+    /// as canonical JSON (`valp-doctor-observation.v1`).
+    Candidates {
+        /// Print the observation as canonical JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a candidate the Leader: the first, explicit selection (epoch 1).
+    ///
+    /// Observes afresh, records the observation, shows the candidate and asks you to type its
+    /// id to confirm. The approval (who, how, when) is recorded as evidence and the binding
+    /// written to `leader/binding.json`. A candidate that was not observed is refused by the
+    /// kernel (VALP-E-PERMISSION-DENIED).
+    Select {
+        /// The candidate id, as `valp leader candidates` prints it.
+        #[arg(value_name = "CANDIDATE")]
+        candidate: String,
+        /// Confirm without the typed prompt (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Bind the Leader role to another observed session: fences the active epoch, starts the
+    /// next one.
+    ///
+    /// Use it to rebind the same principal to a new session (its pane was closed, the tmux
+    /// server or the machine restarted) or to hand the role to another candidate. Needs the
+    /// same typed confirmation as `select`. Epochs are never reused.
+    Rotate {
+        /// The candidate id, as `valp leader candidates` prints it.
+        #[arg(value_name = "CANDIDATE")]
+        candidate: String,
+        /// Confirm without the typed prompt (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Print the binding, whether a fresh observation proves it now, whether
+    /// `leader/binding.json` matches the ledger, and the epoch history. Changes nothing.
+    Show,
+}
+
+/// `valp task …`
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Hand a task bound to a fenced Leader epoch over to the active epoch.
+    ///
+    /// After a rotation, a task journal of an older epoch accepts nothing more. This records
+    /// `task_handed_over` in the installation ledger (approved by the re-proven active Leader,
+    /// with the task's final state as evidence) and creates the successor task at the active
+    /// epoch holding the task's unfinished work items, back to pending. Asks you to type the
+    /// task id to confirm.
+    Handoff {
+        /// The fenced task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// The successor's task id (default: TASK-eEPOCH).
+        #[arg(long = "as", value_name = "ID")]
+        successor: Option<String>,
+        /// Confirm without the typed prompt (for scripts).
+        #[arg(long)]
+        yes: bool,
+    },
 }

@@ -1,12 +1,16 @@
 //! The commands of the `valp` binary, written against `std::io::Write` so tests can run them.
 
+mod confirm;
 mod conformance;
 mod demo;
+mod doctor;
 mod init;
 mod interop;
+mod leader;
+mod task;
 mod verify;
 
-use std::io::Write;
+use std::io::{BufRead, IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,8 +19,12 @@ use valp_store::io::OsStorage;
 use valp_store::layout::{ROOT_DIR, ROOT_ENV, control_root_of, resolve_root};
 use valp_store::{ControlRoot, StoreError};
 
-use crate::cli::{Cli, Command};
+use crate::authority::AuthorityError;
+use crate::cli::{Cli, Command, LeaderCommand, ObserveArgs, TaskCommand};
+use crate::clock::{Clock, SystemClock};
 use crate::conformance::ConformanceError;
+use crate::doctor::ObserveOptions;
+use crate::system::SystemBackend;
 
 /// Why a command could not do its job.
 #[derive(Debug, thiserror::Error)]
@@ -27,18 +35,61 @@ pub enum CommandError {
     /// The conformance inputs were unusable.
     #[error(transparent)]
     Conformance(#[from] ConformanceError),
+    /// The authority lane refused or could not proceed.
+    #[error(transparent)]
+    Authority(AuthorityError),
     /// Writing the output failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
+    /// The console's built-in configuration is broken.
+    #[error(transparent)]
+    Console(#[from] crate::tui::ConfigError),
     /// The command cannot run as asked.
     #[error("{0}")]
     Usage(String),
 }
 
-/// Runs the parsed command line, writing its output to `out`.
-pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+/// Runs the parsed command line, reading answers to prompts from `input` and writing its
+/// output to `out`.
+pub fn run(
+    cli: Cli,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
     let root = cli.root;
-    match cli.command {
+    let clock = SystemClock;
+    let options = observe_options(&cli.observe);
+    let Some(command) = cli.command else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    match command {
+        Command::Doctor => {
+            let found = find_root(root.as_deref())?;
+            let opened = found
+                .map(|path| ControlRoot::open(&path, Arc::new(OsStorage)))
+                .transpose()?;
+            doctor::run_doctor(opened.as_ref(), &clock, &options, out)
+        }
+        Command::Task(TaskCommand::Handoff {
+            task,
+            successor,
+            yes,
+        }) => {
+            let request = task::HandoffRequest {
+                task_id: &task,
+                successor_id: successor.as_deref(),
+                yes,
+            };
+            task::handoff(
+                &open_root(root.as_deref())?,
+                &request,
+                &clock,
+                &options,
+                input,
+                out,
+            )
+        }
+        Command::Leader(command) => leader(root.as_deref(), command, &clock, &options, input, out),
         Command::Init { installation_id } => {
             init::run(&init_target(root.as_deref())?, installation_id, out)
         }
@@ -56,6 +107,57 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// Opens the full-screen console on the control root (the daily start: observe, record,
+/// re-prove the Leader session) and runs it until the user quits.
+pub fn open_console(root: Option<&Path>, observe: &ObserveArgs) -> Result<ExitCode, CommandError> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(CommandError::Usage(
+            "the console needs a terminal (stdin and stdout are not both one); the commands \
+             in `valp --help` work without one"
+                .to_owned(),
+        ));
+    }
+    let clock = SystemClock;
+    let root = open_root(root)?;
+    let mut backend =
+        SystemBackend::open(root, &clock, observe_options(observe)).map_err(CommandError::from)?;
+    let config = crate::tui::Config::builtin()?;
+    crate::tui::run(&mut backend, config, crate::tui::Inbox::new())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn leader(
+    root: Option<&Path>,
+    command: LeaderCommand,
+    clock: &dyn Clock,
+    options: &ObserveOptions,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let rotate = matches!(command, LeaderCommand::Rotate { .. });
+    match command {
+        LeaderCommand::Candidates { json } => doctor::run_candidates(json, clock, options, out),
+        LeaderCommand::Select { candidate, yes } | LeaderCommand::Rotate { candidate, yes } => {
+            let choice = leader::Choice {
+                candidate_id: &candidate,
+                yes,
+                rotate,
+            };
+            leader::choose(&open_root(root)?, &choice, clock, options, input, out)
+        }
+        LeaderCommand::Show => leader::show(&open_root(root)?, clock, options, out),
+    }
+}
+
+/// The Doctor's options from the command line; `TMUX_TMPDIR` is honoured as tmux does.
+fn observe_options(args: &ObserveArgs) -> ObserveOptions {
+    ObserveOptions {
+        scan_default_sockets: !args.no_default_sockets,
+        extra_sockets: args.tmux_sockets.clone(),
+        ..ObserveOptions::default()
     }
 }
 
@@ -78,10 +180,19 @@ fn init_target(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
     }
 }
 
+/// The control root named by --root, `VALP_ROOT` or found from the current folder up.
+fn find_root(explicit: Option<&Path>) -> Result<Option<PathBuf>, CommandError> {
+    Ok(resolve_root(
+        explicit,
+        env_root().as_deref(),
+        &current_dir()?,
+    ))
+}
+
 /// Opens the control root named by --root, `VALP_ROOT` or found from the current folder up.
 fn open_root(explicit: Option<&Path>) -> Result<ControlRoot, CommandError> {
     let cwd = current_dir()?;
-    let found = resolve_root(explicit, env_root().as_deref(), &cwd).ok_or_else(|| {
+    let found = find_root(explicit)?.ok_or_else(|| {
         CommandError::Usage(format!(
             "no valp control root found from {} upward (looked for {ROOT_DIR}/installation.json); \
              run `valp init`, or name one with --root DIR or {ROOT_ENV}",

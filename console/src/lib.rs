@@ -4,10 +4,12 @@
 //! `main.rs` only wires it up. The console never decides protocol truth: every state change is
 //! proposed to the kernel and shown only once the kernel accepted it.
 
+pub mod authority;
 pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod conformance;
 pub mod doctor;
+pub mod system;
 pub mod tui;
 pub mod view;

@@ -20,17 +20,28 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> Result<ExitCode> {
     color_eyre::install()?;
     let cli = Cli::parse();
-    let mut out = std::io::stdout().lock();
-    match commands::run(cli, &mut out) {
-        Ok(code) => Ok(code),
-        Err(error) => {
-            out.flush()?;
-            eprintln!("valp: {error}");
-            Ok(ExitCode::from(if matches!(error, CommandError::Usage(_)) {
-                2
-            } else {
-                1
-            }))
+    let console = cli
+        .opens_console()
+        .then(|| (cli.root.clone(), cli.observe.clone()));
+    let code = {
+        let mut out = std::io::stdout().lock();
+        let mut input = std::io::stdin().lock();
+        let result = commands::run(cli, &mut input, &mut out);
+        out.flush()?;
+        result
+    };
+    let code = match (code, console) {
+        (Ok(code), Some((root, observe))) if code == ExitCode::SUCCESS => {
+            commands::open_console(root.as_deref(), &observe)
         }
-    }
+        (other, _) => other,
+    };
+    Ok(code.unwrap_or_else(|error| {
+        eprintln!("valp: {error}");
+        ExitCode::from(if matches!(error, CommandError::Usage(_)) {
+            2
+        } else {
+            1
+        })
+    }))
 }

@@ -39,3 +39,32 @@ pub fn valp_in(cwd: &Path, root_env: Option<&Path>, args: &[&str]) -> std::io::R
     }
     command.output().map(Run::from)
 }
+
+/// Runs `valp args…` in `cwd` with `VALP_ROOT` unset, `stdin` as its standard input (answers
+/// to prompts) and `TMUX_TMPDIR` set to `tmux_tmpdir`, so the Doctor scans only the test's own
+/// tmux servers.
+pub fn valp_answering(
+    cwd: &Path,
+    tmux_tmpdir: &Path,
+    args: &[&str],
+    stdin: &str,
+) -> std::io::Result<Run> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+
+    let mut child = Command::new(valp_binary()?)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("VALP_ROOT")
+        .env_remove("TMUX")
+        .env("TMUX_TMPDIR", tmux_tmpdir)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes())?;
+    }
+    child.wait_with_output().map(Run::from)
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{Identity, IdentityKind};
 use valp_store::io::OsStorage;
-use valp_store::{Appended, ControlRoot};
+use valp_store::{Access, Appended, ControlRoot};
 
 use super::CommandError;
 use crate::cli::DemoArgs;
@@ -35,6 +35,14 @@ pub(super) fn run(
     };
     let task = Identity::new(IdentityKind::Task, args.task.clone())
         .map_err(|_| CommandError::Usage("--task must not be empty".to_owned()))?;
+    if args.console && root.open_task(&args.task, Access::ReadOnly).is_ok() {
+        writeln!(
+            out,
+            "demo task {} is already there; opening the console",
+            args.task
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let config = WalkConfig {
         seed: args.seed,
         work_items: args.work_items,

@@ -1,0 +1,315 @@
+//! `valp leader …` and `valp task handoff` as a person runs them: typed confirmations, the
+//! kernel's refusals with their codes, `leader show`'s verification, and the handoff of a task
+//! from a fenced epoch. Real tmux on a private socket; needs tmux (CI installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use std::path::{Path, PathBuf};
+
+use valp_tests::cli::{Run, valp_answering};
+use valp_tests::tmux::TmuxServer;
+
+struct Project {
+    temp: tempfile::TempDir,
+    socket: PathBuf,
+}
+
+impl Project {
+    fn new() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(temp.path().join("tmux")).unwrap();
+        let socket = temp.path().join("lead.sock");
+        let project = Self { temp, socket };
+        let init = project.run(&["init", "--installation-id", "inst-cli"], "");
+        assert_eq!(init.code, Some(0), "{}", init.stderr);
+        project
+    }
+
+    fn path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    fn server(&self) -> TmuxServer {
+        TmuxServer::start(&self.socket, "work", self.path(), &["sh"])
+    }
+
+    /// `valp` with the Doctor limited to the project's socket, answering prompts with `stdin`.
+    fn run(&self, args: &[&str], stdin: &str) -> Run {
+        let socket = self.socket.to_str().unwrap();
+        let mut all = vec!["--no-default-sockets", "--tmux-socket", socket];
+        all.extend_from_slice(args);
+        valp_answering(self.path(), &self.path().join("tmux"), &all, stdin).unwrap()
+    }
+
+    fn pane(&self, pane: &str) -> String {
+        format!(
+            "tmux:{}:{pane}",
+            std::fs::canonicalize(&self.socket).unwrap().display()
+        )
+    }
+
+    fn human(&self) -> String {
+        let listed = self.run(&["leader", "candidates"], "");
+        let first = listed.stdout.lines().next().unwrap();
+        first
+            .split_whitespace()
+            .nth(1)
+            .filter(|id| id.starts_with("human:uid-"))
+            .unwrap_or_else(|| panic!("{}", listed.stdout))
+            .to_owned()
+    }
+
+    fn binding(&self) -> Option<String> {
+        std::fs::read_to_string(self.path().join(".valp/leader/binding.json")).ok()
+    }
+}
+
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{text}"))
+}
+
+#[test]
+fn selection_needs_the_typed_candidate_id() {
+    let project = Project::new();
+    let _server = project.server();
+    let pane = project.pane("%0");
+
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(shown.code, Some(0), "{}", shown.stderr);
+    assert_eq!(
+        line(&shown.stdout, "leader "),
+        "leader        none selected"
+    );
+    assert!(line(&shown.stdout, "binding file").ends_with("absent (no Leader bound)"));
+
+    let listed = project.run(&["leader", "candidates"], "");
+    assert_eq!(listed.stdout.lines().count(), 2, "{}", listed.stdout);
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with(&format!("2. {pane} "))
+    );
+
+    for wrong in ["", "\n", "%0\n", &format!("{pane} \n")] {
+        let refused = project.run(&["leader", "select", &pane], wrong);
+        assert_eq!(refused.code, Some(2), "{wrong:?}: {}", refused.stdout);
+        assert!(
+            refused
+                .stdout
+                .contains("Type the candidate id to confirm: ")
+        );
+        assert_eq!(
+            refused.stderr,
+            format!("valp: not confirmed (the typed text was not {pane:?}); no Leader was bound\n")
+        );
+        assert_eq!(project.binding(), None);
+    }
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(
+        line(&shown.stdout, "leader "),
+        "leader        none selected"
+    );
+
+    let selected = project.run(&["leader", "select", &pane], &format!("{pane}\n"));
+    assert_eq!(selected.code, Some(0), "{}", selected.stderr);
+    assert!(
+        selected
+            .stdout
+            .contains(&format!("Leader selected: {pane} (tmux:")),
+        "{}",
+        selected.stdout
+    );
+    assert!(selected.stdout.contains("), epoch 1\n"));
+    let binding = project.binding().unwrap();
+    assert!(binding.contains("\"epoch\":1,"));
+    assert!(binding.contains("\"schema_version\":\"valp-leader-binding.v1\""));
+
+    let shown = project.run(&["leader", "show"], "");
+    // installation_initialized, discovery started and completed (first attempt), three more
+    // observations (one per refused attempt), then observed, approved, activated.
+    assert_eq!(
+        line(&shown.stdout, "status"),
+        "status        active (revision 9)"
+    );
+    assert_eq!(line(&shown.stdout, "epoch "), "epoch         1");
+    assert!(line(&shown.stdout, "proof now").starts_with(&format!("proof now     proven: {pane}")));
+    assert!(line(&shown.stdout, "binding file").ends_with("matches the ledger"));
+    assert!(line(&shown.stdout, "  epoch 1 ").contains(&format!("active  {pane}")));
+
+    let again = project.run(&["leader", "select", &pane, "--yes"], "");
+    assert_eq!(again.code, Some(1));
+    assert!(
+        again.stderr.contains("use `valp leader rotate`"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn show_says_when_the_binding_is_not_proven_and_changes_nothing() {
+    let project = Project::new();
+    let server = project.server();
+    let pane = project.pane("%0");
+    let selected = project.run(&["leader", "select", &pane, "--yes"], "");
+    assert_eq!(selected.code, Some(0), "{}", selected.stderr);
+    let ledger = project.path().join(".valp/installation/journal.jsonl");
+    server.kill();
+    let before = std::fs::read(&ledger).unwrap();
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(shown.code, Some(0), "{}", shown.stderr);
+    assert_eq!(
+        line(&shown.stdout, "proof now"),
+        format!("proof now     NOT proven: {pane} is not observed now")
+    );
+    assert_eq!(
+        std::fs::read(&ledger).unwrap(),
+        before,
+        "show writes nothing"
+    );
+}
+
+#[test]
+fn the_kernel_refuses_unobserved_candidates_with_its_code() {
+    let project = Project::new();
+    let _server = project.server();
+    let bogus = project.pane("%7");
+    let refused = project.run(&["leader", "select", &bogus, "--yes"], "");
+    assert_eq!(refused.code, Some(1));
+    assert_eq!(
+        refused.stderr,
+        format!(
+            "valp: VALP-E-PERMISSION-DENIED: the principal may not do this: {bogus} was not \
+             among the candidates just observed (`valp leader candidates` lists them)\n"
+        )
+    );
+    assert_eq!(project.binding(), None);
+
+    let pane = project.pane("%0");
+    project.run(&["leader", "select", &pane, "--yes"], "");
+    let refused = project.run(&["leader", "rotate", &bogus, "--yes"], "");
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .starts_with("valp: VALP-E-PERMISSION-DENIED: ")
+    );
+    // Rotating to the session already bound is no rotation.
+    let same = project.run(&["leader", "rotate", &pane, "--yes"], "");
+    assert_eq!(same.code, Some(1));
+    assert!(
+        same.stderr.starts_with("valp: VALP-E-PERMISSION-DENIED: "),
+        "{}",
+        same.stderr
+    );
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(
+        line(&shown.stdout, "epochs"),
+        "epochs        active 1, highest allocated 1"
+    );
+}
+
+#[test]
+fn a_fenced_task_continues_only_through_a_confirmed_handoff() {
+    let project = Project::new();
+    let _server = project.server();
+    let demo = project.run(&["demo", "--entries", "60"], "");
+    assert_eq!(demo.code, Some(0), "{}", demo.stderr);
+    let pane = project.pane("%0");
+    project.run(&["leader", "select", &pane, "--yes"], "");
+
+    let current = project.run(&["task", "handoff", "demo-1", "--yes"], "");
+    assert_eq!(current.code, Some(1));
+    assert_eq!(
+        current.stderr,
+        "valp: task demo-1 is bound to epoch 1, the active one: there is nothing to hand over\n"
+    );
+
+    let rotated = project.run(&["leader", "rotate", &project.human(), "--yes"], "");
+    assert_eq!(rotated.code, Some(0), "{}", rotated.stderr);
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(
+        line(&shown.stdout, "  demo-1"),
+        "  demo-1  epoch 1  needs `valp task handoff` to continue"
+    );
+
+    let refused = project.run(&["task", "handoff", "demo-1"], "demo\n");
+    assert_eq!(refused.code, Some(2));
+    assert!(refused.stderr.contains("nothing was handed over"));
+
+    let handed = project.run(&["task", "handoff", "demo-1"], "demo-1\n");
+    assert_eq!(handed.code, Some(0), "{}", handed.stderr);
+    let summary = handed.stdout.lines().last().unwrap();
+    assert!(
+        summary.starts_with(
+            "Type the task id to confirm: handed over task demo-1 -> demo-1-e2 (epoch 1 -> 2): "
+        ),
+        "{summary}"
+    );
+
+    let twice = project.run(&["task", "handoff", "demo-1", "--yes"], "");
+    assert_eq!(twice.code, Some(1));
+    assert_eq!(
+        twice.stderr,
+        "valp: task demo-1 was already handed over to demo-1-e2 (epoch 1 -> 2)\n"
+    );
+
+    let shown = project.run(&["leader", "show"], "");
+    assert_eq!(
+        line(&shown.stdout, "  task demo-1"),
+        "  task demo-1 -> demo-1-e2  (epoch 1 -> 2)"
+    );
+    assert_eq!(
+        line(&shown.stdout, "  demo-1 "),
+        "  demo-1  epoch 1  handed over to demo-1-e2"
+    );
+    let verified = project.run(&["verify"], "");
+    assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+    assert!(
+        verified
+            .stdout
+            .ends_with("verify: 3 journals ok, 0 problems\n"),
+        "{}",
+        verified.stdout
+    );
+}
+
+#[test]
+fn a_handoff_needs_a_re_proven_leader() {
+    let project = Project::new();
+    let server = project.server();
+    project.run(&["demo", "--entries", "10"], "");
+    project.run(&["leader", "select", &project.pane("%0"), "--yes"], "");
+    server.kill();
+    let refused = project.run(&["task", "handoff", "demo-1", "--yes"], "");
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .starts_with("valp: the Leader session is not re-proven ("),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn help_explains_the_authority_commands() {
+    let project = Project::new();
+    let help = project.run(&["leader", "--help"], "");
+    for command in ["candidates", "select", "rotate", "show"] {
+        assert!(
+            help.stdout.contains(&format!("  {command} ")),
+            "{}",
+            help.stdout
+        );
+    }
+    let select = project.run(&["leader", "select", "--help"], "");
+    assert!(select.stdout.contains("type its"), "{}", select.stdout);
+    assert!(select.stdout.contains("VALP-E-PERMISSION-DENIED"));
+    let handoff = project.run(&["task", "handoff", "--help"], "");
+    assert!(handoff.stdout.contains("--as <ID>"), "{}", handoff.stdout);
+}

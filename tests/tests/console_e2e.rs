@@ -1,0 +1,240 @@
+//! The real `valp` binary driven in tmux as a person would: first run with an explicit
+//! selection, the next start re-proving the Leader without a question, the read-only banner
+//! after the Leader's tmux server restarted, and the explicit rebind to epoch 2.
+//!
+//! Two private tmux servers: one holds the "agents" (the Leader candidate), the other runs the
+//! console in an 120x40 pane that the test types into (`send-keys`) and reads
+//! (`capture-pane`). Needs tmux (CI installs it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use valp_tests::cli::{valp_answering, valp_in};
+use valp_tests::tmux::{PATIENCE, TmuxServer};
+use valp_tests::valp_binary;
+
+struct Desk {
+    temp: tempfile::TempDir,
+    agents_socket: PathBuf,
+    drive: TmuxServer,
+}
+
+impl Desk {
+    fn new() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        let agents_socket = temp.path().join("agents.sock");
+        let drive = TmuxServer::start(
+            &temp.path().join("drive.sock"),
+            "drive",
+            temp.path(),
+            &["sh"],
+        );
+        drive.run(&["resize-window", "-t", "drive", "-x", "120", "-y", "40"]);
+        Self {
+            temp,
+            agents_socket,
+            drive,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    fn agents(&self) -> TmuxServer {
+        TmuxServer::start(&self.agents_socket, "agents", self.path(), &["sh"])
+    }
+
+    fn agent_pane(&self) -> String {
+        format!(
+            "tmux:{}:%0",
+            std::fs::canonicalize(&self.agents_socket)
+                .unwrap()
+                .display()
+        )
+    }
+
+    /// Starts `valp args…` in the drive pane (a fresh process each time), limited to the agents'
+    /// socket.
+    fn start_valp(&self, args: &[&str]) {
+        let mut line = format!(
+            "clear; env -u TMUX TMUX_TMPDIR={} {} --no-default-sockets --tmux-socket {}",
+            self.path().join("no-tmux").display(),
+            valp_binary().unwrap().display(),
+            self.agents_socket.display()
+        );
+        for arg in args {
+            line.push(' ');
+            line.push_str(arg);
+        }
+        line.push_str("; echo valp-exited-$?");
+        self.drive
+            .run(&["send-keys", "-t", "drive", &line, "Enter"]);
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "drive"];
+        args.extend_from_slice(keys);
+        self.drive.run(&args);
+    }
+
+    fn screen(&self) -> String {
+        self.drive.run(&["capture-pane", "-p", "-t", "drive"])
+    }
+
+    /// Waits until the screen shows `text` (wrapped or not); returns the screen's text with
+    /// borders removed and every run of whitespace, line breaks included, made one space.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen = self.screen();
+            let flat = flatten(&screen);
+            if flat.contains(text) {
+                return flat;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn quit(&self) {
+        self.keys(&["q"]);
+        self.wait_for("valp-exited-0");
+    }
+
+    fn binding(&self) -> Vec<u8> {
+        std::fs::read(self.path().join(".valp/leader/binding.json")).unwrap()
+    }
+}
+
+/// The screen as one line of words: box-drawing characters dropped, whitespace collapsed.
+fn flatten(screen: &str) -> String {
+    screen
+        .chars()
+        .map(|c| {
+            if ('\u{2500}'..='\u{257f}').contains(&c) {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn select_once_reopen_without_asking_and_rebind_after_a_restart() {
+    let desk = Desk::new();
+    let agents = desk.agents();
+    let pane = desk.agent_pane();
+
+    // First run: the demo installation, no Leader, the Doctor's candidates.
+    desk.start_valp(&["demo", "--console"]);
+    let first = desk.wait_for("No Leader is selected for this installation.");
+    assert!(first.contains("Candidates (2)"), "{first}");
+    assert!(first.contains("human:uid-"), "{first}");
+    assert_eq!(
+        std::fs::metadata(desk.path().join(".valp/leader/binding.json"))
+            .ok()
+            .map(|_| ()),
+        None,
+        "nothing is bound before the selection"
+    );
+
+    // Choose the agents' pane (second row), see the confirmation, confirm.
+    desk.keys(&["Down", "Enter"]);
+    let dialog = desk.wait_for("as the Leader?");
+    assert!(dialog.contains("Select tmux:"), "{dialog}");
+    assert!(dialog.contains("This starts epoch 1."), "{dialog}");
+    desk.keys(&["y"]);
+    let selected = desk.wait_for(&format!("Leader selected: {pane}, epoch 1"));
+    assert!(selected.contains("lane active"), "{selected}");
+    assert!(selected.contains("demo-1"), "{selected}");
+    desk.quit();
+    let bound = desk.binding();
+
+    // The next day: a new process, the same pane. No question, the binding re-proven.
+    desk.start_valp(&[]);
+    let reopened = desk.wait_for(", epoch 1");
+    assert!(reopened.contains("reopened 20"), "{reopened}");
+    assert!(!reopened.contains("No Leader is selected"), "{reopened}");
+    assert!(!reopened.contains("Confirm"), "{reopened}");
+    assert!(!reopened.contains("Read-only"), "{reopened}");
+    desk.quit();
+    assert_eq!(desk.binding(), bound);
+
+    // The agents' tmux server restarts: pane %0 again, but another session.
+    drop(agents);
+    let _agents = desk.agents();
+    desk.start_valp(&[]);
+    let banner = desk.wait_for("Read-only");
+    assert!(banner.contains("Leader session not re-proven"), "{banner}");
+    assert!(banner.contains("now has a different identity"), "{banner}");
+    assert!(
+        banner.contains("another session is at this address now"),
+        "{banner}"
+    );
+    // Keys that would change anything do nothing in read-only mode.
+    desk.keys(&["Enter", "y"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(flatten(&desk.screen()).contains("Read-only"));
+    assert_eq!(desk.binding(), bound, "the binding on disk is unchanged");
+
+    // The explicit way on: rebind the principal to the new session, epoch 2.
+    desk.keys(&["r"]);
+    desk.wait_for("New sessions of tmux:");
+    desk.keys(&["Enter"]);
+    let rebind = desk.wait_for("Epoch 1 will be fenced and epoch 2 starts.");
+    assert!(rebind.contains("Rebind tmux:"), "{rebind}");
+    desk.keys(&["y"]);
+    let rotated = desk.wait_for(&format!("Leader rotated: {pane}, epoch 2"));
+    assert!(rotated.contains("FENCED"), "{rotated}");
+    desk.quit();
+    assert_ne!(desk.binding(), bound);
+
+    let verified = valp_in(desk.path(), None, &["verify"]).unwrap();
+    assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+    let shown = valp_answering(
+        desk.path(),
+        &desk.path().join("no-tmux"),
+        &[
+            "--no-default-sockets",
+            "--tmux-socket",
+            desk.agents_socket.to_str().unwrap(),
+            "leader",
+            "show",
+        ],
+        "",
+    )
+    .unwrap();
+    assert!(
+        shown
+            .stdout
+            .contains("epochs        active 2, highest allocated 2"),
+        "{}",
+        shown.stdout
+    );
+}
+
+#[test]
+fn the_console_needs_a_terminal() {
+    let project = tempfile::tempdir().unwrap();
+    assert_eq!(
+        valp_in(project.path(), None, &["init"]).unwrap().code,
+        Some(0)
+    );
+    let run = valp_in(project.path(), None, &[]).unwrap();
+    assert_eq!(run.code, Some(2));
+    assert_eq!(
+        run.stderr,
+        "valp: the console needs a terminal (stdin and stdout are not both one); the commands in \
+         `valp --help` work without one\n"
+    );
+}
