@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use jsonschema::{Retrieve, Uri, Validator};
+use jsonschema::Validator;
 use serde_json::{Value, json};
 use valp_console::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
 use valp_console::clock::{Clock, FixedClock, Timestamp};
@@ -30,9 +30,9 @@ use valp_kernel::installation::{
 use valp_kernel::{Evidence, Identity, IdentityKind, InstallationEventKind, Outcome};
 use valp_store::io::OsStorage;
 use valp_store::{Appended, ControlRoot, Journal};
+use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::workspace_root;
 
-const SCHEMA_BASE: &str = "https://schemas.valp.dev/";
 const DAY_MS: i64 = 86_400_000;
 
 /// The schemas this file is about.
@@ -46,42 +46,6 @@ const SCHEMAS: [&str; 8] = [
     "console/leader-binding.schema.json",
     "console/leader-approval.schema.json",
 ];
-
-/// Serves `https://schemas.valp.dev/<path>` from the local `schemas/<path>`; nothing is fetched.
-struct LocalSchemas;
-
-impl Retrieve for LocalSchemas {
-    fn retrieve(
-        &self,
-        uri: &Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        let path = uri
-            .as_str()
-            .strip_prefix(SCHEMA_BASE)
-            .ok_or_else(|| format!("not a valp schema: {}", uri.as_str()))?;
-        Ok(read_json(&workspace_root().join("schemas").join(path)))
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn validator(path: &str) -> Validator {
-    let schema = read_json(&workspace_root().join("schemas").join(path));
-    jsonschema::options()
-        .with_retriever(LocalSchemas)
-        .build(&schema)
-        .unwrap_or_else(|error| panic!("{path}: {error}"))
-}
-
-fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
-    validator
-        .iter_errors(instance)
-        .map(|error| format!("{error} at {}", error.instance_path()))
-        .collect()
-}
 
 /// `(instance path, keyword)` of every error.
 fn failures(validator: &Validator, instance: &Value) -> Vec<(String, String)> {
