@@ -13,13 +13,16 @@
 //!   precedence, over all 36 event kinds;
 //! - [`canonical`] JSON and `sha256:` digests, one encoder for stored and hashed bytes;
 //! - replay from a GenesisRoot or an authenticated CheckpointRoot, re-running the reducer and
-//!   failing closed on a single changed byte.
+//!   failing closed on a single changed byte;
+//! - the [`done`] gate: RFC 0002 §10's Done matrix, a pure function the System and the store run
+//!   beside the reducer (the reducer itself keeps the reference's ungated `recording_completed`).
 //!
 //! Unlike the reference, long histories cost O(1) per event: [`live::LiveState`] carries the
 //! history's SHA-256 midstate and an event-id index instead of re-encoding the history.
 
 pub mod canonical;
 pub mod decode;
+pub mod done;
 pub mod frontier;
 pub(crate) mod history;
 pub mod installation;

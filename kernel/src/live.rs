@@ -22,12 +22,12 @@ use crate::json::write::Fields;
 use crate::history::{HistoryView, entry_is_well_formed};
 use crate::model::{
     Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, Int, NoOp, Outcome, Rejected,
-    State, StateBody,
+    State, StateBody, Variant,
 };
 use crate::reduce::digests::{
     BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
 };
-use crate::reduce::{commit, evaluate};
+use crate::reduce::{Decision, commit, evaluate};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
 /// State is the `LiveState` itself, advanced only when accepted).
@@ -246,6 +246,16 @@ impl LiveState {
         State {
             body: self.body,
             accepted_events: self.history.entries,
+        }
+    }
+
+    /// The Result variant [`apply`](Self::apply) would give for this event, without applying
+    /// it: the same checks in the same order, nothing changes.
+    pub fn preview(&self, event: &Event, evidence_set: &[Evidence]) -> Variant {
+        match evaluate(&self.body, &self.history, event, evidence_set) {
+            Decision::Accept { .. } => Variant::Accepted,
+            Decision::NoOp { .. } => Variant::NoOp,
+            Decision::Reject { .. } => Variant::Rejected,
         }
     }
 

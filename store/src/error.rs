@@ -20,6 +20,8 @@ pub enum StoreCode {
     DurabilityUnknownOrCommitted,
     /// Any other I/O failure (permissions, missing files).
     Io,
+    /// The Done gate refused a proposal the kernel accepts (`kernel/DEVIATIONS.md`, D2).
+    DoneGate,
 }
 
 impl StoreCode {
@@ -32,6 +34,7 @@ impl StoreCode {
             Self::DurabilityPrecommit => "VALP-E-DURABILITY-PRECOMMIT",
             Self::DurabilityUnknownOrCommitted => "VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED",
             Self::Io => "VALP-E-STORE-IO",
+            Self::DoneGate => "VALP-E-DONE-GATE",
         }
     }
 }
@@ -118,6 +121,20 @@ pub enum StoreError {
         /// The digest.
         digest: String,
     },
+    /// The Done gate refused the proposal (a `recording_completed`, or the revision-1 entry
+    /// freezing the Done policy); nothing was written to the journal and the refusal was logged
+    /// to `rejections.jsonl`.
+    #[error(
+        "{code}: {path}: refused by the Done gate, nothing written: {}",
+        .reasons.join("; "),
+        code = StoreCode::DoneGate
+    )]
+    DoneGate {
+        /// The journal.
+        path: PathBuf,
+        /// The blocking reasons, in the gate's order (see `valp_kernel::done`).
+        reasons: Vec<String>,
+    },
     /// Any other I/O failure.
     #[error("{code}: {path}: {operation}: {source}", code = StoreCode::Io)]
     Io {
@@ -145,6 +162,7 @@ impl StoreError {
                 StoreCode::DurabilityUnknownOrCommitted
             }
             Self::Io { .. } | Self::Invalid(_) => StoreCode::Io,
+            Self::DoneGate { .. } => StoreCode::DoneGate,
         }
     }
 

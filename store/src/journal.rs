@@ -1,19 +1,20 @@
 //! A journal: the genesis and every accepted transition of one kernel state machine,
 //! hash-chained. A task journal (`tasks/<task>/journal.jsonl`) replays the task kernel; the
 //! installation ledger (`installation/journal.jsonl`) the authority lane (see
-//! [`Machine`](crate::machine::Machine)).
+//! [`Machine`](crate::machine::Machine)). The machine's [`Guard`] adds the store's own rules
+//! (for task journals the Done gate, see [`done`](crate::done)) to both append and open.
 //!
 //! **Format.** [`chain`](crate::chain) lines: line 0 carries the canonical genesis, line N ≥ 1
 //! the canonical compact entry (Event, sorted EvidenceSet, the accepted Result without its
 //! State) of revision N. Bytes per entry do not grow with the journal.
 //!
 //! **Open = verify.** Opening streams the file, checks every line's canonical bytes, sequence
-//! number and chained digest, and re-runs the kernel over every entry ([`Replayer`]); the State
-//! shown is the one replay rebuilt. A torn last line (the remnant of an interrupted append: no
-//! LF, or only NUL bytes) is copied to `quarantine/` and truncated by a writer, with a
-//! [`Warning`]; a reader leaves it alone (it may be an append in flight). Anything else that does
-//! not verify refuses the journal with `VALP-E-KERNEL-STORE-CORRUPT`, naming file, line and byte,
-//! and nothing is rewritten.
+//! number and chained digest, and re-runs the kernel over every entry ([`Replayer`]) and the
+//! guard over the entries it judges; the State shown is the one replay rebuilt. A torn last
+//! line (the remnant of an interrupted append: no LF, or only NUL bytes) is copied to
+//! `quarantine/` and truncated by a writer, with a [`Warning`]; a reader leaves it alone (it
+//! may be an append in flight). Anything else that does not verify refuses the journal with
+//! `VALP-E-KERNEL-STORE-CORRUPT`, naming file, line and byte, and nothing is rewritten.
 //!
 //! **Append.** Take the lock, read and verify whatever other writers appended, run the kernel,
 //! and only if it accepts: write one line and `sync_data` it, then release the lock. A duplicate
@@ -39,7 +40,7 @@ use crate::chain::{ChainLine, ChainReader, Tail};
 use crate::error::StoreError;
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
-use crate::machine::Machine;
+use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
@@ -123,6 +124,7 @@ pub struct Journal<M: Machine = LiveState> {
     storage: Arc<dyn Storage>,
     genesis: M::Genesis,
     live: M,
+    guard: M::Guard,
     tip: Tip,
     warnings: Vec<Warning>,
     access: Access,
@@ -132,12 +134,27 @@ pub struct Journal<M: Machine = LiveState> {
 }
 
 impl<M: Machine> Journal<M> {
-    /// Opens and verifies the journal in `dir`. `quarantine` receives torn tails (writers only).
+    /// Opens and verifies the journal in `dir` with the machine's default guard (for a task
+    /// journal: a Done gate without an evidence store, which refuses every gated Done; a
+    /// [`ControlRoot`](crate::ControlRoot) opens task journals with its evidence store).
+    /// `quarantine` receives torn tails (writers only).
     pub fn open(
         dir: &Path,
         quarantine: &Path,
         storage: Arc<dyn Storage>,
         access: Access,
+    ) -> Result<Self, StoreError> {
+        Self::open_guarded(dir, quarantine, storage, access, M::Guard::default())
+    }
+
+    /// Opens and verifies the journal in `dir`, enforcing `guard` (which must not have observed
+    /// any entry yet).
+    pub fn open_guarded(
+        dir: &Path,
+        quarantine: &Path,
+        storage: Arc<dyn Storage>,
+        access: Access,
+        guard: M::Guard,
     ) -> Result<Self, StoreError> {
         let path = dir.join(JOURNAL_FILE);
         let mut reader = ChainReader::open(&path)?;
@@ -157,6 +174,7 @@ impl<M: Machine> Journal<M> {
             storage,
             genesis,
             live,
+            guard,
             tip: Tip {
                 next_seq: 1,
                 digest: genesis_line.digest,
@@ -198,9 +216,15 @@ impl<M: Machine> Journal<M> {
             let verified = M::decode_entry(&line.entry)
                 .map_err(|error| decode_failure(&self.path, &line, &error))
                 .and_then(|entry| {
+                    let (event, evidence_set) = M::parts(&entry);
+                    self.guard
+                        .verify(&self.live, event, evidence_set)
+                        .map_err(|refusal| guard_failure(&self.path, &line, refusal))?;
                     self.live
                         .apply_recorded(&entry)
-                        .map_err(|error| replay_failure(&self.path, &line, &error))
+                        .map_err(|error| replay_failure(&self.path, &line, &error))?;
+                    self.guard.observe(line.seq, event, evidence_set);
+                    Ok(())
                 });
             if let Err(error) = verified {
                 // The State may be partly advanced: nothing may be appended through this
@@ -256,6 +280,12 @@ impl<M: Machine> Journal<M> {
     /// The verified current State.
     pub fn live(&self) -> &M {
         &self.live
+    }
+
+    /// The guard, as it stands after the verified entries (for a task journal: the frozen Done
+    /// policy and whether a Done was recorded without one).
+    pub fn guard(&self) -> &M::Guard {
+        &self.guard
     }
 
     /// Warnings raised while opening or following.
@@ -326,5 +356,20 @@ fn replay_failure(path: &Path, line: &ChainLine, error: &ReplayError) -> StoreEr
         line: line.seq + 1,
         byte: line.start,
         reason: format!("replay refuses the entry: {error}"),
+    }
+}
+
+fn guard_failure(path: &Path, line: &ChainLine, refusal: Refusal) -> StoreError {
+    match refusal {
+        Refusal::DoneGate(reasons) => StoreError::Corrupt {
+            path: path.to_owned(),
+            line: line.seq + 1,
+            byte: line.start,
+            reason: format!(
+                "done gate: the recorded recording_completed does not pass: {}",
+                reasons.join("; ")
+            ),
+        },
+        Refusal::Store(error) => error,
     }
 }

@@ -2,6 +2,10 @@
 //! events. A task journal replays the task kernel ([`LiveState`]); the installation ledger the
 //! authority lane ([`InstallationLive`]). Both use the same file format, lock, verification and
 //! recovery.
+//!
+//! A machine's [`Guard`] holds the store's own rules for its journals, checked before an
+//! accepted proposal is written and again for every recorded entry on open: the Done gate for
+//! task journals ([`DoneGuard`]), nothing for the ledger ([`NoGuard`]).
 
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
@@ -14,6 +18,9 @@ use valp_kernel::live::{AcceptedRecord, LiveState, Verdict};
 use valp_kernel::replay::{CompactEntry, GenesisRoot, ReplayError, Replayer};
 use valp_kernel::{Event, Evidence, Identity, Int};
 
+use crate::done::DoneGuard;
+use crate::error::StoreError;
+
 /// A kernel state machine a journal can replay and extend.
 pub trait Machine: Sized + std::fmt::Debug {
     /// Line 0's payload.
@@ -22,6 +29,8 @@ pub trait Machine: Sized + std::fmt::Debug {
     type Entry: Canonical;
     /// What is proposed.
     type Event: Canonical + Clone + std::fmt::Debug;
+    /// The store's rules for this machine's journals, beyond the kernel.
+    type Guard: Guard<Self> + Default;
 
     /// Decodes line 0's payload.
     fn decode_genesis(value: &Value) -> Result<Self::Genesis, DecodeError>;
@@ -36,6 +45,8 @@ pub trait Machine: Sized + std::fmt::Debug {
     /// The entry that records an accepted proposal.
     fn entry(event: &Self::Event, evidence_set: &[Evidence], record: AcceptedRecord)
     -> Self::Entry;
+    /// An entry's event and EvidenceSet.
+    fn parts(entry: &Self::Entry) -> (&Self::Event, &[Evidence]);
     /// The current revision.
     fn revision(&self) -> Int;
     /// The revision an event expects.
@@ -48,6 +59,7 @@ impl Machine for LiveState {
     type Genesis = GenesisRoot;
     type Entry = CompactEntry;
     type Event = Event;
+    type Guard = DoneGuard;
 
     fn decode_genesis(value: &Value) -> Result<GenesisRoot, DecodeError> {
         decode_genesis_root(value)
@@ -77,6 +89,10 @@ impl Machine for LiveState {
         }
     }
 
+    fn parts(entry: &CompactEntry) -> (&Event, &[Evidence]) {
+        (&entry.event, &entry.evidence_set)
+    }
+
     fn revision(&self) -> Int {
         Self::revision(self)
     }
@@ -94,6 +110,7 @@ impl Machine for InstallationLive {
     type Genesis = InstallationGenesis;
     type Entry = InstallationEntry;
     type Event = InstallationEvent;
+    type Guard = NoGuard;
 
     fn decode_genesis(value: &Value) -> Result<InstallationGenesis, DecodeError> {
         decode_installation_genesis(value)
@@ -127,6 +144,10 @@ impl Machine for InstallationLive {
         }
     }
 
+    fn parts(entry: &InstallationEntry) -> (&InstallationEvent, &[Evidence]) {
+        (&entry.event, &entry.evidence_set)
+    }
+
     fn revision(&self) -> Int {
         Self::revision(self)
     }
@@ -138,4 +159,41 @@ impl Machine for InstallationLive {
     fn event_id(event: &InstallationEvent) -> &Identity {
         &event.event_id
     }
+}
+
+/// Why a [`Guard`] refuses an entry the kernel accepts.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The Done gate does not pass; the blocking reasons (see [`valp_kernel::done`]).
+    DoneGate(Vec<String>),
+    /// The rule could not be checked: an I/O failure other than a missing or damaged blob.
+    Store(StoreError),
+}
+
+/// Store rules a journal enforces beyond the kernel. `live` is always the State *before* the
+/// entry; a guard only judges events the kernel accepts (it answers `Ok` for the rest and lets
+/// the kernel refuse or deduplicate them).
+pub trait Guard<M: Machine>: std::fmt::Debug {
+    /// Checks a proposal before the kernel's acceptance would be written.
+    fn admit(&self, live: &M, event: &M::Event, evidence_set: &[Evidence]) -> Result<(), Refusal>;
+    /// Re-checks a recorded entry while the journal is verified.
+    fn verify(&self, live: &M, event: &M::Event, evidence_set: &[Evidence]) -> Result<(), Refusal>;
+    /// Takes note of the entry the journal now holds at line `seq` (= its revision).
+    fn observe(&mut self, seq: u64, event: &M::Event, evidence_set: &[Evidence]);
+}
+
+/// No rules beyond the kernel (the installation ledger).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoGuard;
+
+impl<M: Machine> Guard<M> for NoGuard {
+    fn admit(&self, _: &M, _: &M::Event, _: &[Evidence]) -> Result<(), Refusal> {
+        Ok(())
+    }
+
+    fn verify(&self, _: &M, _: &M::Event, _: &[Evidence]) -> Result<(), Refusal> {
+        Ok(())
+    }
+
+    fn observe(&mut self, _: u64, _: &M::Event, _: &[Evidence]) {}
 }

@@ -6,6 +6,11 @@
 //! import reads them, verifies every entry by replay (full Results, history included), and
 //! creates our journal in one atomic step. Both are deterministic, so export then import (and
 //! import then export) reproduce the original bytes.
+//!
+//! Both also run the store's Done gate ([`done`](crate::done)) over every entry, as opening a
+//! journal does: an import whose Done would not verify is refused before anything is written.
+//! A reference store whose task reached `done` without a Done policy (the reference enforces
+//! none) imports under the reference's rule, as every journal without a frozen policy is read.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -20,6 +25,7 @@ use crate::chain::{ChainReader, encode_line};
 use crate::error::StoreError;
 use crate::files::temporary_path;
 use crate::journal::Journal;
+use crate::machine::{Guard, Refusal};
 use crate::root::ControlRoot;
 
 /// Where the reference store keeps a task's kernel files, relative to its task folder.
@@ -56,13 +62,18 @@ pub fn export(journal: &Journal, out: &Path) -> Result<Exported, StoreError> {
     let mut reader = ChainReader::open(journal.path())?;
     reader.next_line()?;
     let mut live = LiveState::new(genesis.state.clone());
+    let mut guard = journal.guard().restart();
     let mut entries = 0;
     let mut replay_bytes = 0;
     write_file(&dir.join(REPLAY_FILE), |writer| {
         let mut encoded = Vec::new();
         while let Some(chain_line) = reader.next_line().map_err(std::io::Error::other)? {
             let entry = decode_compact_entry(&chain_line.entry).map_err(std::io::Error::other)?;
+            guard
+                .verify(&live, &entry.event, &entry.evidence_set)
+                .map_err(|refusal| std::io::Error::other(refusal_text(&refusal)))?;
             let record = live.apply_recorded(&entry).map_err(std::io::Error::other)?;
+            guard.observe(chain_line.seq, &entry.event, &entry.evidence_set);
             let result = Verdict::Accepted(record).into_outcome(live.to_state());
             let reference = ReplayEntry {
                 event: entry.event,
@@ -142,6 +153,7 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
         .map_err(|reason| corrupt(&genesis_path, 1, 0, reason))?;
     let mut replayer = Replayer::from_genesis(&genesis)
         .map_err(|error| corrupt(&genesis_path, 1, 0, error.to_string()))?;
+    let mut guard = root.done_guard();
     let (mut lines, mut prior) = encode_line(0, None, &genesis);
     let replay_path = dir.join(REPLAY_FILE);
     let file =
@@ -161,9 +173,15 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
             .map_err(|error| error.to_string())
             .and_then(|value| decode_replay_entry(&value).map_err(|error| error.to_string()))
             .map_err(|reason| corrupt(&replay_path, seq, offset, reason))?;
+        match guard.verify(replayer.live(), &entry.event, &entry.evidence_set) {
+            Ok(()) => {}
+            Err(Refusal::Store(error)) => return Err(error),
+            Err(refusal) => return Err(corrupt(&replay_path, seq, offset, refusal_text(&refusal))),
+        }
         replayer
             .apply(&entry)
             .map_err(|error| corrupt(&replay_path, seq, offset, error.to_string()))?;
+        guard.observe(seq, &entry.event, &entry.evidence_set);
         let valp_kernel::Outcome::Accepted(accepted) = entry.result else {
             return Err(corrupt(
                 &replay_path,
@@ -183,4 +201,15 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
         offset += read as u64;
     }
     root.create_task_with_lines(&genesis, &lines)
+}
+
+/// A guard's refusal, in words.
+fn refusal_text(refusal: &Refusal) -> String {
+    match refusal {
+        Refusal::DoneGate(reasons) => format!(
+            "done gate: the recorded recording_completed does not pass: {}",
+            reasons.join("; ")
+        ),
+        Refusal::Store(error) => error.to_string(),
+    }
 }

@@ -12,6 +12,7 @@ use valp_kernel::{Identity, IdentityKind, InstallationEventKind};
 
 use crate::blobs::BlobStore;
 use crate::chain::encode_line;
+use crate::done::DoneGuard;
 use crate::error::StoreError;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::installation::Installation;
@@ -191,7 +192,8 @@ impl ControlRoot {
     }
 
     /// Creates the journal of a new task from its GenesisRoot, which must be a valid empty
-    /// Task State of this installation. Refuses a task that already has a journal.
+    /// Task State of this installation. Refuses a task that already has a journal. Task
+    /// journals enforce the Done gate ([`ControlRoot::done_guard`]).
     pub fn create_task(&self, genesis: &GenesisRoot) -> Result<Journal, StoreError> {
         let (line, _) = encode_line(0, None, genesis);
         self.create_task_with_lines(genesis, &line)
@@ -217,12 +219,19 @@ impl ControlRoot {
             )));
         }
         write_atomically(self.storage.as_ref(), &dir, &path, lines)?;
-        Journal::open(
+        Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
+            self.done_guard(),
         )
+    }
+
+    /// The guard every task journal of this root is opened with: the Done gate over the root's
+    /// evidence store (see [`done`](crate::done)).
+    pub fn done_guard(&self) -> DoneGuard {
+        DoneGuard::new(self.blobs())
     }
 
     fn check_genesis(&self, genesis: &GenesisRoot) -> Result<(), StoreError> {
@@ -247,11 +256,12 @@ impl ControlRoot {
                 self.layout.root().display()
             )));
         }
-        Journal::open(
+        Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
+            self.done_guard(),
         )
     }
 
@@ -275,11 +285,12 @@ impl ControlRoot {
 
     /// Opens and verifies the journal in a task folder (as listed by [`ControlRoot::task_dirs`]).
     pub fn open_task_dir(&self, dir: &Path, access: Access) -> Result<Journal, StoreError> {
-        Journal::open(
+        Journal::open_guarded(
             dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
+            self.done_guard(),
         )
     }
 }

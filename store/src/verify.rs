@@ -86,13 +86,24 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
         let check = match root.open_task_dir(&dir, Access::ReadOnly) {
-            Ok(journal) => Check {
-                kind: "journal",
-                name,
-                entries: journal.len(),
-                warnings: journal.warnings().iter().map(ToString::to_string).collect(),
-                problem: None,
-            },
+            Ok(journal) => {
+                let mut warnings: Vec<String> =
+                    journal.warnings().iter().map(ToString::to_string).collect();
+                if let Some(revision) = journal.guard().ungated_done() {
+                    warnings.push(format!(
+                        "entry {revision}: recording_completed without a Done policy (accepted under \
+                         the reference's rule, e.g. an imported reference store): no Done gate \
+                         was evaluated"
+                    ));
+                }
+                Check {
+                    kind: "journal",
+                    name,
+                    entries: journal.len(),
+                    warnings,
+                    problem: None,
+                }
+            }
             Err(problem) => Check {
                 kind: "journal",
                 name,

@@ -196,6 +196,15 @@ impl<'v, 'p> ObjectReader<'v, 'p> {
         string(self.required(key)?, &self.path.key(key)).map(str::to_owned)
     }
 
+    /// A required boolean member.
+    pub fn bool(&mut self, key: &'static str) -> Result<bool, DecodeError> {
+        let value = self.required(key)?;
+        match value {
+            Value::Bool(flag) => Ok(*flag),
+            other => Err(wrong_type(&self.path.key(key), "boolean", other)),
+        }
+    }
+
     /// A required integer member.
     pub fn int(&mut self, key: &'static str) -> Result<Int, DecodeError> {
         int(self.required(key)?, &self.path.key(key))

@@ -210,6 +210,12 @@ impl<'o> Fields<'o> {
         write_int(self.key(key), value);
     }
 
+    /// Writes a boolean member.
+    pub fn bool(&mut self, key: &'static str, value: bool) {
+        let literal: &[u8] = if value { b"true" } else { b"false" };
+        self.key(key).extend_from_slice(literal);
+    }
+
     /// Writes an array-of-strings member.
     pub fn strs(&mut self, key: &'static str, values: &[String]) {
         let out = self.key(key);

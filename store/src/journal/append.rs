@@ -4,11 +4,11 @@ use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
 
 use crate::chain::{ChainReader, encode_line};
-use crate::error::StoreError;
+use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
 use crate::lock::LockGuard;
-use crate::machine::Machine;
+use crate::machine::{Guard, Machine, Refusal};
 
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,8 @@ pub enum Appended {
         prior_result_digest: String,
     },
     /// The kernel refused the event; nothing was written to the journal and the refusal was
-    /// logged to `rejections.jsonl`.
+    /// logged to `rejections.jsonl`. (A refusal by the store's own rules, the Done gate, is
+    /// logged the same way and returned as [`StoreError::DoneGate`].)
     Rejected {
         /// The kernel's code.
         error_code: ErrorCode,
@@ -66,6 +67,26 @@ impl<M: Machine> Journal<M> {
         )?;
         self.follow(reader, Some(&lock))?;
         let revision = self.live.revision();
+        if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
+            let reasons = match refusal {
+                Refusal::DoneGate(reasons) => reasons,
+                Refusal::Store(error) => return Err(error),
+            };
+            rejections::record(
+                &self.dir.join(REJECTIONS_FILE),
+                &Rejection {
+                    revision,
+                    event: event.clone(),
+                    evidence_set: evidence_set.to_vec(),
+                    error_code: StoreCode::DoneGate.as_str(),
+                    reason: format!("refused by the Done gate: {}", reasons.join("; ")),
+                },
+            )?;
+            return Err(StoreError::DoneGate {
+                path: self.path.clone(),
+                reasons,
+            });
+        }
         let appended = match self.live.apply(event, evidence_set) {
             Verdict::Accepted(record) => self.write(event, evidence_set, record)?,
             Verdict::NoOp {
@@ -92,7 +113,7 @@ impl<M: Machine> Journal<M> {
                         revision,
                         event: event.clone(),
                         evidence_set: evidence_set.to_vec(),
-                        error_code,
+                        error_code: error_code.as_str(),
                         reason: reason.clone(),
                     },
                 )?;
@@ -143,6 +164,7 @@ impl<M: Machine> Journal<M> {
             digest,
             offset: self.tip.offset + line.len() as u64,
         };
+        self.guard.observe(seq, event, evidence_set);
         Ok(Appended::Accepted { seq, record })
     }
 }

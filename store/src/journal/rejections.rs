@@ -11,7 +11,7 @@ use std::path::Path;
 use valp_kernel::canonical::Canonical;
 use valp_kernel::json::write::Fields;
 use valp_kernel::model::event::write_evidence_set;
-use valp_kernel::{ErrorCode, Event, Evidence, Int};
+use valp_kernel::{Event, Evidence, Int};
 
 use crate::error::StoreError;
 
@@ -27,8 +27,9 @@ pub struct Rejection<E = Event> {
     pub event: E,
     /// Its evidence.
     pub evidence_set: Vec<Evidence>,
-    /// The kernel's code.
-    pub error_code: ErrorCode,
+    /// The kernel's code (an [`ErrorCode`](valp_kernel::ErrorCode)), or the store's for a
+    /// refusal by its own rules (`VALP-E-DONE-GATE`).
+    pub error_code: &'static str,
     /// A human explanation.
     pub reason: String,
 }
@@ -36,7 +37,7 @@ pub struct Rejection<E = Event> {
 impl<E: Canonical> Canonical for Rejection<E> {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
-        fields.str("error_code", self.error_code.as_str());
+        fields.str("error_code", self.error_code);
         fields.canonical("event", &self.event);
         write_evidence_set(fields.key("evidence_set"), &self.evidence_set);
         fields.str("reason", &self.reason);

@@ -1,0 +1,147 @@
+//! Strict decoders for the Done gate's records.
+//!
+//! Exact shape (every member required, no unknown member, JSON types checked), closed
+//! vocabularies (a claim result outside `ClaimResult` is `VALP-E-UNKNOWN-ENUM-VALUE`), and the
+//! records' own rules: ids are non-empty and unique, and a gate verdict's `passed` agrees with
+//! its reasons. These records are System inputs, never echoed in a Result, so nothing outside
+//! their rules is kept for a later answer.
+
+use std::collections::BTreeSet;
+
+use crate::decode::reader::{DecodeError, ObjectReader, Path, string, vocabulary};
+use crate::done::model::{
+    CLOSURE_SCHEMA, ClosureCriterion, DoneClosure, DoneGate, DonePolicy, GATE_SCHEMA,
+    POLICY_SCHEMA, PolicyCriterion,
+};
+use crate::json::Value;
+use crate::model::ClaimResult;
+
+/// Decodes a Done policy (`valp-kernel-done-policy.v1`).
+pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
+    let path = Path::Root("policy");
+    let mut policy = ObjectReader::new(value, &path)?;
+    policy.schema(POLICY_SCHEMA)?;
+    let decoded = DonePolicy {
+        criteria: policy.required_list("criteria", policy_criterion_at)?,
+        skippable_optional_items: policy.bool("skippable_optional_items")?,
+        degradable_soft_items: policy.required_list("degradable_soft_items", id_at)?,
+    };
+    policy.finish()?;
+    let criteria = path.key("criteria");
+    unique(
+        decoded.criteria.iter().map(|c| c.criterion_id.as_str()),
+        |index| criteria.index(index).key("criterion_id").to_string(),
+        "duplicate criterion_id",
+    )?;
+    let degradable = path.key("degradable_soft_items");
+    unique(
+        decoded.degradable_soft_items.iter().map(String::as_str),
+        |index| degradable.index(index).to_string(),
+        "duplicate work item id",
+    )?;
+    Ok(decoded)
+}
+
+/// Decodes a Done closure (`valp-kernel-done-closure.v1`).
+pub fn decode_done_closure(value: &Value) -> Result<DoneClosure, DecodeError> {
+    let path = Path::Root("closure");
+    let mut closure = ObjectReader::new(value, &path)?;
+    closure.schema(CLOSURE_SCHEMA)?;
+    let claim = closure.required("completion_claim")?;
+    let decoded = DoneClosure {
+        policy_digest: closure.string("policy_digest")?,
+        completion_claim: claim_at(claim, &path.key("completion_claim"))?,
+        criteria: closure.required_list("criteria", closure_criterion_at)?,
+    };
+    closure.finish()?;
+    let criteria = path.key("criteria");
+    unique(
+        decoded.criteria.iter().map(|c| c.criterion_id.as_str()),
+        |index| criteria.index(index).key("criterion_id").to_string(),
+        "duplicate criterion_id",
+    )?;
+    Ok(decoded)
+}
+
+/// Decodes a Done gate verdict (`valp-kernel-done-gate.v1`).
+pub fn decode_done_gate(value: &Value) -> Result<DoneGate, DecodeError> {
+    let path = Path::Root("gate");
+    let mut gate = ObjectReader::new(value, &path)?;
+    gate.schema(GATE_SCHEMA)?;
+    let decoded = DoneGate {
+        passed: gate.bool("passed")?,
+        reasons: gate.required_list("reasons", id_at)?,
+        notes: gate.required_list("notes", id_at)?,
+    };
+    gate.finish()?;
+    if decoded.passed != decoded.reasons.is_empty() {
+        return Err(DecodeError::invalid(
+            &path.key("passed"),
+            "passed must be true exactly when reasons is empty",
+        ));
+    }
+    Ok(decoded)
+}
+
+fn policy_criterion_at(value: &Value, path: &Path<'_>) -> Result<PolicyCriterion, DecodeError> {
+    let mut criterion = ObjectReader::new(value, path)?;
+    let decoded = PolicyCriterion {
+        criterion_id: non_empty(criterion.string("criterion_id")?, &path.key("criterion_id"))?,
+        required: criterion.bool("required")?,
+        not_applicable_allowed: criterion.bool("not_applicable_allowed")?,
+    };
+    criterion.finish()?;
+    Ok(decoded)
+}
+
+fn closure_criterion_at(value: &Value, path: &Path<'_>) -> Result<ClosureCriterion, DecodeError> {
+    let mut criterion = ObjectReader::new(value, path)?;
+    let result = criterion.required("result")?;
+    let decoded = ClosureCriterion {
+        criterion_id: non_empty(criterion.string("criterion_id")?, &path.key("criterion_id"))?,
+        result: claim_at(result, &path.key("result"))?,
+        evidence_ids: criterion.required_list("evidence_ids", id_at)?,
+    };
+    criterion.finish()?;
+    let evidence = path.key("evidence_ids");
+    unique(
+        decoded.evidence_ids.iter().map(String::as_str),
+        |index| evidence.index(index).to_string(),
+        "duplicate evidence id",
+    )?;
+    Ok(decoded)
+}
+
+fn claim_at(value: &Value, path: &Path<'_>) -> Result<ClaimResult, DecodeError> {
+    vocabulary(value, path, ClaimResult::from_wire, ClaimResult::NAME)
+}
+
+/// A non-empty string element.
+fn id_at(value: &Value, path: &Path<'_>) -> Result<String, DecodeError> {
+    non_empty(string(value, path)?.to_owned(), path)
+}
+
+fn non_empty(text: String, path: &Path<'_>) -> Result<String, DecodeError> {
+    if text.is_empty() {
+        return Err(DecodeError::invalid(path, "must be a non-empty string"));
+    }
+    Ok(text)
+}
+
+/// Refuses the second occurrence of an id, at the path `at(index)` names.
+fn unique<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    at: impl Fn(usize) -> String,
+    rule: &'static str,
+) -> Result<(), DecodeError> {
+    let mut seen = BTreeSet::new();
+    for (index, id) in ids.enumerate() {
+        if !seen.insert(id) {
+            return Err(DecodeError {
+                path: at(index),
+                kind: crate::decode::DecodeErrorKind::Invalid(rule),
+            });
+        }
+    }
+    Ok(())
+}

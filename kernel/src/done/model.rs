@@ -1,0 +1,147 @@
+//! The Done gate's records and their canonical forms: the frozen Done policy, the closure a
+//! System submits with `recording_completed`, and the gate's verdict.
+
+use crate::canonical::Canonical;
+use crate::json::write::Fields;
+use crate::model::ClaimResult;
+
+/// `schema_version` of a Done policy.
+pub const POLICY_SCHEMA: &str = "valp-kernel-done-policy.v1";
+/// `schema_version` of a Done closure.
+pub const CLOSURE_SCHEMA: &str = "valp-kernel-done-closure.v1";
+/// `schema_version` of a Done gate verdict.
+pub const GATE_SCHEMA: &str = "valp-kernel-done-gate.v1";
+
+/// One acceptance criterion of a Done policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyCriterion {
+    /// The criterion's id (unique within the policy).
+    pub criterion_id: String,
+    /// Whether Done needs this criterion (`false`: advisory; its result is only noted).
+    pub required: bool,
+    /// The predeclared applicability rule: whether `not_applicable` may close the criterion
+    /// (it still needs supporting evidence).
+    pub not_applicable_allowed: bool,
+}
+
+/// The Done policy (`valp-kernel-done-policy.v1`), frozen before execution: the task's
+/// criteria, whether optional work items may be skipped, and which soft work items may end
+/// degraded (RFC 0002 §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DonePolicy {
+    /// The criteria, in declared order.
+    pub criteria: Vec<PolicyCriterion>,
+    /// Whether an optional work item may end `skipped`, `failed` or `cancelled`.
+    pub skippable_optional_items: bool,
+    /// Work item ids (values of `work_item` identities) of soft items that may end `degraded`:
+    /// the degradation floor. Only soft items may be listed.
+    pub degradable_soft_items: Vec<String>,
+}
+
+/// The result claimed for one criterion at closure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosureCriterion {
+    /// The criterion (an id of the policy).
+    pub criterion_id: String,
+    /// The claimed result.
+    pub result: ClaimResult,
+    /// Evidence ids (values of `evidence` identities) supporting the result.
+    pub evidence_ids: Vec<String>,
+}
+
+/// The closure of a task (`valp-kernel-done-closure.v1`): the top-level completion claim and one
+/// result per criterion, against the policy whose digest it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoneClosure {
+    /// `sha256:` digest of the frozen [`DonePolicy`]'s canonical bytes.
+    pub policy_digest: String,
+    /// The task's top-level completion claim; only `pass` can mean Done.
+    pub completion_claim: ClaimResult,
+    /// Criterion results, in any order.
+    pub criteria: Vec<ClosureCriterion>,
+}
+
+/// The Done gate's verdict (`valp-kernel-done-gate.v1`).
+///
+/// `passed` is true exactly when `reasons` is empty. `notes` list the exceptions the policy
+/// allowed, which a synthesis must show (`optional_skipped:<id>`, `soft_degraded:<id>`,
+/// `not_applicable:<id>`, `advisory_criterion:<id>:<result>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoneGate {
+    /// Whether Done is allowed.
+    pub passed: bool,
+    /// Why not, in the order the checks run (empty when passed).
+    pub reasons: Vec<String>,
+    /// Allowed exceptions, in the order the checks run.
+    pub notes: Vec<String>,
+}
+
+impl DoneGate {
+    /// A verdict from its findings: passed exactly when there is no blocking reason.
+    pub fn from_findings(reasons: Vec<String>, notes: Vec<String>) -> Self {
+        Self {
+            passed: reasons.is_empty(),
+            reasons,
+            notes,
+        }
+    }
+
+    /// A refusal for reasons found before the matrix could be evaluated (missing or unreadable
+    /// policy or closure).
+    pub fn refused(reasons: Vec<String>) -> Self {
+        Self::from_findings(reasons, Vec::new())
+    }
+}
+
+impl Canonical for PolicyCriterion {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.str("criterion_id", &self.criterion_id);
+        fields.bool("not_applicable_allowed", self.not_applicable_allowed);
+        fields.bool("required", self.required);
+        fields.end();
+    }
+}
+
+impl Canonical for DonePolicy {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.list("criteria", &self.criteria);
+        fields.strs("degradable_soft_items", &self.degradable_soft_items);
+        fields.str("schema_version", POLICY_SCHEMA);
+        fields.bool("skippable_optional_items", self.skippable_optional_items);
+        fields.end();
+    }
+}
+
+impl Canonical for ClosureCriterion {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.str("criterion_id", &self.criterion_id);
+        fields.strs("evidence_ids", &self.evidence_ids);
+        fields.str("result", self.result.as_str());
+        fields.end();
+    }
+}
+
+impl Canonical for DoneClosure {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.str("completion_claim", self.completion_claim.as_str());
+        fields.list("criteria", &self.criteria);
+        fields.str("policy_digest", &self.policy_digest);
+        fields.str("schema_version", CLOSURE_SCHEMA);
+        fields.end();
+    }
+}
+
+impl Canonical for DoneGate {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.strs("notes", &self.notes);
+        fields.bool("passed", self.passed);
+        fields.strs("reasons", &self.reasons);
+        fields.str("schema_version", GATE_SCHEMA);
+        fields.end();
+    }
+}
