@@ -91,9 +91,89 @@ pub enum Command {
     /// The Leader: candidates, the one explicit selection, rotation, and the binding.
     #[command(subcommand)]
     Leader(LeaderCommand),
-    /// Tasks: handing a task over from a fenced Leader epoch.
+    /// Tasks: publishing a plan, handing a task over from a fenced Leader epoch.
     #[command(subcommand)]
     Task(TaskCommand),
+    /// Drive published tasks: propose the Operator Workflow's events, run work items on the
+    /// process adapter, verify, and close through the Done gate.
+    ///
+    /// Runs headless until every task waits for the Leader or is finished (or, with --once,
+    /// takes the steps possible now and returns). Needs the re-proven Leader. Prints one line
+    /// per step: the event proposed and why, or the kernel's refusal with its code.
+    Run(RunArgs),
+    /// Cancel a task, or one work item (and its running attempt), as the Leader.
+    Cancel {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// Only this work item.
+        #[arg(long, value_name = "ID")]
+        item: Option<String>,
+        /// Why (recorded with the authority evidence).
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Interrupt a task: nothing more is dispatched until `valp resume`.
+    Interrupt {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Lift a task's interrupt.
+    Resume {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Redirect a task to a new intent: the superseded work items are cancelled (their
+    /// running attempts too) and the task goes to `fixing`.
+    Redirect {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// The new intent (any text file; stored as evidence).
+        #[arg(long, value_name = "FILE")]
+        intent: PathBuf,
+        /// A work item the new intent supersedes (repeatable).
+        #[arg(long = "supersede", value_name = "ID")]
+        superseded: Vec<String>,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// The Leader's review of a task in `reviewing`.
+    Review {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// `pass` or `reject`.
+        #[arg(value_name = "DECISION", value_parser = ["pass", "reject"])]
+        decision: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// The Leader's decision on a task in `approval_required`.
+    Approve {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// `grant` or `deny`.
+        #[arg(value_name = "DECISION", value_parser = ["grant", "deny"])]
+        decision: String,
+        /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Adapter processes (started by valp itself; not for direct use).
+    #[command(subcommand, hide = true)]
+    Adapter(AdapterCommand),
     /// Create a demo task from a seeded legal history (initialising the control root if needed).
     ///
     /// With --console, opens the console on it afterwards; run it again to reopen (the demo
@@ -202,9 +282,53 @@ pub enum LeaderCommand {
     Show,
 }
 
+/// Options of `valp run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The tasks (default: every unfinished task of the active epoch that has a plan).
+    #[arg(value_name = "TASK")]
+    pub tasks: Vec<String>,
+    /// Take the steps possible now, then return (do not wait for adapters).
+    #[arg(long)]
+    pub once: bool,
+    /// Give up waiting after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+}
+
+/// `valp adapter …`
+#[derive(Debug, Subcommand)]
+pub enum AdapterCommand {
+    /// The process adapter's supervisor for one attempt: runs the attempt folder's command
+    /// without a shell and writes its observations there. valp starts it detached.
+    Process {
+        /// The attempt folder (`runtime/process/attempts/<H>/`, holding request.json and
+        /// run.json).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
 /// `valp task …`
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
+    /// Where a task stands: status, epoch, control, every work item with its attempt and
+    /// frontier position, adapter files that were rejected, and effects.
+    Status {
+        /// The task (default: every task).
+        #[arg(value_name = "TASK")]
+        task: Option<String>,
+    },
+    /// Publish a plan (`valp-plan.v1`, TOML) as a new task at the active Leader epoch.
+    ///
+    /// Validates the plan (ids, dependencies acyclic, safe relative paths, known adapters) and
+    /// reports every problem with file, line and field; stores the plan as evidence; creates the
+    /// task journal whose genesis holds the frozen work-item table.
+    Publish {
+        /// The plan file.
+        #[arg(value_name = "PLAN")]
+        plan: PathBuf,
+    },
     /// Hand a task bound to a fenced Leader epoch over to the active epoch.
     ///
     /// After a rotation, a task journal of an older epoch accepts nothing more. This records

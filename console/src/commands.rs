@@ -2,11 +2,16 @@
 
 mod confirm;
 mod conformance;
+mod control;
 mod demo;
 mod doctor;
 mod init;
 mod interop;
 mod leader;
+mod leadership;
+mod publish;
+mod run;
+mod status;
 mod task;
 mod verify;
 
@@ -20,10 +25,11 @@ use valp_store::layout::{ROOT_DIR, ROOT_ENV, control_root_of, resolve_root};
 use valp_store::{ControlRoot, StoreError};
 
 use crate::authority::AuthorityError;
-use crate::cli::{Cli, Command, LeaderCommand, ObserveArgs, TaskCommand};
+use crate::cli::{AdapterCommand, Cli, Command, LeaderCommand, ObserveArgs, TaskCommand};
 use crate::clock::{Clock, SystemClock};
 use crate::conformance::ConformanceError;
 use crate::doctor::ObserveOptions;
+use crate::runtime::control::Operation;
 use crate::system::SystemBackend;
 
 /// Why a command could not do its job.
@@ -41,6 +47,9 @@ pub enum CommandError {
     /// Writing the output failed.
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
+    /// The runtime could not take a step.
+    #[error(transparent)]
+    Runtime(#[from] crate::runtime::driver::RuntimeError),
     /// The console's built-in configuration is broken.
     #[error(transparent)]
     Console(#[from] crate::tui::ConfigError),
@@ -69,6 +78,35 @@ pub fn run(
                 .map(|path| ControlRoot::open(&path, Arc::new(OsStorage)))
                 .transpose()?;
             doctor::run_doctor(opened.as_ref(), &clock, &options, out)
+        }
+        Command::Adapter(AdapterCommand::Process { dir }) => {
+            crate::adapter::process::supervise(&dir).map_err(|error| {
+                CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
+            })
+        }
+        Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
+        Command::Task(TaskCommand::Status { task }) => {
+            status::run(&open_root(root.as_deref())?, task.as_deref(), out)
+        }
+        Command::Cancel { .. }
+        | Command::Interrupt { .. }
+        | Command::Resume { .. }
+        | Command::Redirect { .. }
+        | Command::Review { .. }
+        | Command::Approve { .. } => {
+            let (task, operation, note) = leader_operation(command)?;
+            control::run(
+                &open_root(root.as_deref())?,
+                &task,
+                &operation,
+                &note,
+                &clock,
+                &options,
+                out,
+            )
+        }
+        Command::Task(TaskCommand::Publish { plan }) => {
+            publish::run(&open_root(root.as_deref())?, &plan, &clock, &options, out)
         }
         Command::Task(TaskCommand::Handoff {
             task,
@@ -122,11 +160,56 @@ pub fn open_console(root: Option<&Path>, observe: &ObserveArgs) -> Result<ExitCo
     }
     let clock = SystemClock;
     let root = open_root(root)?;
-    let mut backend =
-        SystemBackend::open(root, &clock, observe_options(observe)).map_err(CommandError::from)?;
+    let valp = std::env::current_exe()
+        .map_err(|error| CommandError::Usage(format!("cannot find the valp binary: {error}")))?;
+    let mut backend = SystemBackend::open(root, &clock, observe_options(observe))
+        .map_err(CommandError::from)?
+        .with_runtime(valp);
+    let inbox = crate::tui::Inbox::new();
+    backend
+        .watch(inbox.notifier())
+        .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     let config = crate::tui::Config::builtin()?;
-    crate::tui::run(&mut backend, config, crate::tui::Inbox::new())?;
+    crate::tui::run(&mut backend, config, inbox)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The task, operation and note of one of the Leader's task commands.
+fn leader_operation(command: Command) -> Result<(String, Operation, String), CommandError> {
+    Ok(match command {
+        Command::Cancel { task, item, note } => (
+            task,
+            item.map_or(Operation::CancelTask, Operation::CancelItem),
+            note,
+        ),
+        Command::Interrupt { task, note } => (task, Operation::Interrupt, note),
+        Command::Resume { task, note } => (task, Operation::Resume, note),
+        Command::Redirect {
+            task,
+            intent,
+            superseded,
+            note,
+        } => {
+            let intent = std::fs::read(&intent)
+                .map_err(|error| CommandError::Usage(format!("{}: {error}", intent.display())))?;
+            (task, Operation::Redirect { superseded, intent }, note)
+        }
+        Command::Review {
+            task,
+            decision,
+            note,
+        } => (task, Operation::Review(decision == "pass"), note),
+        Command::Approve {
+            task,
+            decision,
+            note,
+        } => (task, Operation::Approval(decision == "grant"), note),
+        other => {
+            return Err(CommandError::Usage(format!(
+                "{other:?} is not an operation on a task"
+            )));
+        }
+    })
 }
 
 fn leader(

@@ -4,12 +4,16 @@
 //! `main.rs` only wires it up. The console never decides protocol truth: every state change is
 //! proposed to the kernel and shown only once the kernel accepted it.
 
+pub mod adapter;
 pub mod authority;
 pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod conformance;
 pub mod doctor;
+pub mod ingest;
+pub mod plan;
+pub mod runtime;
 pub mod system;
 pub mod tui;
 pub mod view;

@@ -12,7 +12,9 @@
 //! 3. the successor task journal is created at the active epoch. Its frozen work-item table is
 //!    the predecessor's unfinished work: every item not `completed`, back to `pending` with no
 //!    attempt, keeping its requirement and its edges to other unfinished items (edges to
-//!    completed items are satisfied and dropped).
+//!    completed items are satisfied and dropped). A planned predecessor's successor is
+//!    published from the same plan cut down to those items (so it runs and closes through the
+//!    Done gate like any task); an unplanned one gets the bare genesis.
 //!
 //! The ledger entry comes first: if creating the journal fails, running the handoff again
 //! finds the recorded handoff and only creates the missing journal.
@@ -129,10 +131,21 @@ pub fn hand_over(
     let successor = identity(IdentityKind::Task, successor_id.to_owned())?;
     let items = unfinished_work(&final_state, &successor);
     let carried = items.len();
-    let genesis = GenesisRoot {
-        state: State::genesis(body.installation_id.clone(), to_epoch, successor, items),
-    };
-    root.create_task(&genesis)?;
+    match crate::plan::of_task(root, task_id) {
+        // A planned task: the successor is published from the plan's unfinished part, so it
+        // runs like any task and closes through the Done gate with the policy carried over.
+        Ok((plan, _, _)) => {
+            crate::plan::publish(root, &successor_plan(&plan, successor_id, &items), to_epoch)
+                .map_err(|error| AuthorityError::Invalid(error.to_string()))?;
+        }
+        Err(crate::plan::PlanError::NotPublished { .. }) => {
+            let genesis = GenesisRoot {
+                state: State::genesis(body.installation_id.clone(), to_epoch, successor, items),
+            };
+            root.create_task(&genesis)?;
+        }
+        Err(error) => return Err(AuthorityError::Invalid(error.to_string())),
+    }
     Ok(Handoff {
         task_id: task_id.to_owned(),
         successor_task_id: successor_id.to_owned(),
@@ -142,6 +155,25 @@ pub fn hand_over(
         completed: body.work_items.len() - carried,
         resumed: recorded.is_some(),
     })
+}
+
+/// The successor's plan: the predecessor's, for the successor task, keeping only the work
+/// items carried over (`items`), their edges among themselves, and the soft items the Done
+/// policy may degrade that are still there.
+fn successor_plan(
+    plan: &crate::plan::Plan,
+    successor_id: &str,
+    items: &[WorkItem],
+) -> crate::plan::Plan {
+    let kept = |id: &str| items.iter().any(|item| item.work_item_id.value() == id);
+    let mut successor = plan.clone();
+    successor_id.clone_into(&mut successor.task_id);
+    successor.work_items.retain(|item| kept(&item.id));
+    for item in &mut successor.work_items {
+        item.dependencies.retain(|dependency| kept(&dependency.id));
+    }
+    successor.done.degradable_soft_items.retain(|id| kept(id));
+    successor
 }
 
 /// The predecessor's work items that were not completed, as fresh pending items of

@@ -10,9 +10,9 @@ use valp_store::ControlRoot;
 
 use super::CommandError;
 use crate::authority::handoff::{self, default_successor};
-use crate::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
+use crate::authority::{self, Approval, Confirmation};
 use crate::clock::Clock;
-use crate::doctor::{self, ObserveOptions};
+use crate::doctor::ObserveOptions;
 
 /// The handoff as asked on the command line.
 pub(super) struct HandoffRequest<'a> {
@@ -32,24 +32,8 @@ pub(super) fn handoff(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let mut ledger = root.ledger()?;
-    let observation = doctor::observe(clock, options);
-    match authority::open_session(root, &mut ledger, &observation)? {
-        SessionCheck::Reopened { .. } => {}
-        SessionCheck::Unbound => {
-            return Err(AuthorityError::Invalid(
-                "no Leader is bound: select one first (`valp leader select`)".to_owned(),
-            )
-            .into());
-        }
-        SessionCheck::Unproven { reason } => {
-            return Err(AuthorityError::Invalid(format!(
-                "the Leader session is not re-proven ({reason}); rebind it with `valp leader \
-                 rotate` before handing tasks over"
-            ))
-            .into());
-        }
-    }
+    let (mut ledger, observation) =
+        super::leadership::proven_leader(root, clock, options, "handing tasks over")?;
     let active = ledger.live().state().active_epoch;
     let successor = request
         .successor_id

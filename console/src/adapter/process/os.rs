@@ -1,0 +1,157 @@
+//! What the supervisor asks of the operating system beyond `std::process`: process identity
+//! from `/proc`, and signals, sent with the `kill` program (the workspace forbids `unsafe`, so
+//! there is no direct `kill(2)` call).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::doctor::procfs::parse_boot_id;
+
+/// The fields of `/proc/<pid>/stat` the supervisor uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), …
+    pub state: char,
+    /// Field 5: the process group.
+    pub pgrp: u32,
+    /// Field 22: the start time in clock ticks since boot.
+    pub start_ticks: u64,
+}
+
+impl Stat {
+    /// Whether the process still runs (a zombie has ended, it only waits to be reaped).
+    pub fn is_running(self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses `/proc/<pid>/stat` (the command name runs from the first `(` to the last `)`).
+pub fn parse_stat(bytes: &[u8]) -> Option<Stat> {
+    let close = bytes.iter().rposition(|&byte| byte == b')')?;
+    let rest = std::str::from_utf8(&bytes[close + 1..]).ok()?;
+    // `rest` starts with field 3; field n is at index n - 3.
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let mut state = fields.first()?.chars();
+    let (Some(state), None) = (state.next(), state.next()) else {
+        return None;
+    };
+    Some(Stat {
+        state,
+        pgrp: fields.get(5 - 3)?.parse().ok()?,
+        start_ticks: fields.get(22 - 3)?.parse().ok()?,
+    })
+}
+
+/// `/proc/<pid>/stat`, if the process exists.
+pub fn stat(pid: u32) -> Option<Stat> {
+    parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`).
+pub fn boot_id() -> Option<String> {
+    parse_boot_id(&std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?)
+}
+
+/// Whether the process `pid` that started at `start_ticks` during boot `boot` still runs (not
+/// a zombie, not another process that reused the pid, not a pid of an earlier boot).
+pub fn is_running(pid: u32, start_ticks: u64, boot: Option<&str>) -> bool {
+    if let (Some(recorded), Some(now)) = (boot, boot_id())
+        && recorded != now
+    {
+        return false;
+    }
+    stat(pid).is_some_and(|stat| stat.start_ticks == start_ticks && stat.is_running())
+}
+
+/// The running (non-zombie) members of process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|stat| stat.pgrp == pgid && stat.is_running()))
+        .collect()
+}
+
+/// A signal the supervisor sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT: interrupt.
+    Int,
+    /// SIGTERM: please stop.
+    Term,
+    /// SIGKILL: stop now.
+    Kill,
+}
+
+impl Signal {
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Int => "INT",
+            Self::Term => "TERM",
+            Self::Kill => "KILL",
+        }
+    }
+}
+
+/// The `kill` program: a fixed path when there is one, else whatever `PATH` finds.
+fn kill_program() -> &'static str {
+    ["/usr/bin/kill", "/bin/kill"]
+        .into_iter()
+        .find(|path| Path::new(path).is_file())
+        .unwrap_or("kill")
+}
+
+/// Sends `signal` to every process of group `pgid`; whether `kill` reported success.
+///
+/// Refuses group ids 0 and 1 and the caller's own group (`kill -- -0` would signal the
+/// supervisor itself).
+pub fn signal_group(pgid: u32, signal: Signal) -> bool {
+    let own_group = stat(std::process::id()).map(|stat| stat.pgrp);
+    if pgid <= 1 || own_group == Some(pgid) {
+        return false;
+    }
+    Command::new(kill_program())
+        .args(["-s", signal.name(), "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse() {
+        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
+                     987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                state: 'S',
+                pgrp: 4242,
+                start_ticks: 987_654
+            })
+        );
+        assert_eq!(parse_stat(b"1 (x) S 1"), None);
+        let me = stat(std::process::id()).unwrap();
+        assert!(me.is_running());
+        assert!(is_running(std::process::id(), me.start_ticks, None));
+        assert!(!is_running(std::process::id(), me.start_ticks + 1, None));
+    }
+
+    #[test]
+    fn own_and_system_groups_are_never_signalled() {
+        assert!(!signal_group(0, Signal::Int));
+        assert!(!signal_group(1, Signal::Int));
+        let own = stat(std::process::id()).unwrap().pgrp;
+        assert!(!signal_group(own, Signal::Int));
+    }
+}

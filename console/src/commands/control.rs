@@ -1,0 +1,87 @@
+//! `valp cancel | interrupt | resume | redirect | review | approve`: the Leader's operations
+//! on a task, each proposed to the kernel with its authority evidence. Prints the kernel's
+//! verdict; a refusal exits non-zero with the kernel's code. Accepted cancels are carried out
+//! at once through the adapters (the effect ledger records the outcome).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use valp_store::{Access, ControlRoot};
+
+use super::CommandError;
+use crate::authority;
+use crate::clock::Clock;
+use crate::doctor::ObserveOptions;
+use crate::doctor::sanitize::display_text;
+use crate::runtime::control::{self, Actor, Operation, Verdict};
+use crate::runtime::effects;
+
+/// How long a cancel waits for the adapter to confirm before recording it as blocked.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
+
+pub(super) fn run(
+    root: &ControlRoot,
+    task_id: &str,
+    operation: &Operation,
+    note: &str,
+    clock: &dyn Clock,
+    options: &ObserveOptions,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (ledger, observation) =
+        super::leadership::proven_leader(root, clock, options, "acting on tasks")?;
+    let actor = Actor {
+        principal: authority::operator(&observation)?,
+        at: clock.now(),
+        note: note.to_owned(),
+    };
+    let mut journal = root.open_task(task_id, Access::Write)?;
+    let verdict = control::apply(
+        root,
+        &mut journal,
+        ledger.live().state().active_epoch,
+        operation,
+        &actor,
+    )
+    .map_err(|error| match error {
+        control::ControlError::Store(error) => CommandError::Store(error),
+        control::ControlError::Invalid(message) => CommandError::Usage(message),
+    })?;
+    match verdict {
+        Verdict::Accepted {
+            revision,
+            obligations,
+        } => {
+            let body = journal.live().body();
+            writeln!(
+                out,
+                "accepted: task {} is {} at revision {revision}",
+                display_text(task_id),
+                body.status.as_str()
+            )?;
+            if !obligations.is_empty() {
+                let records = effects::reconcile(root, task_id, CANCEL_PATIENCE)
+                    .map_err(|error| CommandError::Usage(error.to_string()))?;
+                for record in records {
+                    writeln!(
+                        out,
+                        "effect {}: {}{}",
+                        record.status,
+                        display_text(&record.obligation),
+                        if record.reason.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", display_text(&record.reason))
+                        }
+                    )?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Verdict::Refused { code, reason } => {
+            writeln!(out, "refused: {code}: {}", display_text(&reason))?;
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

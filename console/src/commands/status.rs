@@ -1,0 +1,132 @@
+//! `valp task status [TASK]`: where a task stands, read-only: status, revision, epoch (and
+//! whether it is fenced), control, every work item with its attempt and frontier position,
+//! effects, and adapter files the runtime would reject.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use valp_kernel::frontier::{Position, frontier};
+use valp_kernel::{ControlStatus, StateBody};
+use valp_store::{Access, ControlRoot};
+
+use super::CommandError;
+use crate::doctor::sanitize::display_text;
+use crate::runtime::effects;
+
+pub(super) fn run(
+    root: &ControlRoot,
+    task: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let active = root.ledger_read_only()?.live().state().active_epoch;
+    let journals = match task {
+        Some(task) => vec![root.open_task(task, Access::ReadOnly)?],
+        None => root
+            .task_dirs()?
+            .iter()
+            .map(|dir| root.open_task_dir(dir, Access::ReadOnly))
+            .collect::<Result<_, _>>()?,
+    };
+    if journals.is_empty() {
+        writeln!(out, "no tasks")?;
+    }
+    for (index, journal) in journals.iter().enumerate() {
+        if index > 0 {
+            writeln!(out)?;
+        }
+        write_task(root, journal.live().body(), active, out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_task(
+    root: &ControlRoot,
+    body: &StateBody,
+    active: i128,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let task = body.task_id.value();
+    let control = body
+        .control
+        .clone()
+        .unwrap_or(valp_kernel::Control::INITIAL);
+    writeln!(
+        out,
+        "task {}  {}  revision {}  epoch {}{}  intent {}{}",
+        display_text(task),
+        body.status.as_str(),
+        body.revision,
+        body.leader_epoch,
+        if body.leader_epoch == active {
+            ""
+        } else {
+            " (FENCED)"
+        },
+        control.intent_version,
+        if control.status == ControlStatus::Interrupted {
+            "  INTERRUPTED"
+        } else {
+            ""
+        }
+    )?;
+    for item in frontier(body) {
+        let attempt = body
+            .work_item(&item.work_item_id)
+            .and_then(|work| work.current_attempt.as_ref())
+            .map_or_else(String::new, |attempt| {
+                format!(
+                    "attempt {} g{} {}",
+                    attempt.attempt_id.value(),
+                    attempt.dispatch_generation,
+                    attempt.status.as_str()
+                )
+            });
+        let position = match &item.position {
+            Position::Unlocked { .. } => "unlocked".to_owned(),
+            Position::Locked { by } => format!(
+                "locked by {}",
+                by.iter()
+                    .map(|lock| format!(
+                        "{} ({})",
+                        lock.work_item_id.value(),
+                        lock.status.map_or("missing", |status| status.as_str())
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Position::Ready => "ready".to_owned(),
+            Position::InFlight { .. } => "in flight".to_owned(),
+            Position::Blocked { .. } => "blocked".to_owned(),
+            Position::Settled(_) => "settled".to_owned(),
+        };
+        writeln!(
+            out,
+            "  {:<20} {:<9} {:<10} {:<12} {}",
+            display_text(item.work_item_id.value()),
+            item.requirement.as_str(),
+            item.status.as_str(),
+            position,
+            display_text(&attempt)
+        )?;
+    }
+    let ledger = root.layout().task_dir(task).join(effects::EFFECTS_FILE);
+    match effects::read_ledger(&ledger) {
+        Ok(records) => {
+            for record in records {
+                writeln!(
+                    out,
+                    "  effect {} {}{}",
+                    record.status,
+                    display_text(&record.obligation),
+                    if record.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", display_text(&record.reason))
+                    }
+                )?;
+            }
+        }
+        Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,
+    }
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! The Leader's operations on a task (RFC 0002 §9): cancel, interrupt, resume, redirect, and
+//! the review and approval decisions. Each is proposed to the kernel with its authority: the
+//! approving principal (the local OS account the Doctor observed) and an operator action record
+//! (`valp-operator-action.v1`) stored as evidence and named by `authority_evidence_id`.
+//!
+//! Only a re-proven Leader on the task's own epoch may act; the caller proves the session, this
+//! module checks the epoch and builds exactly the slots each kind requires.
+
+use valp_kernel::canonical::Canonical;
+use valp_kernel::json::write::Fields;
+use valp_kernel::{
+    CancellationScope, ControlReason, ControlStatus, Event, EventKind, Evidence, Identity,
+    IdentityKind, Open, StateBody,
+};
+use valp_store::{Appended, ControlRoot, Journal};
+
+use crate::clock::Timestamp;
+
+/// What the Leader asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operation {
+    /// Cancel the whole task.
+    CancelTask,
+    /// Cancel one work item (and its live attempt).
+    CancelItem(String),
+    /// Stop automatic dispatch until resumed.
+    Interrupt,
+    /// Lift the active interrupt.
+    Resume,
+    /// A new intent version: the listed items are superseded (cancelled); the task goes to
+    /// `fixing`. The intent text is stored as evidence.
+    Redirect {
+        /// Superseded work items.
+        superseded: Vec<String>,
+        /// The new intent (e.g. the contents of an intent file).
+        intent: Vec<u8>,
+    },
+    /// The Leader's review: pass (`review_passed`) or reject (`review_rejected`).
+    Review(bool),
+    /// The Leader's approval decision: grant or deny.
+    Approval(bool),
+}
+
+impl Operation {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::CancelTask => "cancel_task",
+            Self::CancelItem(_) => "cancel_work_item",
+            Self::Interrupt => "interrupt",
+            Self::Resume => "resume",
+            Self::Redirect { .. } => "redirect",
+            Self::Review(true) => "review_pass",
+            Self::Review(false) => "review_reject",
+            Self::Approval(true) => "approval_grant",
+            Self::Approval(false) => "approval_deny",
+        }
+    }
+}
+
+/// Who acts, when, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// The approving principal (`user:<login>`).
+    pub principal: String,
+    /// When.
+    pub at: Timestamp,
+    /// Why, in the Leader's words.
+    pub note: String,
+}
+
+/// What the kernel said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Accepted: the new revision, and the obligations it raised (adapter cancels).
+    Accepted {
+        /// The revision after the event.
+        revision: u64,
+        /// `adapter_cancel:` obligations to carry out.
+        obligations: Vec<String>,
+    },
+    /// Refused by the kernel (nothing written).
+    Refused {
+        /// The kernel's code.
+        code: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Why an operation could not be proposed at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] valp_store::StoreError),
+    /// The operation does not make sense for this task (the message says why).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// `valp-operator-action.v1`: the record bound as authority evidence.
+struct ActionRecord<'a> {
+    operation: &'a Operation,
+    actor: &'a Actor,
+    task_id: &'a str,
+    epoch: i128,
+    revision: i128,
+    intent_digest: Option<String>,
+}
+
+impl Canonical for ActionRecord<'_> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.str("action", self.operation.name());
+        fields.str("at", &self.actor.at.to_rfc3339());
+        fields.int("expected_revision", self.revision);
+        if let Some(digest) = &self.intent_digest {
+            fields.str("intent_digest", digest);
+        }
+        fields.int("leader_epoch", self.epoch);
+        fields.str("note", &self.actor.note);
+        fields.str("principal_id", &self.actor.principal);
+        fields.str("schema_version", "valp-operator-action.v1");
+        if let Operation::Redirect { superseded, .. } = self.operation {
+            fields.strs("superseded_work_item_ids", superseded);
+        }
+        fields.str("task_id", self.task_id);
+        if let Operation::CancelItem(item) = self.operation {
+            fields.str("work_item_id", item);
+        }
+        fields.end();
+    }
+}
+
+fn identity(kind: IdentityKind, value: impl Into<String>) -> Result<Identity, ControlError> {
+    Identity::new(kind, value).map_err(|error| ControlError::Invalid(error.to_string()))
+}
+
+fn store(root: &ControlRoot, prefix: &str, bytes: &[u8]) -> Result<Evidence, ControlError> {
+    let stored = root.blobs().put(bytes)?;
+    Ok(Evidence {
+        evidence_id: identity(
+            IdentityKind::Evidence,
+            format!("{prefix}-{}", &stored.digest[7..23]),
+        )?,
+        content_digest: stored.digest,
+    })
+}
+
+/// Proposes `operation` on the task of `journal`, whose epoch must be `active_epoch`.
+pub fn apply(
+    root: &ControlRoot,
+    journal: &mut Journal,
+    active_epoch: i128,
+    operation: &Operation,
+    actor: &Actor,
+) -> Result<Verdict, ControlError> {
+    journal.refresh()?;
+    let body = journal.live().body().clone();
+    if body.leader_epoch != active_epoch {
+        return Err(ControlError::Invalid(format!(
+            "task {} is bound to epoch {}, which is fenced (the active epoch is {active_epoch}); \
+             hand it over with `valp task handoff` first",
+            body.task_id.value(),
+            body.leader_epoch
+        )));
+    }
+    let revision = body.revision;
+    let intent = match operation {
+        Operation::Redirect { intent, .. } => Some(store(root, "intent", intent)?),
+        _ => None,
+    };
+    let record = ActionRecord {
+        operation,
+        actor,
+        task_id: body.task_id.value(),
+        epoch: body.leader_epoch,
+        revision,
+        intent_digest: intent
+            .as_ref()
+            .map(|evidence| evidence.content_digest.clone()),
+    };
+    let authority = store(root, "operator-action", &record.canonical_bytes())?;
+    let event = event_for(&body, operation, actor, &authority)?;
+    let mut evidence = vec![authority];
+    evidence.extend(intent);
+    Ok(match journal.append(&event, &evidence)? {
+        Appended::Accepted { seq, record } => Verdict::Accepted {
+            revision: seq,
+            obligations: record.obligations,
+        },
+        Appended::Duplicate { .. } => Verdict::Refused {
+            code: "VALP-E-DUPLICATE".to_owned(),
+            reason: "the same event was already accepted".to_owned(),
+        },
+        Appended::Rejected { error_code, reason } => Verdict::Refused {
+            code: error_code.as_str().to_owned(),
+            reason,
+        },
+    })
+}
+
+/// The event for an operation, with exactly the slots its kind requires.
+fn event_for(
+    body: &StateBody,
+    operation: &Operation,
+    actor: &Actor,
+    authority: &Evidence,
+) -> Result<Event, ControlError> {
+    let control = body
+        .control
+        .clone()
+        .unwrap_or(valp_kernel::Control::INITIAL);
+    let kind = match operation {
+        Operation::CancelTask => EventKind::TaskCancelled,
+        Operation::CancelItem(_) => EventKind::WorkItemCancelled,
+        Operation::Interrupt => EventKind::InterruptRequested,
+        Operation::Resume => EventKind::InterruptResumed,
+        Operation::Redirect { .. } => EventKind::RedirectAuthorized,
+        Operation::Review(true) => EventKind::ReviewPassed,
+        Operation::Review(false) => EventKind::ReviewRejected,
+        Operation::Approval(true) => EventKind::ApprovalGranted,
+        Operation::Approval(false) => EventKind::ApprovalDenied,
+    };
+    let mut event = Event::new(
+        identity(
+            IdentityKind::Event,
+            format!("{}-r{}", kind.as_str(), body.revision),
+        )?,
+        body.installation_id.clone(),
+        body.leader_epoch,
+        body.task_id.clone(),
+        kind,
+        body.revision,
+    );
+    if kind.is_authority_bound() {
+        event.authority_principal_id = Some(identity(IdentityKind::Principal, &*actor.principal)?);
+        event.authority_evidence_id = Some(authority.evidence_id.clone());
+        event.control_reason = Some(Open::Known(ControlReason::UserRequested));
+    }
+    match operation {
+        Operation::CancelTask => {
+            event.cancellation_scope = Some(Open::Known(CancellationScope::Task));
+            event.suspension_epoch = body
+                .suspension
+                .as_ref()
+                .map(|suspension| suspension.suspension_epoch);
+        }
+        Operation::CancelItem(item) => {
+            event.cancellation_scope = Some(Open::Known(CancellationScope::WorkItem));
+            event.work_item_id = Some(identity(IdentityKind::WorkItem, &**item)?);
+        }
+        Operation::Interrupt => {
+            event.interrupt_id = Some(identity(
+                IdentityKind::Interrupt,
+                format!("interrupt-r{}", body.revision),
+            )?);
+            event.intent_version = Some(control.intent_version);
+        }
+        Operation::Resume => {
+            if control.status != ControlStatus::Interrupted {
+                return Err(ControlError::Invalid(format!(
+                    "task {} is not interrupted",
+                    body.task_id.value()
+                )));
+            }
+            event.interrupt_id.clone_from(&control.active_interrupt_id);
+            event.intent_version = Some(control.intent_version);
+        }
+        Operation::Redirect { superseded, .. } => {
+            event.redirect_id = Some(identity(
+                IdentityKind::Redirect,
+                format!("redirect-r{}", body.revision),
+            )?);
+            event.intent_version = Some(control.intent_version);
+            event.next_intent_version = Some(control.intent_version + 1);
+            event.superseded_work_item_ids = superseded
+                .iter()
+                .map(|item| identity(IdentityKind::WorkItem, &**item))
+                .collect::<Result<_, _>>()?;
+        }
+        Operation::Review(_) | Operation::Approval(_) => {}
+    }
+    Ok(event)
+}

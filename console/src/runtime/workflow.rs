@@ -1,0 +1,1015 @@
+//! The Operator Workflow as a pure decision: given the kernel's State, the plan's execution
+//! policy and what the adapters reported, the one next step the System takes.
+//!
+//! One step at a time, always from the State the kernel accepted last, so a crash or a
+//! concurrent writer can never make the System act on a state it imagined. A step is either an
+//! event to propose (the kernel may still refuse it), an adapter action (launch, verification
+//! run, closure) after which the runtime decides again, or a wait with its reason.
+//!
+//! The rules, in the order they are tried while the task is `executing`:
+//! 1. settle what the adapters reported for live attempts (submitted → running → completed;
+//!    a failure is retried with a new attempt while the retry budget lasts, degrades a soft
+//!    item, and fails anything else);
+//! 2. launch attempts that were created but not yet submitted to their runtime;
+//! 3. give blocked items with budget left a new attempt (higher generation);
+//! 4. settle pending items whose hard dependency can no longer complete (skip optional/soft
+//!    items nobody requires, block the others);
+//! 5. make pending items with an open dependency gate eligible;
+//! 6. create attempts for eligible items while fewer than `max_concurrency` are in flight;
+//! 7. once every item is settled: `work_completed` if every required item completed, else
+//!    `task_blocked`.
+
+use std::collections::BTreeMap;
+
+use valp_kernel::frontier::{Position, frontier};
+use valp_kernel::{
+    AttemptStatus, ControlStatus, EventKind, Requirement, StateBody, TaskStatus, WorkItem,
+    WorkItemStatus,
+};
+
+use crate::adapter::abi::ObservationStatus;
+
+/// How the plan lets the System execute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecutionPolicy {
+    /// Attempts in flight at once.
+    pub max_concurrency: usize,
+    /// Attempts per work item (the first included).
+    pub retry_budget: i128,
+}
+
+/// What the adapter's folder says about one attempt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttemptReport {
+    /// The runtime was handed the attempt (its request exists).
+    pub launched: bool,
+    /// The adapter took it on (observation `accepted`).
+    pub accepted: bool,
+    /// The adapter's final word, if any.
+    pub last: Option<ObservationStatus>,
+    /// The supervisor died without a final word.
+    pub supervisor_lost: bool,
+}
+
+/// The identity of an attempt, as events carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptSlots {
+    /// The work item.
+    pub work_item_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// The dispatch.
+    pub dispatch_id: String,
+    /// The generation.
+    pub generation: i128,
+}
+
+/// The evidence an event needs, resolved by the runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvidenceNeed {
+    /// None.
+    Nothing,
+    /// The attempt's request (what was submitted).
+    Request,
+    /// The adapter's `accepted` observation and its process proof.
+    Accepted,
+    /// The adapter's final observation, its proofs and the expected evidence files.
+    Final,
+}
+
+/// An event to propose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// The kind.
+    pub kind: EventKind,
+    /// The work item it targets (work-item and attempt events).
+    pub work_item_id: Option<String>,
+    /// The attempt it names (attempt events).
+    pub attempt: Option<AttemptSlots>,
+    /// Its evidence.
+    pub evidence: EvidenceNeed,
+    /// Why, in words (shown in the console's log and `valp run`).
+    pub why: String,
+}
+
+/// Why nothing happens now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wait {
+    /// Adapters are working; their next observation wakes the runtime.
+    InFlight(usize),
+    /// The Leader interrupted the task.
+    Interrupted,
+    /// The task needs the Leader (review, approval, a blocked or fixing task).
+    Leader(String),
+    /// The task is finished.
+    Finished(TaskStatus),
+    /// The task was published but its first event is missing (publish it again).
+    NotStarted,
+}
+
+/// The next thing to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Propose an event.
+    Propose(Proposal),
+    /// Hand a created attempt to its runtime, then propose `attempt_submitted`.
+    Launch(AttemptSlots),
+    /// Run the plan's verification commands and criteria checks (verifying).
+    Verify,
+    /// Evaluate the Done gate and propose `recording_completed` with it (recording).
+    Record,
+    /// Nothing now.
+    Wait(Wait),
+}
+
+/// The attempt id of generation `generation` of `work_item` in `task`.
+pub fn attempt_slots(task: &str, work_item: &str, generation: i128) -> AttemptSlots {
+    AttemptSlots {
+        work_item_id: work_item.to_owned(),
+        attempt_id: format!("{task}:{work_item}:a{generation}"),
+        dispatch_id: format!("{task}:{work_item}:{generation}"),
+        generation,
+    }
+}
+
+fn slots_of(item: &WorkItem) -> Option<AttemptSlots> {
+    item.current_attempt.as_ref().map(|attempt| AttemptSlots {
+        work_item_id: item.work_item_id.value().to_owned(),
+        attempt_id: attempt.attempt_id.value().to_owned(),
+        dispatch_id: attempt.dispatch_id.value().to_owned(),
+        generation: attempt.dispatch_generation,
+    })
+}
+
+fn propose(kind: EventKind, item: &WorkItem, evidence: EvidenceNeed, why: String) -> Step {
+    Step::Propose(Proposal {
+        kind,
+        work_item_id: Some(item.work_item_id.value().to_owned()),
+        attempt: slots_of(item),
+        evidence,
+        why,
+    })
+}
+
+fn task_event(kind: EventKind, why: &str) -> Step {
+    Step::Propose(Proposal {
+        kind,
+        work_item_id: None,
+        attempt: None,
+        evidence: EvidenceNeed::Nothing,
+        why: why.to_owned(),
+    })
+}
+
+/// The next step for a task. `reports` is keyed by attempt id.
+pub fn decide(
+    body: &StateBody,
+    policy: &ExecutionPolicy,
+    reports: &BTreeMap<String, AttemptReport>,
+    verified: bool,
+) -> Step {
+    let Some(status) = body.status.known() else {
+        return Step::Wait(Wait::Leader(format!(
+            "unknown task status {}",
+            body.status.as_str()
+        )));
+    };
+    if status.is_terminal() {
+        return Step::Wait(Wait::Finished(status));
+    }
+    if body
+        .control
+        .as_ref()
+        .is_some_and(|control| control.status == ControlStatus::Interrupted)
+    {
+        return Step::Wait(Wait::Interrupted);
+    }
+    match status {
+        TaskStatus::Published => Step::Wait(Wait::NotStarted),
+        TaskStatus::RoutingValidation => task_event(
+            EventKind::RoutingValidationPassed,
+            "every work item runs on the process adapter, which is available",
+        ),
+        TaskStatus::Dispatching => {
+            task_event(EventKind::DispatchAccepted, "the dispatcher takes the task")
+        }
+        TaskStatus::Executing => execute(body, policy, reports),
+        TaskStatus::Verifying if !verified => Step::Verify,
+        TaskStatus::Verifying => Step::Wait(Wait::InFlight(0)),
+        TaskStatus::Reviewing => Step::Wait(Wait::Leader(
+            "review: pass or reject the task (`valp review TASK pass|reject`)".to_owned(),
+        )),
+        TaskStatus::ApprovalRequired => Step::Wait(Wait::Leader(
+            "approval: grant or deny (`valp approve TASK grant|deny`)".to_owned(),
+        )),
+        TaskStatus::Recording => Step::Record,
+        TaskStatus::Fixing => fixing(body),
+        TaskStatus::Blocked => Step::Wait(Wait::Leader(
+            "blocked: cancel, redirect, or recover the task".to_owned(),
+        )),
+        TaskStatus::Done | TaskStatus::Failed | TaskStatus::Cancelled => {
+            Step::Wait(Wait::Finished(status))
+        }
+    }
+}
+
+/// After a redirect (or a failed verification) the task is `fixing`: work that can still run
+/// is dispatched again; otherwise the Leader decides.
+fn fixing(body: &StateBody) -> Step {
+    let runnable = body.work_items.iter().any(|item| {
+        matches!(
+            item.status,
+            WorkItemStatus::Pending | WorkItemStatus::Eligible | WorkItemStatus::Blocked
+        )
+    });
+    if runnable {
+        task_event(
+            EventKind::FixDispatchRequested,
+            "work items remain to run after the redirect",
+        )
+    } else {
+        Step::Wait(Wait::Leader(
+            "fixing: nothing left to run; redirect or cancel the task".to_owned(),
+        ))
+    }
+}
+
+fn execute(
+    body: &StateBody,
+    policy: &ExecutionPolicy,
+    reports: &BTreeMap<String, AttemptReport>,
+) -> Step {
+    settle_attempts(body, policy, reports)
+        .or_else(|| retry(body, policy))
+        .or_else(|| pending(body))
+        .or_else(|| new_attempt(body, policy))
+        .unwrap_or_else(|| close(body, policy))
+}
+
+/// 1 and 2: what the adapters reported for live attempts, and launches.
+fn settle_attempts(
+    body: &StateBody,
+    policy: &ExecutionPolicy,
+    reports: &BTreeMap<String, AttemptReport>,
+) -> Option<Step> {
+    let report_of = |item: &WorkItem| {
+        item.current_attempt
+            .as_ref()
+            .and_then(|attempt| reports.get(attempt.attempt_id.value()))
+            .cloned()
+            .unwrap_or_default()
+    };
+    for item in &body.work_items {
+        let Some(attempt) = &item.current_attempt else {
+            continue;
+        };
+        let report = report_of(item);
+        let id = item.work_item_id.value();
+        match attempt.status {
+            AttemptStatus::Created if !report.launched => {
+                if let Some(slots) = slots_of(item) {
+                    return Some(Step::Launch(slots));
+                }
+            }
+            AttemptStatus::Created => {
+                return Some(propose(
+                    EventKind::AttemptSubmitted,
+                    item,
+                    EvidenceNeed::Request,
+                    format!("{id} was handed to the process adapter"),
+                ));
+            }
+            AttemptStatus::Submitted if report.accepted => {
+                return Some(propose(
+                    EventKind::AttemptRunning,
+                    item,
+                    EvidenceNeed::Accepted,
+                    format!("the adapter started {id}"),
+                ));
+            }
+            AttemptStatus::Submitted if report.last.is_some() || report.supervisor_lost => {
+                return Some(failure(item, policy));
+            }
+            AttemptStatus::Running => match report.last {
+                Some(ObservationStatus::Completed) => {
+                    return Some(propose(
+                        EventKind::AttemptCompleted,
+                        item,
+                        EvidenceNeed::Final,
+                        format!("{id} completed with its expected evidence"),
+                    ));
+                }
+                Some(_) => return Some(failure(item, policy)),
+                None if report.supervisor_lost => return Some(failure(item, policy)),
+                None => {}
+            },
+            AttemptStatus::Fenced if item.status == WorkItemStatus::Running => {
+                use EventKind::{WorkItemBlocked, WorkItemDegraded, WorkItemFailed};
+                let (kind, why) = if attempt.dispatch_generation < policy.retry_budget {
+                    (WorkItemBlocked, format!("{id} waits for its next attempt"))
+                } else if item.requirement == Requirement::Soft {
+                    (WorkItemDegraded, format!("soft item {id} degrades"))
+                } else {
+                    (WorkItemFailed, format!("{id} failed"))
+                };
+                return Some(propose(kind, item, EvidenceNeed::Nothing, why));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// 3: blocked items with budget left get a new attempt with the next generation.
+fn retry(body: &StateBody, policy: &ExecutionPolicy) -> Option<Step> {
+    for item in &body.work_items {
+        if item.status != WorkItemStatus::Blocked {
+            continue;
+        }
+        if let Some(attempt) = &item.current_attempt
+            && attempt.dispatch_generation < policy.retry_budget
+            && !attempt.status.is_live()
+            && hard_dependencies_completed(body, item)
+        {
+            let next = attempt.dispatch_generation + 1;
+            return Some(Step::Propose(Proposal {
+                kind: EventKind::AttemptCreated,
+                work_item_id: Some(item.work_item_id.value().to_owned()),
+                attempt: Some(attempt_slots(
+                    body.task_id.value(),
+                    item.work_item_id.value(),
+                    next,
+                )),
+                evidence: EvidenceNeed::Nothing,
+                why: format!(
+                    "retry {} of {} for {}",
+                    next, policy.retry_budget, item.work_item_id
+                ),
+            }));
+        }
+    }
+    None
+}
+
+/// 4 and 5: pending items whose hard dependency died are settled; unlocked ones (all
+/// dependencies settled) become eligible.
+fn pending(body: &StateBody) -> Option<Step> {
+    for (item, position) in body.work_items.iter().zip(frontier(body)) {
+        if item.status != WorkItemStatus::Pending {
+            continue;
+        }
+        match position.position {
+            // The kernel gates on hard dependencies only; the System also waits for soft and
+            // optional ones to settle, so a dependent runs after them (or after their failure).
+            Position::Unlocked { .. } if !dependencies_settled(body, item) => {}
+            Position::Unlocked { .. } => {
+                return Some(propose(
+                    EventKind::WorkItemEligible,
+                    item,
+                    EvidenceNeed::Nothing,
+                    format!("every hard dependency of {} completed", item.work_item_id),
+                ));
+            }
+            Position::Locked { by } => {
+                let dead = by.iter().find(|lock| {
+                    lock.status.is_none_or(|status| {
+                        can_no_longer_complete(body, &lock.work_item_id, status)
+                    })
+                });
+                if let Some(lock) = dead {
+                    let kind = if item.requirement != Requirement::Required
+                        && !required_by_another(body, item)
+                    {
+                        EventKind::WorkItemSkipped
+                    } else {
+                        EventKind::WorkItemBlocked
+                    };
+                    return Some(propose(
+                        kind,
+                        item,
+                        EvidenceNeed::Nothing,
+                        format!(
+                            "hard dependency {} of {} can no longer complete",
+                            lock.work_item_id, item.work_item_id
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// 6: new attempts for eligible items within the concurrency limit.
+fn new_attempt(body: &StateBody, policy: &ExecutionPolicy) -> Option<Step> {
+    let in_flight = body
+        .work_items
+        .iter()
+        .filter(|item| {
+            item.current_attempt
+                .as_ref()
+                .is_some_and(|attempt| attempt.status.is_live())
+        })
+        .count();
+    if in_flight < policy.max_concurrency
+        && let Some(item) = body
+            .work_items
+            .iter()
+            .find(|item| item.status == WorkItemStatus::Eligible)
+    {
+        return Some(Step::Propose(Proposal {
+            kind: EventKind::AttemptCreated,
+            work_item_id: Some(item.work_item_id.value().to_owned()),
+            attempt: Some(attempt_slots(
+                body.task_id.value(),
+                item.work_item_id.value(),
+                1,
+            )),
+            evidence: EvidenceNeed::Nothing,
+            why: format!("{} is eligible and a slot is free", item.work_item_id),
+        }));
+    }
+    if in_flight > 0
+        || body
+            .work_items
+            .iter()
+            .any(|item| item.status == WorkItemStatus::Eligible)
+    {
+        return Some(Step::Wait(Wait::InFlight(in_flight)));
+    }
+    None
+}
+
+/// 7: nothing to start: wait for work in flight, or close execution once everything settled.
+fn close(body: &StateBody, policy: &ExecutionPolicy) -> Step {
+    let stuck = body
+        .work_items
+        .iter()
+        .any(|item| !settled_for_good(body, policy, item));
+    if stuck {
+        return Step::Wait(Wait::Leader(
+            "work items wait for something only the Leader can give".to_owned(),
+        ));
+    }
+    let required_done = body.work_items.iter().all(|item| {
+        item.requirement != Requirement::Required || item.status == WorkItemStatus::Completed
+    });
+    if required_done {
+        task_event(
+            EventKind::WorkCompleted,
+            "every required work item completed",
+        )
+    } else {
+        task_event(
+            EventKind::TaskBlocked,
+            "a required work item cannot complete",
+        )
+    }
+}
+
+/// The failure of a live attempt: retry while the budget lasts, degrade a soft item, fail the
+/// rest. A retry or a degradation first fences the attempt so nothing it reports later counts.
+fn failure(item: &WorkItem, policy: &ExecutionPolicy) -> Step {
+    let id = item.work_item_id.value();
+    let Some(attempt) = &item.current_attempt else {
+        return Step::Wait(Wait::InFlight(0));
+    };
+    let retry = attempt.dispatch_generation < policy.retry_budget;
+    if attempt.status.is_live() && (retry || item.requirement == Requirement::Soft) {
+        return propose(
+            EventKind::AttemptFenced,
+            item,
+            EvidenceNeed::Final,
+            format!("{id} attempt {} failed", attempt.dispatch_generation),
+        );
+    }
+    propose(
+        EventKind::AttemptFailed,
+        item,
+        EvidenceNeed::Final,
+        format!("{id} failed and its retry budget is spent"),
+    )
+}
+
+/// Whether an item whose dependency `id` has `status` is waiting in vain.
+fn can_no_longer_complete(
+    body: &StateBody,
+    id: &valp_kernel::Identity,
+    status: WorkItemStatus,
+) -> bool {
+    match status {
+        WorkItemStatus::Failed
+        | WorkItemStatus::Cancelled
+        | WorkItemStatus::Skipped
+        | WorkItemStatus::Partial
+        | WorkItemStatus::Degraded => true,
+        // Blocked for good: its own dependencies died, or its retries are spent.
+        WorkItemStatus::Blocked => body.work_item(id).is_some_and(|item| {
+            item.current_attempt.is_none() || !hard_dependencies_completed(body, item)
+        }),
+        _ => false,
+    }
+}
+
+/// Whether every dependency of `item`, of any kind, is settled (completed, partial, degraded,
+/// failed, cancelled, skipped, or blocked for good) or missing.
+fn dependencies_settled(body: &StateBody, item: &WorkItem) -> bool {
+    item.dependencies.iter().all(|dependency| {
+        body.work_item(&dependency.work_item_id)
+            .is_none_or(|target| {
+                target.status.is_terminal()
+                    || can_no_longer_complete(body, &target.work_item_id, target.status)
+            })
+    })
+}
+
+fn hard_dependencies_completed(body: &StateBody, item: &WorkItem) -> bool {
+    item.dependencies.iter().all(|dependency| {
+        dependency.requirement != Requirement::Required
+            || body
+                .work_item(&dependency.work_item_id)
+                .is_some_and(|target| target.status == WorkItemStatus::Completed)
+    })
+}
+
+fn required_by_another(body: &StateBody, item: &WorkItem) -> bool {
+    body.work_items.iter().any(|other| {
+        other.dependencies.iter().any(|dependency| {
+            dependency.work_item_id == item.work_item_id
+                && dependency.requirement == Requirement::Required
+        })
+    })
+}
+
+/// Whether an item will not change any more without the Leader.
+fn settled_for_good(body: &StateBody, policy: &ExecutionPolicy, item: &WorkItem) -> bool {
+    match item.status {
+        WorkItemStatus::Completed
+        | WorkItemStatus::Partial
+        | WorkItemStatus::Degraded
+        | WorkItemStatus::Failed
+        | WorkItemStatus::Cancelled
+        | WorkItemStatus::Skipped => true,
+        WorkItemStatus::Blocked => item.current_attempt.as_ref().is_none_or(|attempt| {
+            attempt.dispatch_generation >= policy.retry_budget
+                || !hard_dependencies_completed(body, item)
+        }),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use valp_kernel::{Attempt, Control, Dependency, Identity, IdentityKind, Open, State};
+
+    use super::*;
+
+    const POLICY: ExecutionPolicy = ExecutionPolicy {
+        max_concurrency: 2,
+        retry_budget: 2,
+    };
+
+    fn id(kind: IdentityKind, value: &str) -> Identity {
+        Identity::new(kind, value).unwrap()
+    }
+
+    fn item(name: &str, requirement: Requirement, deps: &[(&str, Requirement)]) -> WorkItem {
+        WorkItem {
+            task_id: id(IdentityKind::Task, "T"),
+            work_item_id: id(IdentityKind::WorkItem, name),
+            requirement,
+            status: WorkItemStatus::Pending,
+            dependencies: deps
+                .iter()
+                .map(|(dep, requirement)| Dependency {
+                    work_item_id: id(IdentityKind::WorkItem, dep),
+                    requirement: *requirement,
+                })
+                .collect(),
+            current_attempt: None,
+        }
+    }
+
+    fn with(
+        mut item: WorkItem,
+        status: WorkItemStatus,
+        attempt: Option<(i128, AttemptStatus)>,
+    ) -> WorkItem {
+        item.status = status;
+        item.current_attempt = attempt.map(|(generation, status)| {
+            let slots = attempt_slots("T", item.work_item_id.value(), generation);
+            Attempt {
+                task_id: item.task_id.clone(),
+                work_item_id: item.work_item_id.clone(),
+                attempt_id: id(IdentityKind::Attempt, &slots.attempt_id),
+                dispatch_id: id(IdentityKind::Dispatch, &slots.dispatch_id),
+                dispatch_generation: generation,
+                status,
+            }
+        });
+        item
+    }
+
+    fn body(status: TaskStatus, items: Vec<WorkItem>) -> StateBody {
+        let mut state = State::genesis(
+            id(IdentityKind::Installation, "inst"),
+            1,
+            id(IdentityKind::Task, "T"),
+            items,
+        );
+        state.body.status = Open::Known(status);
+        state.body
+    }
+
+    fn kind_of(step: &Step) -> (EventKind, Option<String>) {
+        match step {
+            Step::Propose(proposal) => (proposal.kind, proposal.work_item_id.clone()),
+            other => panic!("expected a proposal, got {other:?}"),
+        }
+    }
+
+    fn reports(entries: &[(&str, i128, AttemptReport)]) -> BTreeMap<String, AttemptReport> {
+        entries
+            .iter()
+            .map(|(item, generation, report)| {
+                (
+                    attempt_slots("T", item, *generation).attempt_id,
+                    report.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_task_walks_to_executing_then_makes_unlocked_items_eligible() {
+        let items = vec![
+            item("a", Requirement::Required, &[]),
+            item("b", Requirement::Required, &[("a", Requirement::Required)]),
+        ];
+        let none = BTreeMap::new();
+        assert_eq!(
+            kind_of(&decide(
+                &body(TaskStatus::RoutingValidation, items.clone()),
+                &POLICY,
+                &none,
+                false
+            ))
+            .0,
+            EventKind::RoutingValidationPassed
+        );
+        assert_eq!(
+            kind_of(&decide(
+                &body(TaskStatus::Dispatching, items.clone()),
+                &POLICY,
+                &none,
+                false
+            ))
+            .0,
+            EventKind::DispatchAccepted
+        );
+        assert_eq!(
+            kind_of(&decide(
+                &body(TaskStatus::Executing, items),
+                &POLICY,
+                &none,
+                false
+            )),
+            (EventKind::WorkItemEligible, Some("a".to_owned()))
+        );
+    }
+
+    #[test]
+    fn an_attempt_goes_created_launched_submitted_running_completed() {
+        let a = item("a", Requirement::Required, &[]);
+        let created = body(
+            TaskStatus::Executing,
+            vec![with(
+                a.clone(),
+                WorkItemStatus::Submitted,
+                Some((1, AttemptStatus::Created)),
+            )],
+        );
+        assert_eq!(
+            decide(&created, &POLICY, &BTreeMap::new(), false),
+            Step::Launch(attempt_slots("T", "a", 1))
+        );
+        let launched = AttemptReport {
+            launched: true,
+            ..AttemptReport::default()
+        };
+        assert_eq!(
+            kind_of(&decide(
+                &created,
+                &POLICY,
+                &reports(&[("a", 1, launched.clone())]),
+                false
+            ))
+            .0,
+            EventKind::AttemptSubmitted
+        );
+        let submitted = body(
+            TaskStatus::Executing,
+            vec![with(
+                a.clone(),
+                WorkItemStatus::Running,
+                Some((1, AttemptStatus::Submitted)),
+            )],
+        );
+        assert_eq!(
+            decide(
+                &submitted,
+                &POLICY,
+                &reports(&[("a", 1, launched.clone())]),
+                false
+            ),
+            Step::Wait(Wait::InFlight(1))
+        );
+        let accepted = AttemptReport {
+            accepted: true,
+            ..launched.clone()
+        };
+        assert_eq!(
+            kind_of(&decide(
+                &submitted,
+                &POLICY,
+                &reports(&[("a", 1, accepted.clone())]),
+                false
+            ))
+            .0,
+            EventKind::AttemptRunning
+        );
+        let running = body(
+            TaskStatus::Executing,
+            vec![with(
+                a,
+                WorkItemStatus::Running,
+                Some((1, AttemptStatus::Running)),
+            )],
+        );
+        let done = AttemptReport {
+            last: Some(ObservationStatus::Completed),
+            ..accepted
+        };
+        let step = decide(&running, &POLICY, &reports(&[("a", 1, done)]), false);
+        assert_eq!(kind_of(&step).0, EventKind::AttemptCompleted);
+        let Step::Propose(proposal) = step else {
+            unreachable!()
+        };
+        assert_eq!(proposal.evidence, EvidenceNeed::Final);
+        assert_eq!(proposal.attempt, Some(attempt_slots("T", "a", 1)));
+    }
+
+    #[test]
+    fn failures_retry_then_fail_or_degrade() {
+        let failed = AttemptReport {
+            launched: true,
+            accepted: true,
+            last: Some(ObservationStatus::Blocked),
+            supervisor_lost: false,
+        };
+        for (requirement, generation, expected) in [
+            (Requirement::Required, 1, EventKind::AttemptFenced),
+            (Requirement::Required, 2, EventKind::AttemptFailed),
+            (Requirement::Soft, 2, EventKind::AttemptFenced),
+            (Requirement::Optional, 2, EventKind::AttemptFailed),
+        ] {
+            let running = body(
+                TaskStatus::Executing,
+                vec![with(
+                    item("a", requirement, &[]),
+                    WorkItemStatus::Running,
+                    Some((generation, AttemptStatus::Running)),
+                )],
+            );
+            assert_eq!(
+                kind_of(&decide(
+                    &running,
+                    &POLICY,
+                    &reports(&[("a", generation, failed.clone())]),
+                    false
+                ))
+                .0,
+                expected,
+                "{requirement:?} generation {generation}"
+            );
+        }
+        // A lost supervisor counts as a failure too.
+        let lost = AttemptReport {
+            launched: true,
+            supervisor_lost: true,
+            ..AttemptReport::default()
+        };
+        let submitted = body(
+            TaskStatus::Executing,
+            vec![with(
+                item("a", Requirement::Required, &[]),
+                WorkItemStatus::Running,
+                Some((1, AttemptStatus::Submitted)),
+            )],
+        );
+        assert_eq!(
+            kind_of(&decide(
+                &submitted,
+                &POLICY,
+                &reports(&[("a", 1, lost)]),
+                false
+            ))
+            .0,
+            EventKind::AttemptFenced
+        );
+        // After the fence: blocked for a retry, degraded (soft), or failed.
+        for (requirement, generation, expected) in [
+            (Requirement::Required, 1, EventKind::WorkItemBlocked),
+            (Requirement::Soft, 2, EventKind::WorkItemDegraded),
+            (Requirement::Required, 2, EventKind::WorkItemFailed),
+        ] {
+            let fenced = body(
+                TaskStatus::Executing,
+                vec![with(
+                    item("a", requirement, &[]),
+                    WorkItemStatus::Running,
+                    Some((generation, AttemptStatus::Fenced)),
+                )],
+            );
+            assert_eq!(
+                kind_of(&decide(&fenced, &POLICY, &BTreeMap::new(), false)).0,
+                expected
+            );
+        }
+        // Blocked with budget left: a new attempt with the next generation.
+        let blocked = body(
+            TaskStatus::Executing,
+            vec![with(
+                item("a", Requirement::Required, &[]),
+                WorkItemStatus::Blocked,
+                Some((1, AttemptStatus::Fenced)),
+            )],
+        );
+        let Step::Propose(retry) = decide(&blocked, &POLICY, &BTreeMap::new(), false) else {
+            panic!()
+        };
+        assert_eq!(retry.kind, EventKind::AttemptCreated);
+        assert_eq!(retry.attempt, Some(attempt_slots("T", "a", 2)));
+    }
+
+    #[test]
+    fn dead_hard_dependencies_block_or_skip_their_dependents() {
+        let a = with(
+            item("a", Requirement::Required, &[]),
+            WorkItemStatus::Failed,
+            Some((2, AttemptStatus::Failed)),
+        );
+        let b = item("b", Requirement::Required, &[("a", Requirement::Required)]);
+        let c = item("c", Requirement::Optional, &[("a", Requirement::Required)]);
+        let state = body(TaskStatus::Executing, vec![a.clone(), b.clone(), c.clone()]);
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            (EventKind::WorkItemBlocked, Some("b".to_owned()))
+        );
+        let state = body(
+            TaskStatus::Executing,
+            vec![a.clone(), with(b, WorkItemStatus::Blocked, None), c],
+        );
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            (EventKind::WorkItemSkipped, Some("c".to_owned()))
+        );
+        // Once everything is settled and a required item did not complete: task_blocked.
+        let state = body(
+            TaskStatus::Executing,
+            vec![
+                a,
+                with(
+                    item("b", Requirement::Required, &[("a", Requirement::Required)]),
+                    WorkItemStatus::Blocked,
+                    None,
+                ),
+                with(
+                    item("c", Requirement::Optional, &[]),
+                    WorkItemStatus::Skipped,
+                    None,
+                ),
+            ],
+        );
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)).0,
+            EventKind::TaskBlocked
+        );
+    }
+
+    #[test]
+    fn soft_dependencies_do_not_hold_the_work_back() {
+        let a = with(
+            item("a", Requirement::Soft, &[]),
+            WorkItemStatus::Degraded,
+            Some((2, AttemptStatus::Fenced)),
+        );
+        let b = item("b", Requirement::Required, &[("a", Requirement::Soft)]);
+        let state = body(TaskStatus::Executing, vec![a.clone(), b.clone()]);
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            (EventKind::WorkItemEligible, Some("b".to_owned()))
+        );
+        let state = body(
+            TaskStatus::Executing,
+            vec![
+                a,
+                with(
+                    b,
+                    WorkItemStatus::Completed,
+                    Some((1, AttemptStatus::Completed)),
+                ),
+            ],
+        );
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)).0,
+            EventKind::WorkCompleted
+        );
+    }
+
+    #[test]
+    fn the_concurrency_limit_holds_new_attempts() {
+        let running = |name: &str| {
+            with(
+                item(name, Requirement::Required, &[]),
+                WorkItemStatus::Running,
+                Some((1, AttemptStatus::Running)),
+            )
+        };
+        let eligible = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Eligible,
+            None,
+        );
+        let state = body(
+            TaskStatus::Executing,
+            vec![running("a"), running("b"), eligible.clone()],
+        );
+        assert_eq!(
+            decide(&state, &POLICY, &BTreeMap::new(), false),
+            Step::Wait(Wait::InFlight(2))
+        );
+        let state = body(TaskStatus::Executing, vec![running("a"), eligible]);
+        assert_eq!(
+            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            (EventKind::AttemptCreated, Some("c".to_owned()))
+        );
+    }
+
+    #[test]
+    fn interrupted_and_leader_states_wait() {
+        let mut state = body(
+            TaskStatus::Executing,
+            vec![item("a", Requirement::Required, &[])],
+        );
+        state.control = Some(Control {
+            intent_version: 0,
+            status: ControlStatus::Interrupted,
+            active_interrupt_id: Some(id(IdentityKind::Interrupt, "i1")),
+        });
+        assert_eq!(
+            decide(&state, &POLICY, &BTreeMap::new(), false),
+            Step::Wait(Wait::Interrupted)
+        );
+        for status in [
+            TaskStatus::Reviewing,
+            TaskStatus::Blocked,
+            TaskStatus::ApprovalRequired,
+        ] {
+            assert!(matches!(
+                decide(&body(status, vec![]), &POLICY, &BTreeMap::new(), false),
+                Step::Wait(Wait::Leader(_))
+            ));
+        }
+        assert_eq!(
+            decide(
+                &body(TaskStatus::Verifying, vec![]),
+                &POLICY,
+                &BTreeMap::new(),
+                false
+            ),
+            Step::Verify
+        );
+        assert_eq!(
+            decide(
+                &body(TaskStatus::Recording, vec![]),
+                &POLICY,
+                &BTreeMap::new(),
+                false
+            ),
+            Step::Record
+        );
+        assert_eq!(
+            decide(
+                &body(TaskStatus::Done, vec![]),
+                &POLICY,
+                &BTreeMap::new(),
+                false
+            ),
+            Step::Wait(Wait::Finished(TaskStatus::Done))
+        );
+    }
+}

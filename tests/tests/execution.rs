@@ -1,0 +1,453 @@
+//! The execution lane end to end with real processes, as a person runs it from the command
+//! line: publish a plan, `valp run`, review, and the Leader's operations. Every expectation is
+//! about what the kernel accepted (task status, work-item statuses, the journal verifying) and
+//! what the processes really did (files, /proc).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use valp_tests::cli::{Run, valp_in};
+
+struct Project {
+    temp: tempfile::TempDir,
+}
+
+impl Project {
+    /// A project with a control root and the local OS account selected as the Leader.
+    fn new() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        let project = Self { temp };
+        assert_eq!(project.valp(&["init"]).code, Some(0));
+        let listed = project.valp(&["leader", "candidates"]);
+        let human = listed
+            .stdout
+            .lines()
+            .next()
+            .and_then(|line| line.split_whitespace().nth(1))
+            .unwrap()
+            .to_owned();
+        let selected = project.valp(&["leader", "select", &human, "--yes"]);
+        assert_eq!(selected.code, Some(0), "{}", selected.stderr);
+        project
+    }
+
+    fn path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// `valp` with the Doctor limited to the local account (no tmux servers).
+    fn valp(&self, args: &[&str]) -> Run {
+        let mut all = vec!["--no-default-sockets"];
+        all.extend_from_slice(args);
+        valp_in(self.path(), None, &all).unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let run = self.valp(args);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "valp {args:?}\nstdout:\n{}\nstderr:\n{}",
+            run.stdout,
+            run.stderr
+        );
+        run.stdout
+    }
+
+    fn publish(&self, name: &str, plan: &str) {
+        let file = self.path().join(format!("{name}.toml"));
+        std::fs::write(&file, plan).unwrap();
+        self.ok(&["task", "publish", file.to_str().unwrap()]);
+    }
+
+    /// `valp task status TASK`: the task line, then `item -> (status, position)`.
+    fn status(&self, task: &str) -> (String, Vec<(String, String)>) {
+        let text = self.ok(&["task", "status", task]);
+        let mut lines = text.lines();
+        let head = lines.next().unwrap().to_owned();
+        let items = lines
+            .filter(|line| line.starts_with("  ") && !line.starts_with("  effect"))
+            .map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                (fields[0].to_owned(), fields[2].to_owned())
+            })
+            .collect();
+        (head, items)
+    }
+
+    fn task_status(&self, task: &str) -> String {
+        let (head, _) = self.status(task);
+        head.split_whitespace().nth(2).unwrap().to_owned()
+    }
+
+    fn item_status(&self, task: &str, item: &str) -> String {
+        self.status(task)
+            .1
+            .into_iter()
+            .find(|(id, _)| id == item)
+            .unwrap_or_else(|| panic!("no item {item}"))
+            .1
+    }
+
+    fn attempts_dir(&self) -> PathBuf {
+        self.path().join(".valp/runtime/process/attempts")
+    }
+}
+
+fn plan(task: &str, body: &str) -> String {
+    format!(
+        "schema_version = \"valp-plan.v1\"\ntask_id = \"{task}\"\ngoal = \"test\"\n\n\
+         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n{body}"
+    )
+}
+
+fn item(
+    id: &str,
+    requirement: &str,
+    deps: &[(&str, &str)],
+    argv: &[&str],
+    expected: &[&str],
+) -> String {
+    let deps = deps
+        .iter()
+        .map(|(dep, kind)| format!("{{ id = \"{dep}\", kind = \"{kind}\" }}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let argv = argv
+        .iter()
+        .map(|arg| format!("{arg:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let expected = expected
+        .iter()
+        .map(|path| format!("{path:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "[[work_items]]\nid = \"{id}\"\nrequirement = \"{requirement}\"\ndependencies = [{deps}]\n\
+         expected_evidence = [{expected}]\n[work_items.run]\nadapter = \"process\"\n\
+         argv = [{argv}]\ntimeout_seconds = 60\n\n"
+    )
+}
+
+#[test]
+fn a_dependency_chain_runs_to_done_with_evidence() {
+    let project = Project::new();
+    let body = [
+        item("make", "required", &[], &["mkdir", "-p", "out"], &[]),
+        item(
+            "write",
+            "required",
+            &[("make", "hard")],
+            &["cp", "make.toml", "out/copy.toml"],
+            &["out/copy.toml"],
+        ),
+        item(
+            "check",
+            "required",
+            &[("write", "hard")],
+            &["cmp", "make.toml", "out/copy.toml"],
+            &[],
+        ),
+    ]
+    .concat();
+    project.publish("make", &format!(
+        "{}[[verification]]\nid = \"copy-exists\"\nargv = [\"test\", \"-s\", \"out/copy.toml\"]\n",
+        plan("make", &body)
+    ));
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    for expected in [
+        "make  routing_validation_passed",
+        "make  attempt_completed  (write completed with its expected evidence)",
+        "make  work_completed",
+        "make  verification_passed  (1 verification checks passed)",
+        "make: reviewing",
+    ] {
+        assert!(ran.contains(expected), "missing {expected:?} in:\n{ran}");
+    }
+    // The runtime never passes the Leader's review by itself.
+    assert_eq!(project.task_status("make"), "reviewing");
+    assert!(
+        project
+            .ok(&["review", "make", "pass"])
+            .starts_with("accepted: task make is recording")
+    );
+    let closed = project.ok(&["run"]);
+    assert!(
+        closed.contains("make  recording_completed  (the Done gate passes)"),
+        "{closed}"
+    );
+    assert_eq!(project.task_status("make"), "done");
+    for item in ["make", "write", "check"] {
+        assert_eq!(project.item_status("make", item), "completed");
+    }
+    assert_eq!(
+        std::fs::read(project.path().join("out/copy.toml")).unwrap(),
+        std::fs::read(project.path().join("make.toml")).unwrap()
+    );
+    let verified = project.ok(&["verify"]);
+    assert!(verified.ends_with("0 problems\n"), "{verified}");
+    // The copied file is evidence: its bytes are in the evidence store under their digest.
+    let digest = valp_kernel::canonical::sha256_digest(
+        &std::fs::read(project.path().join("out/copy.toml")).unwrap(),
+    );
+    assert!(
+        project
+            .path()
+            .join(".valp/evidence/sha256")
+            .join(&digest["sha256:".len()..])
+            .is_file()
+    );
+}
+
+#[test]
+fn a_hard_dependency_failure_blocks_its_dependents() {
+    let project = Project::new();
+    let body = [
+        item("fail", "required", &[], &["false"], &[]),
+        item("after", "required", &[("fail", "hard")], &["true"], &[]),
+    ]
+    .concat();
+    project.publish("hard", &plan("hard", &body));
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(
+        ran.contains("hard  attempt_created  (retry 2 of 2 for work_item:fail)"),
+        "{ran}"
+    );
+    assert!(ran.contains("hard  attempt_failed"), "{ran}");
+    assert!(ran.contains("hard  work_item_blocked  (hard dependency work_item:fail of work_item:after can no longer complete)"), "{ran}");
+    assert_eq!(project.item_status("hard", "fail"), "failed");
+    assert_eq!(project.item_status("hard", "after"), "blocked");
+    assert_eq!(project.task_status("hard"), "blocked");
+}
+
+#[test]
+fn a_soft_failure_takes_the_degraded_path_to_done() {
+    let project = Project::new();
+    let body = [
+        item("extra", "soft", &[], &["false"], &[]),
+        item("main", "required", &[("extra", "soft")], &["true"], &[]),
+    ]
+    .concat();
+    project.publish(
+        "soft",
+        &format!(
+            "{}[done]\ndegradable_soft_items = [\"extra\"]\n",
+            plan("soft", &body)
+        ),
+    );
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(
+        ran.contains("soft  work_item_degraded  (soft item extra degrades)"),
+        "{ran}"
+    );
+    assert!(ran.contains("soft  work_completed"), "{ran}");
+    assert_eq!(project.item_status("soft", "extra"), "degraded");
+    assert_eq!(project.item_status("soft", "main"), "completed");
+    project.ok(&["review", "soft", "pass"]);
+    let closed = project.ok(&["run"]);
+    assert!(
+        closed.contains("recording_completed  (the Done gate passes (soft_degraded:extra))"),
+        "{closed}"
+    );
+    assert_eq!(project.task_status("soft"), "done");
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn cancel_kills_the_running_attempt_and_records_the_effect() {
+    let project = Project::new();
+    project.publish(
+        "nap",
+        &plan(
+            "nap",
+            &item("sleep", "required", &[], &["sleep", "60"], &[]),
+        ),
+    );
+    project.ok(&["run", "--once"]);
+    wait_until("the sleep to start", || {
+        project.ok(&["run", "--once"]);
+        project.item_status("nap", "sleep") == "running"
+            && project
+                .ok(&["task", "status", "nap"])
+                .contains("g1 running")
+    });
+    let pid = recorded_pid_of(&project, "nap:sleep:a1");
+    assert!(alive(pid));
+    let cancelled = project.ok(&["cancel", "nap", "--item", "sleep", "--note", "too slow"]);
+    assert!(
+        cancelled.starts_with("accepted: task nap is executing"),
+        "{cancelled}"
+    );
+    assert!(
+        cancelled.contains("effect fulfilled: adapter_cancel:"),
+        "{cancelled}"
+    );
+    assert!(
+        !alive(pid),
+        "the process is gone once the cancel is fulfilled"
+    );
+    assert_eq!(project.item_status("nap", "sleep"), "cancelled");
+    let status = project.ok(&["task", "status", "nap"]);
+    assert!(
+        status.contains("  effect fulfilled adapter_cancel:"),
+        "{status}"
+    );
+    // Nothing is carried out twice.
+    let again = project.ok(&["run", "--once"]);
+    assert!(!again.contains("effect"), "{again}");
+}
+
+#[test]
+fn interrupt_stops_dispatch_and_resume_continues() {
+    let project = Project::new();
+    project.publish(
+        "pause",
+        &plan("pause", &item("one", "required", &[], &["true"], &[])),
+    );
+    let interrupted = project.ok(&["interrupt", "pause"]);
+    assert!(
+        interrupted.starts_with("accepted: task pause is"),
+        "{interrupted}"
+    );
+    let (head, _) = project.status("pause");
+    assert!(head.ends_with("INTERRUPTED"), "{head}");
+    project.ok(&["run", "--once"]);
+    assert_eq!(
+        project.item_status("pause", "one"),
+        "pending",
+        "nothing is dispatched"
+    );
+    assert!(
+        !project.attempts_dir().exists()
+            || std::fs::read_dir(project.attempts_dir()).unwrap().count() == 0
+    );
+    // Interrupting twice is refused by the kernel, with its code.
+    let twice = project.valp(&["interrupt", "pause"]);
+    assert_eq!(twice.code, Some(1));
+    assert!(
+        twice.stdout.starts_with("refused: VALP-E-STATE-CONFLICT"),
+        "{}",
+        twice.stdout
+    );
+    project.ok(&["resume", "pause"]);
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(ran.contains("pause  work_completed"), "{ran}");
+}
+
+#[test]
+fn redirect_cancels_superseded_items_and_lands_in_fixing() {
+    let project = Project::new();
+    let body = [
+        item("keep", "required", &[], &["true"], &[]),
+        item("drop", "optional", &[], &["sleep", "60"], &[]),
+    ]
+    .concat();
+    project.publish("turn", &plan("turn", &body));
+    wait_until("the sleep to run", || {
+        project.ok(&["run", "--once"]);
+        project
+            .ok(&["task", "status", "turn"])
+            .contains("turn:drop:a1 g1 running")
+    });
+    let pid = recorded_pid_of(&project, "turn:drop:a1");
+    std::fs::write(project.path().join("intent.md"), "drop the slow part\n").unwrap();
+    let redirected = project.ok(&[
+        "redirect",
+        "turn",
+        "--intent",
+        "intent.md",
+        "--supersede",
+        "drop",
+    ]);
+    assert!(
+        redirected.starts_with("accepted: task turn is fixing"),
+        "{redirected}"
+    );
+    assert!(redirected.contains("effect fulfilled"), "{redirected}");
+    assert!(!alive(pid));
+    assert_eq!(project.item_status("turn", "drop"), "cancelled");
+    let (head, _) = project.status("turn");
+    assert!(head.contains("intent 1"), "{head}");
+}
+
+/// The pid the process adapter recorded for an attempt, once its supervisor (a detached
+/// process that may still be starting) has written the proof.
+fn recorded_pid_of(project: &Project, attempt_id: &str) -> u32 {
+    let proof = project
+        .attempts_dir()
+        .join(valp_console::adapter::abi::attempt_folder(attempt_id))
+        .join("proofs/process_bound.json");
+    wait_until("the process_bound proof", || proof.is_file());
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(proof).unwrap()).unwrap();
+    u32::try_from(value["pid"].as_u64().unwrap()).unwrap()
+}
+
+#[test]
+fn work_outlives_the_runner_and_is_reconciled_on_the_next_run() {
+    let project = Project::new();
+    project.publish(
+        "long",
+        &plan("long", &item("wait", "required", &[], &["sleep", "1"], &[])),
+    );
+    // The runner hands the work to the adapter and leaves.
+    let first = project.ok(&["run", "--once"]);
+    assert!(first.contains("long  launched long:wait:a1"), "{first}");
+    let pid = recorded_pid_of(&project, "long:wait:a1");
+    wait_until("the process to finish on its own", || !alive(pid));
+    // A new runner finds the finished attempt and carries on from there.
+    let second = project.ok(&["run", "--timeout", "60"]);
+    assert!(second.contains("long  attempt_completed"), "{second}");
+    assert!(second.contains("long  work_completed"), "{second}");
+    assert!(
+        !second.contains("launched long:wait"),
+        "never launched twice:\n{second}"
+    );
+}
+
+#[test]
+fn corrupt_oversized_and_forged_observations_are_rejected_and_listed() {
+    let project = Project::new();
+    project.publish(
+        "tidy",
+        &plan("tidy", &item("one", "required", &[], &["true"], &[])),
+    );
+    let inbox = project.path().join(".valp/inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::write(inbox.join("corrupt.json"), b"{not json").unwrap();
+    std::fs::write(inbox.join("huge.json"), vec![b' '; 2 << 20]).unwrap();
+    std::fs::write(
+        inbox.join("forged.json"),
+        br#"{"schema_version":"valp-adapter-observation.v1","observation_id":"sha256:0000000000000000000000000000000000000000000000000000000000000000","request":{"schema_version":"valp-adapter-request.v1","request_id":"x","operation":"submit","installation_id":"i","leader_epoch":1,"task_id":"tidy","work_item_id":"one","attempt_id":"a","dispatch_id":"d","dispatch_generation":1,"payload_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","expected_evidence_refs":[]},"sequence":1,"status":"completed","provenance":[],"evidence_refs":[]}"#,
+    )
+    .unwrap();
+    let journal = project.path().join(".valp/tasks/tidy/journal.jsonl");
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    for file in ["inbox/corrupt.json", "inbox/huge.json", "inbox/forged.json"] {
+        assert!(
+            ran.lines()
+                .any(|line| line.starts_with(&format!("rejected {file}: "))),
+            "{file} not listed in:\n{ran}"
+        );
+    }
+    // The task ran normally: the rejected files changed nothing.
+    assert_eq!(project.task_status("tidy"), "reviewing");
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+    assert!(journal.is_file());
+}
