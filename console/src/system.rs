@@ -4,18 +4,29 @@
 //! the bound Leader session ([`authority::open_session`]). What it shows is read back from the
 //! ledger and the task journals after every change, so the screen shows only what the kernel
 //! accepted; a refusal comes back as a [`Refusal`] with the kernel's code.
+//!
+//! With a runtime attached ([`SystemBackend::with_runtime`]) it is also the System: while the
+//! Leader is re-proven, every view first lets the runtime take the steps it can on the active
+//! epoch's tasks (`tasks`), and a file watcher feeds live adapter observations and rejections
+//! (`feed`), waking the console when something arrives.
 
-use valp_kernel::WorkItemStatus;
+pub mod feed;
+mod tasks;
+
+use std::path::PathBuf;
+
 use valp_kernel::installation::InstallationLive;
-use valp_store::{Access, ControlRoot, Journal};
+use valp_store::{ControlRoot, Journal};
 
 use crate::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
 use crate::clock::Clock;
 use crate::doctor::report::shows;
 use crate::doctor::sanitize::display_text;
 use crate::doctor::{self, HealthStatus, Observation, ObserveOptions};
+use crate::runtime::control::{Actor, Operation};
+use crate::tui::Notifier;
 use crate::view::{
-    Backend, CandidateRow, ConsoleView, EpochRow, LaneView, LeaderView, Refusal, Request, TaskRow,
+    Backend, CandidateRow, ConsoleView, EpochRow, LaneView, LeaderView, Refusal, Request,
 };
 
 /// The console's backend over one control root.
@@ -26,6 +37,8 @@ pub struct SystemBackend<'c> {
     options: ObserveOptions,
     observation: Observation,
     session: SessionCheck,
+    desk: tasks::Desk,
+    feed: Option<feed::Feed>,
 }
 
 impl<'c> SystemBackend<'c> {
@@ -46,7 +59,47 @@ impl<'c> SystemBackend<'c> {
             options,
             observation,
             session,
+            desk: tasks::Desk::new(None),
+            feed: None,
         })
+    }
+
+    /// Runs the System on the active epoch's tasks, with `valp_binary` as the adapters'
+    /// supervisor program.
+    #[must_use]
+    pub fn with_runtime(mut self, valp_binary: PathBuf) -> Self {
+        self.desk = tasks::Desk::new(Some(valp_binary));
+        self
+    }
+
+    /// Starts the live observation feed; `notifier` wakes the console when it has news.
+    pub fn watch(&mut self, notifier: Notifier) -> Result<(), crate::ingest::IngestError> {
+        self.feed = Some(feed::Feed::start(self.root.layout().root(), move || {
+            notifier.changed()
+        })?);
+        Ok(())
+    }
+
+    fn proven(&self) -> bool {
+        matches!(self.session, SessionCheck::Reopened { .. })
+    }
+
+    /// A Leader's operation on a task: only with a re-proven session.
+    fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
+        if !self.proven() {
+            return Err(Refusal {
+                code: "VALP-CONSOLE-READ-ONLY".to_owned(),
+                message: "the Leader session is not re-proven: the console is read-only".to_owned(),
+            });
+        }
+        let actor = Actor {
+            principal: authority::operator(&self.observation).map_err(refusal)?,
+            at: self.clock.now(),
+            note: "from the console".to_owned(),
+        };
+        let active = self.ledger.live().state().active_epoch;
+        self.desk
+            .operate(&self.root, active, task_id, operation, &actor)
     }
 
     /// What this start found.
@@ -167,60 +220,29 @@ impl<'c> SystemBackend<'c> {
             epochs,
         }
     }
-
-    /// One row per task journal; a journal that does not open is shown with its error as its
-    /// status rather than hiding it.
-    fn tasks(&self, active_epoch: i128) -> Vec<TaskRow> {
-        let Ok(dirs) = self.root.task_dirs() else {
-            return Vec::new();
-        };
-        let mut rows: Vec<TaskRow> = dirs
-            .iter()
-            .map(|dir| match self.root.open_task_dir(dir, Access::ReadOnly) {
-                Ok(journal) => {
-                    let body = journal.live().body();
-                    TaskRow {
-                        task_id: display_text(body.task_id.value()),
-                        status: body.status.as_str().to_owned(),
-                        revision: body.revision,
-                        epoch: body.leader_epoch,
-                        fenced: body.leader_epoch != active_epoch,
-                        items_completed: body
-                            .work_items
-                            .iter()
-                            .filter(|item| item.status == WorkItemStatus::Completed)
-                            .count(),
-                        items_total: body.work_items.len(),
-                    }
-                }
-                Err(error) => TaskRow {
-                    task_id: display_text(
-                        &dir.file_name()
-                            .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
-                    ),
-                    status: format!("unreadable: {}", error.code().as_str()),
-                    revision: 0,
-                    epoch: 0,
-                    fenced: true,
-                    items_completed: 0,
-                    items_total: 0,
-                },
-            })
-            .collect();
-        rows.sort_by(|left, right| left.task_id.cmp(&right.task_id));
-        rows
-    }
 }
 
 impl Backend for SystemBackend<'_> {
+    /// Lets the System step first (only while the Leader is re-proven), then reads the truth
+    /// back from the ledger and the journals.
     fn view(&mut self) -> ConsoleView {
+        let active = self.ledger.live().state().active_epoch;
+        if self.proven() {
+            self.desk.pump(&self.root, active);
+        }
         let lane = self.lane();
-        let tasks = self.tasks(lane.active_epoch);
+        let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (observations, rejections) =
+            self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),
             lane,
             tasks,
+            items,
+            observations,
+            rejections,
+            activity: self.desk.activity(),
         }
     }
 
@@ -235,6 +257,31 @@ impl Backend for SystemBackend<'_> {
                 }
                 SessionCheck::Unproven { reason } => format!("observed: {reason}"),
             }),
+            Request::Cancel {
+                task_id,
+                work_item_id,
+            } => {
+                let operation = work_item_id
+                    .clone()
+                    .map_or(Operation::CancelTask, Operation::CancelItem);
+                return self.operate(task_id, &operation);
+            }
+            Request::Interrupt { task_id } => return self.operate(task_id, &Operation::Interrupt),
+            Request::Resume { task_id } => return self.operate(task_id, &Operation::Resume),
+            Request::Redirect {
+                task_id,
+                superseded,
+                intent,
+            } => {
+                let operation = Operation::Redirect {
+                    superseded: superseded.clone(),
+                    intent: intent.clone().into_bytes(),
+                };
+                return self.operate(task_id, &operation);
+            }
+            Request::Review { task_id, pass } => {
+                return self.operate(task_id, &Operation::Review(*pass));
+            }
         };
         result.map_err(refusal)
     }

@@ -6,7 +6,9 @@
 //!
 //! - [`App`] holds the view and the UI state; [`App::handle`] turns an [`Event`] into
 //!   [`Effect`]s without doing IO, and [`App::render`] composes one pane per module (`title`,
-//!   `intro`, `banner`, `leader`, `tasks`, `candidates`, `footer`, `dialog`, `help`).
+//!   `intro`, `banner`, `leader`, `candidates`, `footer`, `dialog`, `redirect`, `help`, and the
+//!   task panes `tasks`, `items`, `observations`, `rejections`, `activity`, laid out by `body`
+//!   over the shared `list`; `selection` holds the focus and cursors).
 //! - [`dispatch`] carries out effects against the backend and feeds the answers back.
 //! - [`run`] is the one event loop: terminal keys and resizes, a slow tick that asks for a
 //!   refresh, and whatever a [`Notifier`] sends (something changed on disk) arrive on one
@@ -15,8 +17,10 @@
 //!   mode → key → [`Action`] and semantic [`Slot`] → style.
 
 mod action;
+mod activity;
 mod app;
 mod banner;
+mod body;
 mod candidates;
 mod config;
 mod dialog;
@@ -24,8 +28,14 @@ mod event;
 mod footer;
 mod help;
 mod intro;
+mod items;
 mod keymap;
 mod leader;
+mod list;
+mod observations;
+mod redirect;
+mod rejections;
+mod selection;
 mod tasks;
 mod text;
 mod theme;
@@ -46,6 +56,8 @@ pub use app::{App, Notice};
 pub use config::{Config, ConfigError};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
+pub use redirect::MAX_INTENT;
+pub use selection::Pane;
 pub use theme::{DEFAULT_THEME, Slot, Theme, ThemeError};
 
 use crate::view::Backend;

@@ -16,6 +16,58 @@ pub struct ConsoleView {
     pub lane: LaneView,
     /// Task journals, sorted by task id.
     pub tasks: Vec<TaskRow>,
+    /// Every task's work items (the dependency frontier), in task order then table order.
+    pub items: Vec<ItemRow>,
+    /// The latest adapter observations the System ingested, newest first (bounded).
+    pub observations: Vec<ObservationRow>,
+    /// Adapter or inbox files that were not acted on, with why (newest first, bounded).
+    pub rejections: Vec<RejectionRow>,
+    /// What the System did lately (proposals and their verdicts, launches), newest first
+    /// (bounded).
+    pub activity: Vec<String>,
+}
+
+/// One work item of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemRow {
+    /// Its task.
+    pub task_id: String,
+    /// The work item.
+    pub work_item_id: String,
+    /// `required`, `soft` or `optional`.
+    pub requirement: String,
+    /// Kernel status (`pending`, `eligible`, `running`, `completed`, …).
+    pub status: String,
+    /// Frontier position in words: `ready`, `locked by build (running)`, `in flight`, …
+    pub position: String,
+    /// The current attempt (`<attempt id> g<generation> <status>`), or empty.
+    pub attempt: String,
+}
+
+/// One adapter observation, as ingested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationRow {
+    /// The task.
+    pub task_id: String,
+    /// The work item (or verification check).
+    pub work_item_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// Its sequence within the attempt.
+    pub sequence: u64,
+    /// `accepted`, `completed`, `blocked`, `cancelled`, …
+    pub status: String,
+    /// The reason or runtime identity, display only.
+    pub detail: String,
+}
+
+/// A file the System did not act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionRow {
+    /// The file (relative to the control root when inside it).
+    pub path: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// The Leader binding and its candidates.
@@ -123,6 +175,10 @@ pub struct TaskRow {
     pub items_completed: usize,
     /// All work items.
     pub items_total: usize,
+    /// Whether the Leader interrupted it (nothing is dispatched until resumed).
+    pub interrupted: bool,
+    /// What the System waits for on this task, in words (empty while it works).
+    pub waiting: String,
 }
 
 /// What the user asked for from the console.
@@ -141,6 +197,40 @@ pub enum Request {
     },
     /// Re-run the Doctor and refresh the view.
     Refresh,
+    /// Cancel a task, or one of its work items (after explicit confirmation).
+    Cancel {
+        /// The task.
+        task_id: String,
+        /// Only this work item.
+        work_item_id: Option<String>,
+    },
+    /// Interrupt a task: nothing more is dispatched until resumed.
+    Interrupt {
+        /// The task.
+        task_id: String,
+    },
+    /// Lift a task's interrupt.
+    Resume {
+        /// The task.
+        task_id: String,
+    },
+    /// Redirect a task to a new intent; the listed work items are superseded (after explicit
+    /// confirmation).
+    Redirect {
+        /// The task.
+        task_id: String,
+        /// Superseded work items.
+        superseded: Vec<String>,
+        /// The new intent, as the Leader typed it.
+        intent: String,
+    },
+    /// The Leader's review of a task in `reviewing`.
+    Review {
+        /// The task.
+        task_id: String,
+        /// Pass (true) or reject.
+        pass: bool,
+    },
 }
 
 /// A refusal to show: the kernel's (or store's) code and a sentence.

@@ -100,8 +100,14 @@ fn broken_files_are_refused_by_the_schemas() {
     assert_refused(&keymap, "[main]\nqq = \"quit\"\n");
     assert_refused(&keymap, "[main]\nf13 = \"quit\"\n");
     assert_refused(&keymap, "main = \"quit\"\n");
+    assert_refused(&keymap, "[main]\nx = \"cancel_task\"\n");
+    assert_refused(&keymap, "[redirct]\nspace = \"toggle\"\n");
     assert!(keymap.is_valid(&toml_as_json(
         "[main]\nctrl-alt-f12 = \"quit\"\n\"?\" = \"help\"\n"
+    )));
+    assert!(keymap.is_valid(&toml_as_json(
+        "[main]\nX = \"cancel_selected\"\nctrl-r = \"redirect\"\n\
+         [redirect]\nspace = \"toggle\"\nenter = \"confirm\"\n"
     )));
 
     let theme = validator(THEME_SCHEMA);
@@ -110,6 +116,7 @@ fn broken_files_are_refused_by_the_schemas() {
     assert_refused(&theme, "title = { fg = \"#12345g\" }\n");
     assert_refused(&theme, "title = { blink = true }\n");
     assert_refused(&theme, "title = { bold = \"yes\" }\n");
+    assert_refused(&theme, "status_runing = { bold = true }\n");
     assert!(theme.is_valid(&toml_as_json(
         "base = { fg = \"#A0b0C0\", bg = \"reset\" }\n"
     )));

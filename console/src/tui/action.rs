@@ -12,13 +12,17 @@ pub enum Action {
     Refresh,
     /// Show or hide the help overlay.
     Help,
+    /// Move the focus to the next pane (or dialog field).
+    NextPane,
+    /// Move the focus to the previous pane (or dialog field).
+    PreviousPane,
     /// Move the cursor up.
     Up,
     /// Move the cursor down.
     Down,
     /// Open the confirmation dialog for the candidate under the cursor.
     Choose,
-    /// Confirm the dialog: send its request.
+    /// Confirm the dialog: send its request (or, in the redirect dialog, review it).
     Confirm,
     /// Close the dialog, the help overlay or the candidate list.
     Cancel,
@@ -26,14 +30,30 @@ pub enum Action {
     Rebind,
     /// Read-only: list every candidate but the bound session.
     SelectOther,
+    /// Cancel the selected work item or task (asks to confirm).
+    CancelSelected,
+    /// Interrupt the selected task.
+    Interrupt,
+    /// Lift the selected task's interrupt.
+    Resume,
+    /// Redirect the selected task: type a new intent, mark superseded work items, confirm.
+    Redirect,
+    /// Pass the review of the selected task (asks to confirm).
+    PassReview,
+    /// Reject the review of the selected task (asks to confirm).
+    RejectReview,
+    /// Mark or unmark the work item under the cursor (redirect dialog).
+    Toggle,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 19] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
+        Self::NextPane,
+        Self::PreviousPane,
         Self::Up,
         Self::Down,
         Self::Choose,
@@ -41,6 +61,13 @@ impl Action {
         Self::Cancel,
         Self::Rebind,
         Self::SelectOther,
+        Self::CancelSelected,
+        Self::Interrupt,
+        Self::Resume,
+        Self::Redirect,
+        Self::PassReview,
+        Self::RejectReview,
+        Self::Toggle,
     ];
 
     /// The name used in keymap files.
@@ -49,6 +76,8 @@ impl Action {
             Self::Quit => "quit",
             Self::Refresh => "refresh",
             Self::Help => "help",
+            Self::NextPane => "next_pane",
+            Self::PreviousPane => "previous_pane",
             Self::Up => "up",
             Self::Down => "down",
             Self::Choose => "choose",
@@ -56,6 +85,13 @@ impl Action {
             Self::Cancel => "cancel",
             Self::Rebind => "rebind",
             Self::SelectOther => "select_other",
+            Self::CancelSelected => "cancel_selected",
+            Self::Interrupt => "interrupt",
+            Self::Resume => "resume",
+            Self::Redirect => "redirect",
+            Self::PassReview => "pass_review",
+            Self::RejectReview => "reject_review",
+            Self::Toggle => "toggle",
         }
     }
 
@@ -70,6 +106,8 @@ impl Action {
             Self::Quit => "quit",
             Self::Refresh => "refresh",
             Self::Help => "help",
+            Self::NextPane => "focus",
+            Self::PreviousPane => "focus back",
             Self::Up => "up",
             Self::Down => "down",
             Self::Choose => "choose",
@@ -77,7 +115,19 @@ impl Action {
             Self::Cancel => "cancel",
             Self::Rebind => "rebind",
             Self::SelectOther => "select another",
+            Self::CancelSelected => "cancel…",
+            Self::Interrupt => "interrupt",
+            Self::Resume => "resume",
+            Self::Redirect => "redirect…",
+            Self::PassReview => "pass review…",
+            Self::RejectReview => "reject review…",
+            Self::Toggle => "mark superseded",
         }
+    }
+
+    /// Whether the footer lists the action (help always does).
+    pub const fn hinted(self) -> bool {
+        !matches!(self, Self::PreviousPane)
     }
 
     /// A sentence for the help overlay and the read-only banner.
@@ -86,13 +136,22 @@ impl Action {
             Self::Quit => "quit the console",
             Self::Refresh => "observe the sessions again and refresh",
             Self::Help => "show this help",
-            Self::Up => "previous candidate",
-            Self::Down => "next candidate",
+            Self::NextPane => "focus the next pane (or field)",
+            Self::PreviousPane => "focus the previous pane (or field)",
+            Self::Up => "move the cursor up",
+            Self::Down => "move the cursor down",
             Self::Choose => "choose the candidate under the cursor (asks to confirm)",
             Self::Confirm => "confirm",
             Self::Cancel => "cancel or close",
             Self::Rebind => "rebind the same principal to a newly observed session",
             Self::SelectOther => "select another candidate",
+            Self::CancelSelected => "cancel the selected task or work item (asks first)",
+            Self::Interrupt => "interrupt the selected task (dispatch stops)",
+            Self::Resume => "resume the selected, interrupted task",
+            Self::Redirect => "redirect the selected task to a new intent (asks first)",
+            Self::PassReview => "pass the selected task's review (asks first)",
+            Self::RejectReview => "reject the selected task's review (asks first)",
+            Self::Toggle => "mark or unmark a work item as superseded",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The confirmation dialog: every state change is spelled out (who, which session, which epoch
-//! starts, which is fenced) and sent only after an explicit confirmation.
+//! starts, which is fenced; which task or work item is cancelled; which review decision; which
+//! intent and which superseded work items) and sent only after an explicit confirmation.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -12,7 +13,7 @@ use super::candidates::Filter;
 use super::keymap::{Mode, keys_text};
 use super::text::span;
 use super::theme::Slot;
-use crate::view::{CandidateRow, ConsoleView, Request};
+use crate::view::{CandidateRow, ConsoleView, ItemRow, Request, TaskRow};
 
 /// Widest the dialog gets.
 const MAX_WIDTH: u16 = 72;
@@ -22,13 +23,14 @@ const MAX_WIDTH: u16 = 72;
 pub struct Dialog {
     request: Request,
     question: String,
+    details: Vec<String>,
     consequence: String,
 }
 
 impl Dialog {
     /// The dialog for choosing `candidate` from a list with `filter` in `view`: a first
     /// selection, or a rotation that fences the active epoch.
-    pub fn new(filter: Filter, candidate: &CandidateRow, view: &ConsoleView) -> Self {
+    pub fn choose(filter: Filter, candidate: &CandidateRow, view: &ConsoleView) -> Self {
         let epoch = view.lane.active_epoch;
         let (who, session) = (&candidate.principal_id, &candidate.candidate_id);
         let candidate_id = session.clone();
@@ -36,10 +38,12 @@ impl Dialog {
             Filter::All => Self {
                 request: Request::Select { candidate_id },
                 question: format!("Select {who} ({session}) as the Leader?"),
+                details: Vec::new(),
                 consequence: format!("This starts epoch {}.", epoch + 1),
             },
             Filter::Rebind | Filter::Others => Self {
                 request: Request::Rotate { candidate_id },
+                details: Vec::new(),
                 question: if filter == Filter::Rebind {
                     format!("Rebind {who} to the session {session}?")
                 } else {
@@ -51,6 +55,94 @@ impl Dialog {
                 ),
             },
         }
+    }
+
+    /// The dialog for cancelling the whole of `task`.
+    pub fn cancel_task(task: &TaskRow) -> Self {
+        let id = &task.task_id;
+        Self {
+            request: Request::Cancel {
+                task_id: id.clone(),
+                work_item_id: None,
+            },
+            question: format!("Cancel task {id}?"),
+            details: vec![format!(
+                "It is {}, with {} of {} work items completed.",
+                task.status, task.items_completed, task.items_total
+            )],
+            consequence: "Its unfinished work items and running attempts are cancelled; a \
+                          cancelled task cannot be resumed."
+                .to_owned(),
+        }
+    }
+
+    /// The dialog for cancelling one work item of its task.
+    pub fn cancel_item(item: &ItemRow) -> Self {
+        let (task, id) = (&item.task_id, &item.work_item_id);
+        let mut details = vec![format!("It is {} ({}).", item.status, item.position)];
+        if !item.attempt.is_empty() {
+            details.push(format!("Its attempt {} is stopped.", item.attempt));
+        }
+        Self {
+            request: Request::Cancel {
+                task_id: task.clone(),
+                work_item_id: Some(id.clone()),
+            },
+            question: format!("Cancel work item {id} of task {task}?"),
+            details,
+            consequence: "The rest of the task goes on; a cancelled work item is not retried."
+                .to_owned(),
+        }
+    }
+
+    /// The dialog for the Leader's review decision on `task`.
+    pub fn review(task: &TaskRow, pass: bool) -> Self {
+        let id = &task.task_id;
+        let (question, consequence) = if pass {
+            (
+                format!("Pass the review of task {id}?"),
+                "The task goes on to recording.",
+            )
+        } else {
+            (
+                format!("Reject the review of task {id}?"),
+                "The task goes back to fixing.",
+            )
+        };
+        Self {
+            request: Request::Review {
+                task_id: id.clone(),
+                pass,
+            },
+            question,
+            details: Vec::new(),
+            consequence: consequence.to_owned(),
+        }
+    }
+
+    /// The dialog for redirecting `task_id` to `intent`, superseding `superseded`.
+    pub fn redirect(task_id: &str, intent: &str, superseded: Vec<String>) -> Self {
+        let marked = if superseded.is_empty() {
+            "Superseded work items: none.".to_owned()
+        } else {
+            format!("Superseded work items: {}.", superseded.join(", "))
+        };
+        Self {
+            request: Request::Redirect {
+                task_id: task_id.to_owned(),
+                superseded,
+                intent: intent.to_owned(),
+            },
+            question: format!("Redirect task {task_id} to this intent?"),
+            details: vec![format!("“{intent}”"), marked],
+            consequence: "The superseded work items are cancelled and the task goes to fixing."
+                .to_owned(),
+        }
+    }
+
+    /// The request a confirmation sends.
+    pub fn request(&self) -> &Request {
+        &self.request
     }
 
     /// The request a confirmation sends.
@@ -75,12 +167,17 @@ impl Dialog {
                 span(&cancel, key),
                 span(" to cancel ", muted),
             ]));
-        let paragraph = Paragraph::new(vec![
-            Line::from(span(&self.question, ctx.style(Slot::Base))),
-            Line::from(span(&self.consequence, ctx.style(Slot::AlertWarn))),
-        ])
-        .block(block)
-        .wrap(Wrap { trim: true });
+        let mut lines = vec![Line::from(span(&self.question, ctx.style(Slot::Base)))];
+        lines.extend(
+            self.details
+                .iter()
+                .map(|detail| Line::from(span(detail, ctx.style(Slot::Muted)))),
+        );
+        lines.push(Line::from(span(
+            &self.consequence,
+            ctx.style(Slot::AlertWarn),
+        )));
+        let paragraph = Paragraph::new(lines).block(block).wrap(Wrap { trim: true });
 
         let width = area.width.min(MAX_WIDTH);
         let rows = paragraph.line_count(width.saturating_sub(4));

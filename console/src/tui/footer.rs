@@ -1,9 +1,10 @@
 //! The footer: the last confirmation or refusal (wrapped, never cut), and key hints generated
-//! from the keymap.
+//! from the keymap: the current mode's actions that mean something right now, wrapped between
+//! hints when they do not fit on one row.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::app::{Ctx, Notice};
@@ -11,33 +12,58 @@ use super::keymap::keys_text;
 use super::text::{fit, span};
 use super::theme::Slot;
 
+/// Columns between two hints.
+const GAP: &str = "  ";
+
 /// Rows the footer needs at `width` columns.
 pub fn height(ctx: &Ctx, notice: Option<&Notice>, width: u16) -> u16 {
-    let rows = notice_paragraph(ctx, notice).line_count(width).max(1) + 1;
+    let rows =
+        notice_paragraph(ctx, notice).line_count(width).max(1) + hint_lines(ctx, width).len();
     u16::try_from(rows).unwrap_or(u16::MAX)
 }
 
-/// Draws the notice and the hints of the current mode into `area`.
+/// Draws the notice and the hints into `area`.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, notice: Option<&Notice>) {
+    let hints = hint_lines(ctx, area.width);
+    let rows = u16::try_from(hints.len()).unwrap_or(u16::MAX);
     let [notice_area, hints_area] = area.layout(&Layout::vertical([
         Constraint::Fill(1),
-        Constraint::Length(1),
+        Constraint::Length(rows),
     ]));
     frame.render_widget(notice_paragraph(ctx, notice), notice_area);
-
-    let mut spans = Vec::new();
-    for (action, keys) in ctx.keymap.hints(ctx.mode) {
-        if !spans.is_empty() {
-            spans.push(span("  ", ctx.style(Slot::Muted)));
-        }
-        spans.push(span(&keys_text(&keys), ctx.style(Slot::Key)));
-        spans.push(span(
-            &format!(" {}", action.label()),
-            ctx.style(Slot::Muted),
-        ));
-    }
-    let hints = fit(Line::from(spans), hints_area.width);
     frame.render_widget(Paragraph::new(hints), hints_area);
+}
+
+/// The hints packed into rows of `width` columns (at least one row; a hint wider than a row is
+/// cut).
+fn hint_lines(ctx: &Ctx, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    let mut lines: Vec<Vec<Span<'static>>> = vec![Vec::new()];
+    let mut used = 0;
+    for (action, keys) in &ctx.hints {
+        let hint = [
+            span(&keys_text(keys), ctx.style(Slot::Key)),
+            span(&format!(" {}", action.label()), ctx.style(Slot::Muted)),
+        ];
+        let hint_width: usize = hint.iter().map(Span::width).sum();
+        let current = lines.last().map_or(0, Vec::len);
+        if current > 0 && used + GAP.len() + hint_width > width {
+            lines.push(Vec::new());
+            used = 0;
+        }
+        if let Some(line) = lines.last_mut() {
+            if !line.is_empty() {
+                line.push(span(GAP, ctx.style(Slot::Muted)));
+                used += GAP.len();
+            }
+            line.extend(hint);
+            used += hint_width;
+        }
+    }
+    lines
+        .into_iter()
+        .map(|spans| fit(Line::from(spans), u16::try_from(width).unwrap_or(u16::MAX)))
+        .collect()
 }
 
 fn notice_paragraph(ctx: &Ctx, notice: Option<&Notice>) -> Paragraph<'static> {

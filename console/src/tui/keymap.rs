@@ -23,7 +23,7 @@ pub enum Mode {
     Global,
     /// No Leader yet: the candidate list.
     FirstRun,
-    /// A re-proven Leader: Leader and Tasks panes.
+    /// A re-proven Leader: the Leader pane and the task panes.
     Main,
     /// The bound session was not re-proven.
     ReadOnly,
@@ -31,19 +31,22 @@ pub enum Mode {
     Picker,
     /// The confirmation dialog.
     Dialog,
+    /// The redirect dialog: a typed intent and the superseded work items.
+    Redirect,
     /// The help overlay.
     Help,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
         Self::ReadOnly,
         Self::Picker,
         Self::Dialog,
+        Self::Redirect,
         Self::Help,
     ];
 
@@ -56,6 +59,7 @@ impl Mode {
             Self::ReadOnly => "read_only",
             Self::Picker => "picker",
             Self::Dialog => "dialog",
+            Self::Redirect => "redirect",
             Self::Help => "help",
         }
     }
@@ -69,13 +73,18 @@ impl Mode {
             Self::ReadOnly => "Read-only",
             Self::Picker => "Candidate list",
             Self::Dialog => "Confirmation",
+            Self::Redirect => "Redirect dialog",
             Self::Help => "Help",
         }
     }
 
-    /// Whether keys this mode does not bind are looked up in [`Mode::Global`].
+    /// Whether keys this mode does not bind are looked up in [`Mode::Global`] (not in the
+    /// overlays: a dialog or the help must not quit on `q`, and the redirect dialog types it).
     const fn uses_global(self) -> bool {
-        !matches!(self, Self::Global | Self::Dialog | Self::Help)
+        !matches!(
+            self,
+            Self::Global | Self::Dialog | Self::Redirect | Self::Help
+        )
     }
 
     fn from_name(name: &str) -> Option<Self> {
@@ -155,7 +164,7 @@ impl Key {
     }
 
     /// The key of a terminal key press (`None` for releases).
-    fn of_event(event: &KeyEvent) -> Option<Self> {
+    pub fn of_event(event: &KeyEvent) -> Option<Self> {
         (event.kind != KeyEventKind::Release).then_some(Self {
             code: event.code,
             ctrl: event.modifiers.contains(KeyModifiers::CONTROL),
@@ -335,11 +344,15 @@ impl Keymap {
         grouped
     }
 
-    /// What the footer lists in `mode`: its own actions, then global ones it does not shadow.
+    /// What the footer lists in `mode`: its own actions, then global ones it does not shadow
+    /// (actions that are not [`Action::hinted`] are left out).
     pub fn hints(&self, mode: Mode) -> Vec<(Action, Vec<Key>)> {
         let mut hints: Vec<(Action, Vec<Key>)> = Vec::new();
         for layer in Self::layers(mode) {
             for (action, keys) in self.table(layer) {
+                if !action.hinted() {
+                    continue;
+                }
                 let free: Vec<Key> = keys
                     .into_iter()
                     .filter(|key| self.action_of(mode, *key) == Some(action))
@@ -409,7 +422,35 @@ mod tests {
         // Overlays do not fall back to the global table.
         assert_eq!(press(Mode::Dialog, KeyCode::Char('q')), None);
         assert_eq!(press(Mode::Help, KeyCode::Char('?')), Some(Action::Cancel));
+        for (code, action) in [
+            (KeyCode::Tab, Action::NextPane),
+            (KeyCode::BackTab, Action::PreviousPane),
+            (KeyCode::Char('x'), Action::CancelSelected),
+            (KeyCode::Char('i'), Action::Interrupt),
+            (KeyCode::Char('u'), Action::Resume),
+            (KeyCode::Char('R'), Action::Redirect),
+            (KeyCode::Char('p'), Action::PassReview),
+            (KeyCode::Char('f'), Action::RejectReview),
+        ] {
+            assert_eq!(press(Mode::Main, code), Some(action), "{code:?}");
+        }
+        // Shift is part of the character: shift-r is `R`, not `r`.
+        let shift_r = KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT);
+        assert_eq!(keymap.action(Mode::Main, &shift_r), Some(Action::Redirect));
+        assert_eq!(press(Mode::Main, KeyCode::Char('r')), None);
+        // The read-only screen binds none of the task keys.
+        for code in ['x', 'i', 'u', 'R', 'p', 'f'] {
+            assert_eq!(press(Mode::ReadOnly, KeyCode::Char(code)), None, "{code}");
+        }
+        assert_eq!(press(Mode::ReadOnly, KeyCode::Tab), Some(Action::NextPane));
+        assert_eq!(
+            press(Mode::Redirect, KeyCode::Char(' ')),
+            Some(Action::Toggle)
+        );
+        assert_eq!(press(Mode::Redirect, KeyCode::Enter), Some(Action::Confirm));
+        assert_eq!(press(Mode::Redirect, KeyCode::Char('q')), None);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(keymap.action(Mode::Redirect, &ctrl_c), None);
         assert_eq!(keymap.action(Mode::Main, &ctrl_c), Some(Action::Quit));
         assert_eq!(
             keymap.action(Mode::Main, &KeyEvent::from(KeyCode::Char('c'))),
@@ -459,7 +500,8 @@ mod tests {
         assert_eq!(
             error("[main]\nx = \"explode\"\n"),
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
-             up, down, choose, confirm, cancel, rebind, select_other)"
+             next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
+             cancel_selected, interrupt, resume, redirect, pass_review, reject_review, toggle)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

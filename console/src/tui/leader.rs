@@ -1,5 +1,6 @@
 //! The Leader pane: who leads, on which session, whether this start re-proved it, and the epoch
-//! history with fenced epochs marked.
+//! history with fenced epochs marked. On a small terminal it shrinks to two lines: who and
+//! where, then the session check and the fenced epochs.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -16,6 +17,9 @@ const LEADER_ROWS: u16 = 3;
 /// Most epochs shown at once (the latest ones).
 const MAX_EPOCH_ROWS: u16 = 6;
 
+/// Rows of the compact pane, borders included.
+pub const COMPACT_HEIGHT: u16 = 4;
+
 /// Rows the pane wants for `view`, borders included.
 pub fn height(view: &ConsoleView) -> u16 {
     let epochs = u16::try_from(view.lane.epochs.len()).unwrap_or(u16::MAX);
@@ -27,39 +31,80 @@ pub fn height(view: &ConsoleView) -> u16 {
     2 + LEADER_ROWS + history
 }
 
+fn block(ctx: &Ctx) -> Block<'static> {
+    Block::bordered()
+        .border_style(ctx.style(Slot::Border))
+        .title(span(" Leader ", ctx.style(Slot::Title)))
+}
+
+/// Who leads and where, and how this start went (the first two lines of the pane).
+fn leader_lines(ctx: &Ctx) -> Vec<Line<'static>> {
+    let lane = &ctx.view.lane;
+    let (base, muted) = (ctx.style(Slot::Base), ctx.style(Slot::Muted));
+    let Some(leader) = &lane.leader else {
+        return vec![Line::from(span("No Leader is bound.", muted))];
+    };
+    vec![
+        Line::from(vec![
+            span("Leader ", base),
+            span(&leader.principal_id, ctx.style(Slot::Accent)),
+            span(&format!(" ({}) on ", leader.principal_kind), base),
+            span(&leader.candidate_id, base),
+        ]),
+        match &lane.session {
+            SessionCheck::Reopened { at, epoch } => Line::from(span(
+                &format!("reopened {at}, epoch {epoch}"),
+                ctx.style(Slot::AlertInfo),
+            )),
+            SessionCheck::Unproven { .. } => Line::from(span(
+                &format!("session not re-proven, epoch {}: read-only", leader.epoch),
+                ctx.style(Slot::AlertWarn),
+            )),
+            SessionCheck::Unbound => Line::from(span("no Leader bound", muted)),
+        },
+    ]
+}
+
+/// Draws the two-line pane into `area` ([`COMPACT_HEIGHT`] rows).
+pub fn render_compact(frame: &mut Frame, area: Rect, ctx: &Ctx) {
+    let block = block(ctx);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let mut lines = leader_lines(ctx);
+    let fenced: Vec<String> = ctx
+        .view
+        .lane
+        .epochs
+        .iter()
+        .filter(|epoch| epoch.fenced)
+        .map(|epoch| epoch.epoch.to_string())
+        .collect();
+    if !fenced.is_empty()
+        && let Some(last) = lines.last_mut()
+    {
+        last.spans
+            .push(span("  fenced epochs ", ctx.style(Slot::Muted)));
+        last.spans
+            .push(span(&fenced.join(", "), ctx.style(Slot::Fenced)));
+    }
+    let lines: Vec<Line> = lines
+        .into_iter()
+        .map(|line| fit(line, inner.width))
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
 /// Draws the pane into `area`.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
-    let block = Block::bordered()
-        .border_style(ctx.style(Slot::Border))
-        .title(span(" Leader ", ctx.style(Slot::Title)));
+    let block = block(ctx);
     let inner = block.inner(area);
     frame.render_widget(block, area);
 
     let lane = &ctx.view.lane;
-    let (base, muted) = (ctx.style(Slot::Base), ctx.style(Slot::Muted));
-    let mut lines = Vec::new();
-    match &lane.leader {
-        Some(leader) => {
-            lines.push(Line::from(vec![
-                span("Leader ", base),
-                span(&leader.principal_id, ctx.style(Slot::Accent)),
-                span(&format!(" ({}) on ", leader.principal_kind), base),
-                span(&leader.candidate_id, base),
-            ]));
-            lines.push(match &lane.session {
-                SessionCheck::Reopened { at, epoch } => Line::from(span(
-                    &format!("reopened {at}, epoch {epoch}"),
-                    ctx.style(Slot::AlertInfo),
-                )),
-                SessionCheck::Unproven { .. } => Line::from(span(
-                    &format!("session not re-proven, epoch {}: read-only", leader.epoch),
-                    ctx.style(Slot::AlertWarn),
-                )),
-                SessionCheck::Unbound => Line::from(span("no Leader bound", muted)),
-            });
-            lines.push(Line::from(span(&leader.session_summary, muted)));
-        }
-        None => lines.push(Line::from(span("No Leader is bound.", muted))),
+    let muted = ctx.style(Slot::Muted);
+    let mut lines = leader_lines(ctx);
+    if let Some(leader) = &lane.leader {
+        lines.push(Line::from(span(&leader.session_summary, muted)));
     }
 
     let columns = widths(

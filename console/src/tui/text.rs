@@ -18,8 +18,8 @@ const REPLACEMENT: char = '\u{fffd}';
 /// What marks a cut.
 const ELLIPSIS: char = '…';
 
-/// Whether `ch` must never reach the terminal.
-fn is_unsafe(ch: char) -> bool {
+/// Whether `ch` must never reach the terminal (nor be typed into a text field).
+pub fn is_unsafe(ch: char) -> bool {
     ch.is_control() || matches!(ch, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -73,6 +73,44 @@ pub fn cell(text: &str, width: u16, cut: Cut, style: Style) -> Span<'static> {
     Span::styled(fitted, style)
 }
 
+/// `text`, filtered, in pieces of at most `width` columns, broken after a space where one is at
+/// hand (at most `max` pieces, the last one ending in an ellipsis when text is left over): how
+/// a focused row shows all of a long text.
+pub fn pieces(text: &str, width: u16, max: usize) -> Vec<String> {
+    let width = usize::from(width);
+    if width == 0 || max == 0 {
+        return Vec::new();
+    }
+    let text = clean(text);
+    let mut rest: &str = &text;
+    let mut pieces = Vec::new();
+    while !rest.is_empty() && pieces.len() < max {
+        let mut piece = take_width(rest.chars(), width);
+        if piece.is_empty() {
+            // A character wider than the whole width.
+            break;
+        }
+        let ends_inside_a_word = rest.len() > piece.len()
+            && !piece.ends_with(' ')
+            && !rest[piece.len()..].starts_with(' ');
+        if ends_inside_a_word && let Some(space) = piece.rfind(' ') {
+            piece.truncate(space + 1);
+        }
+        rest = rest[piece.len()..].trim_start_matches(' ');
+        pieces.push(piece.trim_end_matches(' ').to_owned());
+    }
+    if !rest.is_empty()
+        && let Some(last) = pieces.last_mut()
+    {
+        let kept = take_width(last.chars(), width - 1);
+        *last = format!("{kept}{ELLIPSIS}");
+    }
+    if pieces.is_empty() {
+        pieces.push(String::new());
+    }
+    pieces
+}
+
 /// The longest prefix of `chars` that fits in `width` columns.
 fn take_width(chars: impl Iterator<Item = char>, width: usize) -> String {
     let mut used = 0;
@@ -118,6 +156,37 @@ pub fn widths<const N: usize>(total: u16, constraints: [Constraint; N]) -> [u16;
     areas.map(|area| area.width)
 }
 
+/// Several differently styled `parts` in one cell: one space apart, filtered, cut to `width`
+/// columns and padded to exactly `width` (join them into a row with [`row_of`]).
+pub fn group(parts: &[(&str, Style)], width: u16) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (text, style) in parts {
+        if !spans.is_empty() {
+            spans.push(Span::raw(" "));
+        }
+        spans.push(span(text, *style));
+    }
+    let mut line = fit(Line::from(spans), width);
+    let padding = usize::from(width).saturating_sub(line.width());
+    if padding > 0 {
+        line.spans.push(Span::raw(" ".repeat(padding)));
+    }
+    line.spans
+}
+
+/// Cells of one or more spans each (from [`cell`] or [`group`]) joined into a row, one space
+/// apart.
+pub fn row_of(cells: impl IntoIterator<Item = Vec<Span<'static>>>) -> Line<'static> {
+    let mut spans = Vec::new();
+    for cell in cells {
+        if !spans.is_empty() {
+            spans.push(Span::raw(" "));
+        }
+        spans.extend(cell);
+    }
+    Line::from(spans)
+}
+
 /// Cells joined into a row, one space apart.
 pub fn row(cells: impl IntoIterator<Item = Span<'static>>) -> Line<'static> {
     let mut spans = Vec::new();
@@ -136,7 +205,7 @@ mod tests {
     use ratatui::style::Style;
     use ratatui::text::Line;
 
-    use super::{Cut, cell, fit, span, widths};
+    use super::{Cut, cell, fit, group, pieces, row_of, span, widths};
 
     fn cut(text: &str, width: u16, how: Cut) -> String {
         cell(text, width, how, Style::new()).content.into_owned()
@@ -175,6 +244,30 @@ mod tests {
         assert_eq!(fit(line.clone(), 8).to_string(), "hello w…");
         assert_eq!(fit(line.clone(), 11).to_string(), "hello world");
         assert_eq!(fit(line, 0).to_string(), "");
+    }
+
+    #[test]
+    fn long_text_comes_in_pieces() {
+        assert_eq!(pieces("abcdefgh", 3, 5), ["abc", "def", "gh"]);
+        assert_eq!(
+            pieces("the linter stopped and waits", 12, 5),
+            ["the linter", "stopped and", "waits"]
+        );
+        assert_eq!(pieces("one two", 3, 5), ["one", "two"]);
+        assert_eq!(pieces("a verylongword", 6, 5), ["a", "verylo", "ngword"]);
+        assert_eq!(pieces("abcdefgh", 3, 2), ["abc", "de…"]);
+        assert_eq!(pieces("", 3, 2), [""]);
+        assert_eq!(pieces("abc", 0, 2), Vec::<String>::new());
+        assert_eq!(pieces("日本語", 1, 2), [""]);
+        assert_eq!(pieces("a\u{1b}b", 2, 2), ["a\u{fffd}", "b"]);
+    }
+
+    #[test]
+    fn groups_are_cut_and_padded_like_cells() {
+        let parts = [("FENCED", Style::new()), ("INTERRUPTED", Style::new())];
+        let line = row_of([group(&parts, 11), group(&parts[..1], 8)]);
+        assert_eq!(line.to_string(), "FENCED INT… FENCED  ");
+        assert_eq!(row_of([group(&parts, 0)]).to_string(), "");
     }
 
     #[test]

@@ -31,17 +31,33 @@ pub enum Slot {
     Key,
     /// Confirmations.
     AlertInfo,
-    /// The read-only banner.
+    /// The read-only banner, interrupted tasks, rejected files, what a dialog will do.
     AlertWarn,
     /// Refusals.
     AlertError,
     /// Fenced epochs and tasks bound to them.
     Fenced,
+    /// Not started yet: `pending`, `published`, an attempt `created`.
+    StatusPending,
+    /// Ready to go: an `eligible` work item.
+    StatusReady,
+    /// Work in progress: `submitted`, `running`, `executing`, an adapter's `accepted`, …
+    StatusRunning,
+    /// Waiting for someone: `blocked`, `reviewing`, `approval_required`, an adapter's `waiting`.
+    StatusAttention,
+    /// Finished well: `completed`, `done`.
+    StatusDone,
+    /// Finished with less than asked: `partial`, `degraded`.
+    StatusPartial,
+    /// Failed: `failed`, a `fenced` attempt, an adapter's `unsupported`.
+    StatusFailed,
+    /// Stopped on purpose: `cancelled`, `skipped`.
+    StatusCancelled,
 }
 
 impl Slot {
     /// Every slot, in file order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 20] = [
         Self::Base,
         Self::Muted,
         Self::Title,
@@ -54,6 +70,14 @@ impl Slot {
         Self::AlertWarn,
         Self::AlertError,
         Self::Fenced,
+        Self::StatusPending,
+        Self::StatusReady,
+        Self::StatusRunning,
+        Self::StatusAttention,
+        Self::StatusDone,
+        Self::StatusPartial,
+        Self::StatusFailed,
+        Self::StatusCancelled,
     ];
 
     /// The name used in theme files.
@@ -71,6 +95,31 @@ impl Slot {
             Self::AlertWarn => "alert_warn",
             Self::AlertError => "alert_error",
             Self::Fenced => "fenced",
+            Self::StatusPending => "status_pending",
+            Self::StatusReady => "status_ready",
+            Self::StatusRunning => "status_running",
+            Self::StatusAttention => "status_attention",
+            Self::StatusDone => "status_done",
+            Self::StatusPartial => "status_partial",
+            Self::StatusFailed => "status_failed",
+            Self::StatusCancelled => "status_cancelled",
+        }
+    }
+
+    /// The slot a task, work-item, attempt or observation status is drawn in (`base` for a
+    /// status it does not know).
+    pub fn of_status(status: &str) -> Self {
+        match status {
+            "pending" | "published" | "created" => Self::StatusPending,
+            "eligible" | "ready" => Self::StatusReady,
+            "submitted" | "running" | "accepted" | "routing_validation" | "dispatching"
+            | "executing" | "verifying" | "fixing" | "recording" => Self::StatusRunning,
+            "blocked" | "reviewing" | "approval_required" | "waiting" => Self::StatusAttention,
+            "completed" | "done" => Self::StatusDone,
+            "partial" | "degraded" => Self::StatusPartial,
+            "failed" | "fenced" | "unsupported" => Self::StatusFailed,
+            "cancelled" | "skipped" => Self::StatusCancelled,
+            _ => Self::Base,
         }
     }
 }
@@ -240,6 +289,25 @@ mod tests {
                 .fg(Color::LightRed)
                 .add_modifier(Modifier::BOLD)
         );
+    }
+
+    #[test]
+    fn statuses_map_to_their_slots() {
+        for (status, slot) in [
+            ("pending", Slot::StatusPending),
+            ("eligible", Slot::StatusReady),
+            ("running", Slot::StatusRunning),
+            ("executing", Slot::StatusRunning),
+            ("reviewing", Slot::StatusAttention),
+            ("blocked", Slot::StatusAttention),
+            ("completed", Slot::StatusDone),
+            ("degraded", Slot::StatusPartial),
+            ("failed", Slot::StatusFailed),
+            ("skipped", Slot::StatusCancelled),
+            ("something new", Slot::Base),
+        ] {
+            assert_eq!(Slot::of_status(status), slot, "{status}");
+        }
     }
 
     #[test]

@@ -90,9 +90,10 @@ fn a_refusal_is_shown_with_its_code_and_nothing_else_changes() {
     );
     assert_eq!(app.notice(), Some(&Notice::Refused(permission_denied())));
     assert_eq!(
-        backend.views_read, 1,
-        "a refusal changes nothing to re-read"
+        backend.views_read, 2,
+        "the view is read again after a refusal"
     );
+    assert_eq!(app.view(), &first_run(), "and nothing changed");
     assert_eq!(app.mode(), Mode::FirstRun);
     assert!(screen_text(&app, 120, 40).contains(
         "VALP-E-PERMISSION-DENIED: the OS user running valp (uid 1001) may not select a session"

@@ -7,8 +7,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use valp_console::tui::{App, Config, Event, Flow, dispatch};
 use valp_console::view::{
-    Backend, CandidateRow, ConsoleView, EpochRow, LaneView, LeaderView, Refusal, Request,
-    SessionCheck, TaskRow,
+    Backend, CandidateRow, ConsoleView, EpochRow, ItemRow, LaneView, LeaderView, ObservationRow,
+    Refusal, RejectionRow, Request, SessionCheck, TaskRow,
 };
 
 /// A backend that answers from a script and records what it was asked.
@@ -130,6 +130,10 @@ fn base_view(lane: LaneView) -> ConsoleView {
         root: "/home/alice/work/valp/.valp".to_owned(),
         lane,
         tasks: Vec::new(),
+        items: Vec::new(),
+        observations: Vec::new(),
+        rejections: Vec::new(),
+        activity: Vec::new(),
     }
 }
 
@@ -182,6 +186,8 @@ fn task(task_id: &str, status: &str, revision: i128, epoch: i128, fenced: bool) 
         fenced,
         items_completed: 3,
         items_total: 5,
+        interrupted: false,
+        waiting: String::new(),
     }
 }
 
@@ -280,5 +286,236 @@ pub fn permission_denied() -> Refusal {
         code: "VALP-E-PERMISSION-DENIED".to_owned(),
         message: "the OS user running valp (uid 1001) may not select a session of uid 1000"
             .to_owned(),
+    }
+}
+
+pub const BUILD: &str = "task-build-index";
+pub const MIGRATE: &str = "task-migrate-store-to-compact-entries";
+pub const REVIEW: &str = "task-review-docs";
+pub const TUNE: &str = "task-tune-bench";
+
+fn item(
+    task_id: &str,
+    work_item_id: &str,
+    requirement: &str,
+    status: &str,
+    position: &str,
+    attempt: &str,
+) -> ItemRow {
+    ItemRow {
+        task_id: task_id.to_owned(),
+        work_item_id: work_item_id.to_owned(),
+        requirement: requirement.to_owned(),
+        status: status.to_owned(),
+        position: position.to_owned(),
+        attempt: attempt.to_owned(),
+    }
+}
+
+pub fn observation(
+    task_id: &str,
+    work_item_id: &str,
+    attempt_id: &str,
+    sequence: u64,
+    status: &str,
+    detail: &str,
+) -> ObservationRow {
+    ObservationRow {
+        task_id: task_id.to_owned(),
+        work_item_id: work_item_id.to_owned(),
+        attempt_id: attempt_id.to_owned(),
+        sequence,
+        status: status.to_owned(),
+        detail: detail.to_owned(),
+    }
+}
+
+/// `task` with its progress, interrupt and wait.
+fn progress(mut row: TaskRow, completed: usize, total: usize, waiting: &str) -> TaskRow {
+    row.items_completed = completed;
+    row.items_total = total;
+    row.interrupted = waiting == "interrupted by the Leader";
+    waiting.clone_into(&mut row.waiting);
+    row
+}
+
+/// The reopened Leader with work going on: four tasks (one running, one fenced, one in review,
+/// one interrupted), the running task's frontier, live observations, two rejected files and the
+/// System's activity.
+pub fn working() -> ConsoleView {
+    let mut view = reopened();
+    view.tasks = vec![
+        progress(
+            task(BUILD, "executing", 12, 2, false),
+            1,
+            5,
+            "2 attempt(s) running",
+        ),
+        task(MIGRATE, "blocked", 40, 1, true),
+        progress(
+            task(REVIEW, "reviewing", 31, 2, false),
+            3,
+            3,
+            "the Leader's review",
+        ),
+        progress(
+            task(TUNE, "fixing", 9, 2, false),
+            0,
+            2,
+            "interrupted by the Leader",
+        ),
+    ];
+    view.items = working_items();
+    view.observations = working_observations();
+    view.rejections = vec![
+        RejectionRow {
+            path: "inbox/obs-17.json".to_owned(),
+            reason: "sequence 5 arrived after 3 for attempt att-index-1 (4 is missing)".to_owned(),
+        },
+        RejectionRow {
+            path: "runtime/process/attempts/9f/observations/000004.json".to_owned(),
+            reason: "not an adapter observation: unknown member \"stdout\" at $.result".to_owned(),
+        },
+    ];
+    view.activity = vec![
+        format!("{BUILD}  launched att-index-1"),
+        format!("{BUILD}  work_item_running  (adapter accepted att-index-1)"),
+        format!("{REVIEW}  verification_passed  (every check passed)"),
+        format!("{TUNE}  interrupt accepted: fixing at revision 9"),
+        format!("{BUILD}  work_item_completed  (scan exited 0)"),
+    ];
+    view
+}
+
+fn working_items() -> Vec<ItemRow> {
+    let settled = "settled (completed)";
+    vec![
+        item(
+            BUILD,
+            "scan",
+            "required",
+            "completed",
+            settled,
+            "att-scan-1 g1 completed",
+        ),
+        item(
+            BUILD,
+            "index",
+            "required",
+            "running",
+            "in flight",
+            "att-index-1 g1 running",
+        ),
+        item(
+            BUILD,
+            "lint",
+            "soft",
+            "blocked",
+            "blocked",
+            "att-lint-2 g2 failed",
+        ),
+        item(BUILD, "docs", "optional", "eligible", "ready", ""),
+        item(
+            BUILD,
+            "publish",
+            "required",
+            "pending",
+            "locked by index (running)",
+            "",
+        ),
+        item(
+            MIGRATE,
+            "convert",
+            "required",
+            "blocked",
+            "blocked",
+            "att-convert-1 g1 failed",
+        ),
+        item(
+            REVIEW,
+            "outline",
+            "required",
+            "completed",
+            settled,
+            "att-outline-1 g1 completed",
+        ),
+        item(
+            REVIEW,
+            "draft",
+            "required",
+            "completed",
+            settled,
+            "att-draft-1 g1 completed",
+        ),
+        item(
+            REVIEW,
+            "proofread",
+            "optional",
+            "completed",
+            settled,
+            "att-proofread-1 g1 completed",
+        ),
+        item(
+            TUNE,
+            "measure",
+            "required",
+            "cancelled",
+            "settled (cancelled)",
+            "att-measure-1 g1 cancelled",
+        ),
+        item(
+            TUNE,
+            "tune",
+            "required",
+            "pending",
+            "locked by measure (cancelled)",
+            "",
+        ),
+    ]
+}
+
+fn working_observations() -> Vec<ObservationRow> {
+    vec![
+        observation(
+            BUILD,
+            "index",
+            "att-index-1",
+            3,
+            "accepted",
+            "pid 4242 (started 2026-11-30T12:00:03Z)",
+        ),
+        observation(
+            BUILD,
+            "lint",
+            "att-lint-2",
+            2,
+            "blocked",
+            "the linter wants to rewrite 212 files under store/src and kernel/src; it stopped and \
+             waits for a decision before it touches anything",
+        ),
+        observation(BUILD, "scan", "att-scan-1", 2, "completed", "exit status 0"),
+        observation(BUILD, "scan", "att-scan-1", 1, "accepted", "pid 4100"),
+    ]
+}
+
+/// [`working`] with the bound session not re-proven (read-only).
+pub fn working_read_only() -> ConsoleView {
+    let mut view = working();
+    view.lane.session = SessionCheck::Unproven {
+        reason: "no observed session has the fingerprint of human:uid-1000 (another OS user?)"
+            .to_owned(),
+    };
+    view.lane.candidates = unproven().lane.candidates;
+    view
+}
+
+/// A refusal of an operation on a task bound to a fenced epoch.
+pub fn epoch_refusal() -> Refusal {
+    Refusal {
+        code: "VALP-E-LEADER-EPOCH".to_owned(),
+        message: format!(
+            "task {MIGRATE} is bound to fenced epoch 1 (the active epoch is 2); hand it over \
+             with `valp task handoff` first"
+        ),
     }
 }

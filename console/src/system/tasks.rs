@@ -1,0 +1,346 @@
+//! The console's task desk: the task rows and work-item frontier it shows, the System runtime
+//! it runs while the Leader is re-proven (one [`Driver`] per unfinished task of the active
+//! epoch), and the Leader's operations on tasks.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use valp_kernel::frontier::{Position, frontier};
+use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
+use valp_store::{Access, ControlRoot};
+
+use crate::doctor::sanitize::display_text;
+use crate::runtime::control::{self, Actor, Operation, Verdict};
+use crate::runtime::driver::{Driver, Progress};
+use crate::runtime::effects;
+use crate::runtime::workflow::Wait;
+use crate::view::{ItemRow, Refusal, TaskRow};
+
+/// Activity lines kept (newest first).
+pub const ACTIVITY_ROWS: usize = 200;
+/// How long a cancel waits for the adapter to confirm.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The runtime side of the console.
+pub struct Desk {
+    valp_binary: Option<PathBuf>,
+    drivers: BTreeMap<String, Driver>,
+    waiting: BTreeMap<String, String>,
+    activity: VecDeque<String>,
+}
+
+impl Desk {
+    /// A desk that runs tasks with `valp_binary` as the adapter supervisor (or only shows them
+    /// when `None`).
+    pub fn new(valp_binary: Option<PathBuf>) -> Self {
+        Self {
+            valp_binary,
+            drivers: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            activity: VecDeque::new(),
+        }
+    }
+
+    /// What happened lately, newest first.
+    pub fn activity(&self) -> Vec<String> {
+        self.activity.iter().cloned().collect()
+    }
+
+    fn log(&mut self, line: &str) {
+        self.activity.push_front(display_text(line));
+        self.activity.truncate(ACTIVITY_ROWS);
+    }
+
+    /// Lets the System take every step it can on every unfinished task of `active_epoch`:
+    /// carry out pending obligations, then drive each task until it waits.
+    pub fn pump(&mut self, root: &ControlRoot, active_epoch: i128) {
+        let Some(valp) = self.valp_binary.clone() else {
+            return;
+        };
+        let Ok(dirs) = root.task_dirs() else {
+            return;
+        };
+        for dir in dirs {
+            let Ok(journal) = root.open_task_dir(&dir, Access::ReadOnly) else {
+                continue;
+            };
+            let body = journal.live().body();
+            let task = body.task_id.value().to_owned();
+            let finished = body
+                .status
+                .known()
+                .is_some_and(valp_kernel::TaskStatus::is_terminal);
+            if finished || body.leader_epoch != active_epoch || self.drivers.contains_key(&task) {
+                continue;
+            }
+            if crate::plan::of_task(root, &task).is_err() {
+                continue;
+            }
+            match Driver::open(root, &task, valp.clone()) {
+                Ok(driver) => {
+                    self.drivers.insert(task, driver);
+                }
+                Err(error) => self.log(&format!("{task}: cannot run: {error}")),
+            }
+        }
+        let tasks: Vec<String> = self.drivers.keys().cloned().collect();
+        for task in tasks {
+            match effects::reconcile(root, &task, CANCEL_PATIENCE) {
+                Ok(records) => {
+                    for record in records {
+                        self.log(&format!(
+                            "{task}  effect {}: {}",
+                            record.status, record.obligation
+                        ));
+                    }
+                }
+                Err(error) => self.log(&format!("{task}: effects: {error}")),
+            }
+            let Some(driver) = self.drivers.get_mut(&task) else {
+                continue;
+            };
+            let steps = driver.run_until_idle(active_epoch);
+            let finished = driver.finished().is_some();
+            match steps {
+                Ok(steps) => {
+                    for step in steps {
+                        let line = match step {
+                            Progress::Proposed { kind, why, refused } => match refused {
+                                None => format!("{task}  {}  ({why})", kind.as_str()),
+                                Some((code, reason)) => {
+                                    format!("{task}  {} refused: {code}: {reason}", kind.as_str())
+                                }
+                            },
+                            Progress::Launched { attempt_id } => {
+                                format!("{task}  launched {attempt_id}")
+                            }
+                            Progress::Waiting(wait) => {
+                                self.waiting.insert(task.clone(), waiting_text(&wait));
+                                continue;
+                            }
+                        };
+                        self.log(&line);
+                    }
+                }
+                Err(error) => {
+                    self.waiting.insert(task.clone(), error.to_string());
+                    self.log(&format!("{task}: {error}"));
+                }
+            }
+            if finished {
+                self.drivers.remove(&task);
+            }
+        }
+    }
+
+    /// One row per task journal; a journal that does not open is shown with its error.
+    pub fn tasks(&self, root: &ControlRoot, active_epoch: i128) -> (Vec<TaskRow>, Vec<ItemRow>) {
+        let Ok(dirs) = root.task_dirs() else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut rows = Vec::new();
+        let mut items = Vec::new();
+        for dir in &dirs {
+            match root.open_task_dir(dir, Access::ReadOnly) {
+                Ok(journal) => {
+                    let body = journal.live().body();
+                    rows.push(self.task_row(body, active_epoch));
+                    items.extend(item_rows(body));
+                }
+                Err(error) => rows.push(TaskRow {
+                    task_id: display_text(
+                        &dir.file_name()
+                            .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
+                    ),
+                    status: format!("unreadable: {}", error.code().as_str()),
+                    revision: 0,
+                    epoch: 0,
+                    fenced: true,
+                    items_completed: 0,
+                    items_total: 0,
+                    interrupted: false,
+                    waiting: display_text(&error.to_string()),
+                }),
+            }
+        }
+        rows.sort_by(|left, right| left.task_id.cmp(&right.task_id));
+        items.sort_by(|left, right| left.task_id.cmp(&right.task_id));
+        (rows, items)
+    }
+
+    fn task_row(&self, body: &StateBody, active_epoch: i128) -> TaskRow {
+        let task = body.task_id.value();
+        TaskRow {
+            task_id: display_text(task),
+            status: body.status.as_str().to_owned(),
+            revision: body.revision,
+            epoch: body.leader_epoch,
+            fenced: body.leader_epoch != active_epoch,
+            items_completed: body
+                .work_items
+                .iter()
+                .filter(|item| item.status == WorkItemStatus::Completed)
+                .count(),
+            items_total: body.work_items.len(),
+            interrupted: body
+                .control
+                .as_ref()
+                .is_some_and(|control| control.status == ControlStatus::Interrupted),
+            waiting: self.waiting.get(task).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Proposes a Leader's operation on a task and carries out the cancels it raises.
+    pub fn operate(
+        &mut self,
+        root: &ControlRoot,
+        active_epoch: i128,
+        task_id: &str,
+        operation: &Operation,
+        actor: &Actor,
+    ) -> Result<String, Refusal> {
+        let mut journal = root
+            .open_task(task_id, Access::Write)
+            .map_err(|error| Refusal {
+                code: error.code().as_str().to_owned(),
+                message: error.to_string(),
+            })?;
+        let verdict = control::apply(root, &mut journal, active_epoch, operation, actor).map_err(
+            |error| Refusal {
+                code: match &error {
+                    control::ControlError::Store(error) => error.code().as_str().to_owned(),
+                    control::ControlError::Invalid(_) => "VALP-CONSOLE-INVALID".to_owned(),
+                },
+                message: error.to_string(),
+            },
+        )?;
+        match verdict {
+            Verdict::Accepted {
+                revision,
+                obligations,
+            } => {
+                let status = journal.live().body().status.as_str().to_owned();
+                self.log(&format!(
+                    "{task_id}  {} accepted: {status} at revision {revision}",
+                    operation_name(operation)
+                ));
+                let mut message = format!(
+                    "{} accepted: task {task_id} is {status}",
+                    operation_name(operation)
+                );
+                if !obligations.is_empty() {
+                    match effects::reconcile(root, task_id, CANCEL_PATIENCE) {
+                        Ok(records) => {
+                            for record in &records {
+                                self.log(&format!(
+                                    "{task_id}  effect {}: {}",
+                                    record.status, record.obligation
+                                ));
+                            }
+                            let _ = write!(message, "; {} cancel(s) carried out", records.len());
+                        }
+                        Err(error) => {
+                            let _ = write!(message, "; effects: {error}");
+                        }
+                    }
+                }
+                Ok(display_text(&message))
+            }
+            Verdict::Refused { code, reason } => {
+                self.log(&format!(
+                    "{task_id}  {} refused: {code}: {reason}",
+                    operation_name(operation)
+                ));
+                Err(Refusal {
+                    code,
+                    message: display_text(&reason),
+                })
+            }
+        }
+    }
+}
+
+fn operation_name(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::CancelTask => "cancel",
+        Operation::CancelItem(_) => "cancel work item",
+        Operation::Interrupt => "interrupt",
+        Operation::Resume => "resume",
+        Operation::Redirect { .. } => "redirect",
+        Operation::Review(true) => "review pass",
+        Operation::Review(false) => "review reject",
+        Operation::Approval(true) => "approval grant",
+        Operation::Approval(false) => "approval deny",
+    }
+}
+
+fn waiting_text(wait: &Wait) -> String {
+    match wait {
+        Wait::InFlight(0) => String::new(),
+        Wait::InFlight(count) => format!("{count} attempt(s) running"),
+        Wait::Interrupted => "interrupted by the Leader".to_owned(),
+        Wait::Leader(why) => why.clone(),
+        Wait::Finished(status) => status.as_str().to_owned(),
+        Wait::NotStarted => "published but not started".to_owned(),
+    }
+}
+
+/// The frontier of one task as rows.
+fn item_rows(body: &StateBody) -> Vec<ItemRow> {
+    frontier(body)
+        .into_iter()
+        .map(|item| {
+            let attempt = body
+                .work_item(&item.work_item_id)
+                .and_then(|work| work.current_attempt.as_ref())
+                .map_or_else(String::new, |attempt| {
+                    format!(
+                        "{} g{} {}",
+                        attempt.attempt_id.value(),
+                        attempt.dispatch_generation,
+                        attempt.status.as_str()
+                    )
+                });
+            ItemRow {
+                task_id: display_text(body.task_id.value()),
+                work_item_id: display_text(item.work_item_id.value()),
+                requirement: item.requirement.as_str().to_owned(),
+                status: item.status.as_str().to_owned(),
+                position: position_text(&item.position),
+                attempt: display_text(&attempt),
+            }
+        })
+        .collect()
+}
+
+/// A frontier position in words.
+pub fn position_text(position: &Position) -> String {
+    match position {
+        Position::Unlocked { soft_unmet } if soft_unmet.is_empty() => "unlocked".to_owned(),
+        Position::Unlocked { soft_unmet } => format!(
+            "unlocked (soft unmet: {})",
+            soft_unmet
+                .iter()
+                .map(|id| id.value().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Locked { by } => format!(
+            "locked by {}",
+            by.iter()
+                .map(|lock| format!(
+                    "{} ({})",
+                    lock.work_item_id.value(),
+                    lock.status.map_or("missing", |status| status.as_str())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Ready => "ready".to_owned(),
+        Position::InFlight { .. } => "in flight".to_owned(),
+        Position::Blocked { .. } => "blocked".to_owned(),
+        Position::Settled(status) => format!("settled ({})", status.as_str()),
+    }
+}

@@ -1,0 +1,89 @@
+//! The Work items pane: the selected task's frontier, one row per work item with its
+//! requirement, status (in its status colour), frontier position and current attempt. The
+//! bottom border says what the System waits for on the task.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Line;
+
+use super::app::Ctx;
+use super::list::{self, Listing};
+use super::selection::Pane;
+use super::text::{Cut, cell, row, span, widths};
+use super::theme::Slot;
+
+/// Draws the pane into `area`.
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
+    let selection = ctx.selection;
+    let task = selection.task(ctx.view);
+    let items = selection.items(ctx.view);
+    let cursor = selection.cursor(Pane::Items);
+    let columns = widths(
+        area.width.saturating_sub(2),
+        [
+            Constraint::Length(1),
+            Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Fill(3),
+            Constraint::Fill(3),
+        ],
+    );
+    let cells = |texts: [(&str, Slot); 6]| {
+        row((0..6).map(|at| {
+            let cut = if at == 1 { Cut::Middle } else { Cut::End };
+            cell(texts[at].0, columns[at], cut, ctx.style(texts[at].1))
+        }))
+    };
+    let header = cells(
+        ["", "work item", "required", "status", "position", "attempt"]
+            .map(|text| (text, Slot::Muted)),
+    );
+    let entries = items
+        .iter()
+        .enumerate()
+        .map(|(at, item)| {
+            vec![cells([
+                (if at == cursor { "›" } else { "" }, Slot::Accent),
+                (&item.work_item_id, Slot::Base),
+                (&item.requirement, Slot::Muted),
+                (&item.status, Slot::of_status(&item.status)),
+                (&item.position, Slot::Base),
+                (&item.attempt, Slot::Muted),
+            ])]
+        })
+        .collect();
+    let title = match task {
+        Some(task) => format!(
+            "{} · {} ({})",
+            Pane::Items.title(),
+            task.task_id,
+            items.len()
+        ),
+        None => Pane::Items.title().to_owned(),
+    };
+    let note = task.filter(|task| !task.waiting.is_empty()).map(|task| {
+        Line::from(span(
+            &format!(" waiting for: {} ", task.waiting),
+            ctx.style(Slot::Muted),
+        ))
+    });
+    list::render(
+        frame,
+        area,
+        ctx,
+        Listing {
+            title,
+            note,
+            focused: selection.focus() == Pane::Items,
+            header: Some(header),
+            entries,
+            cursor,
+            empty: if task.is_some() {
+                "This task has no work items.".to_owned()
+            } else {
+                "No task selected.".to_owned()
+            },
+        },
+    );
+}

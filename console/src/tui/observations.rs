@@ -1,0 +1,96 @@
+//! The Observations pane: the live adapter observations the System ingested, newest first. The
+//! detail of the row under the cursor of the focused pane is shown whole, below it.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use unicode_width::UnicodeWidthStr;
+
+use super::app::Ctx;
+use super::list::{self, Listing};
+use super::selection::Pane;
+use super::text::{Cut, cell, pieces, row, widths};
+use super::theme::Slot;
+
+/// Most rows the detail under the cursor takes.
+const MAX_DETAIL_ROWS: usize = 3;
+
+/// Draws the pane into `area`.
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
+    let observations = &ctx.view.observations;
+    let focused = ctx.selection.focus() == Pane::Observations;
+    let cursor = ctx.selection.cursor(Pane::Observations);
+    let columns = widths(
+        area.width.saturating_sub(2),
+        [
+            Constraint::Length(1),
+            Constraint::Fill(3),
+            Constraint::Fill(2),
+            Constraint::Fill(2),
+            Constraint::Length(4),
+            Constraint::Length(11),
+            Constraint::Fill(3),
+        ],
+    );
+    let cells = |texts: [(&str, Slot); 7]| {
+        row((0..7).map(|at| {
+            let cut = if matches!(at, 1..=3) {
+                Cut::Middle
+            } else {
+                Cut::End
+            };
+            cell(texts[at].0, columns[at], cut, ctx.style(texts[at].1))
+        }))
+    };
+    let header = cells(
+        [
+            "",
+            "task",
+            "work item",
+            "attempt",
+            "seq",
+            "status",
+            "detail",
+        ]
+        .map(|text| (text, Slot::Muted)),
+    );
+    let entries = observations
+        .iter()
+        .enumerate()
+        .map(|(at, observation)| {
+            let under_cursor = focused && at == cursor;
+            let mut lines = vec![cells([
+                (if under_cursor { "›" } else { "" }, Slot::Accent),
+                (&observation.task_id, Slot::Base),
+                (&observation.work_item_id, Slot::Base),
+                (&observation.attempt_id, Slot::Muted),
+                (&observation.sequence.to_string(), Slot::Muted),
+                (&observation.status, Slot::of_status(&observation.status)),
+                (&observation.detail, Slot::Base),
+            ])];
+            if under_cursor && observation.detail.width() > usize::from(columns[6]) {
+                let width = area.width.saturating_sub(4);
+                for piece in pieces(&observation.detail, width, MAX_DETAIL_ROWS) {
+                    lines.push(row([
+                        cell("", 1, Cut::End, ctx.style(Slot::Base)),
+                        cell(&piece, width, Cut::End, ctx.style(Slot::Base)),
+                    ]));
+                }
+            }
+            lines
+        })
+        .collect();
+    list::render(
+        frame,
+        area,
+        ctx,
+        Listing {
+            title: format!("{} ({})", Pane::Observations.title(), observations.len()),
+            note: None,
+            focused,
+            header: Some(header),
+            entries,
+            cursor,
+            empty: "No adapter observation yet.".to_owned(),
+        },
+    );
+}
