@@ -2,14 +2,14 @@
 //! it runs while the Leader is re-proven (one [`Driver`] per unfinished task of the active
 //! epoch), and the Leader's operations on tasks.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use valp_kernel::frontier::{Position, frontier};
 use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
-use valp_store::{Access, ControlRoot};
+use valp_store::{Access, ControlRoot, Journal, StoreError};
 
 use crate::doctor::sanitize::display_text;
 use crate::runtime::control::{self, Actor, Operation, Verdict};
@@ -27,6 +27,13 @@ const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
 pub struct Desk {
     valp_binary: Option<PathBuf>,
     drivers: BTreeMap<String, Driver>,
+    /// Task folders the runtime will never drive (finished, on a fenced epoch, not published
+    /// from a plan, or failing to open a driver, which was logged once): epochs only grow and
+    /// those states are final, so they are not looked at again.
+    settled: BTreeSet<PathBuf>,
+    /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
+    /// console costs the entries appended since the last view, not a full replay.
+    journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
     activity: VecDeque<String>,
 }
@@ -38,6 +45,8 @@ impl Desk {
         Self {
             valp_binary,
             drivers: BTreeMap::new(),
+            settled: BTreeSet::new(),
+            journals: BTreeMap::new(),
             waiting: BTreeMap::new(),
             activity: VecDeque::new(),
         }
@@ -46,6 +55,20 @@ impl Desk {
     /// What happened lately, newest first.
     pub fn activity(&self) -> Vec<String> {
         self.activity.iter().cloned().collect()
+    }
+
+    /// The task journal in `dir`, caught up with what was appended since the last call. A
+    /// journal that fails to open or refresh is dropped and opened afresh next time.
+    fn journal(&mut self, root: &ControlRoot, dir: &Path) -> Result<&Journal, StoreError> {
+        let cached = self.journals.remove(dir);
+        let journal = match cached {
+            Some(mut journal) => {
+                journal.refresh()?;
+                journal
+            }
+            None => root.open_task_dir(dir, Access::ReadOnly)?,
+        };
+        Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
     }
 
     fn log(&mut self, line: &str) {
@@ -63,26 +86,33 @@ impl Desk {
             return;
         };
         for dir in dirs {
-            let Ok(journal) = root.open_task_dir(&dir, Access::ReadOnly) else {
+            if self.settled.contains(&dir) {
+                continue;
+            }
+            let Ok(journal) = self.journal(root, &dir) else {
                 continue;
             };
             let body = journal.live().body();
-            let task = body.task_id.value().to_owned();
+            let (task, epoch) = (body.task_id.value().to_owned(), body.leader_epoch);
             let finished = body
                 .status
                 .known()
                 .is_some_and(valp_kernel::TaskStatus::is_terminal);
-            if finished || body.leader_epoch != active_epoch || self.drivers.contains_key(&task) {
+            if self.drivers.contains_key(&task) {
                 continue;
             }
-            if crate::plan::of_task(root, &task).is_err() {
+            if finished || epoch != active_epoch || crate::plan::of_task(root, &task).is_err() {
+                self.settled.insert(dir);
                 continue;
             }
             match Driver::open(root, &task, valp.clone()) {
                 Ok(driver) => {
                     self.drivers.insert(task, driver);
                 }
-                Err(error) => self.log(&format!("{task}: cannot run: {error}")),
+                Err(error) => {
+                    self.log(&format!("{task}: cannot run: {error}"));
+                    self.settled.insert(dir);
+                }
             }
         }
         let tasks: Vec<String> = self.drivers.keys().cloned().collect();
@@ -136,18 +166,22 @@ impl Desk {
     }
 
     /// One row per task journal; a journal that does not open is shown with its error.
-    pub fn tasks(&self, root: &ControlRoot, active_epoch: i128) -> (Vec<TaskRow>, Vec<ItemRow>) {
+    pub fn tasks(
+        &mut self,
+        root: &ControlRoot,
+        active_epoch: i128,
+    ) -> (Vec<TaskRow>, Vec<ItemRow>) {
         let Ok(dirs) = root.task_dirs() else {
             return (Vec::new(), Vec::new());
         };
         let mut rows = Vec::new();
         let mut items = Vec::new();
         for dir in &dirs {
-            match root.open_task_dir(dir, Access::ReadOnly) {
+            match self.journal(root, dir) {
                 Ok(journal) => {
-                    let body = journal.live().body();
-                    rows.push(self.task_row(body, active_epoch));
-                    items.extend(item_rows(body));
+                    let body = journal.live().body().clone();
+                    rows.push(self.task_row(&body, active_epoch));
+                    items.extend(item_rows(&body));
                 }
                 Err(error) => rows.push(TaskRow {
                     task_id: display_text(
