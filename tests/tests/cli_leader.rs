@@ -313,3 +313,80 @@ fn help_explains_the_authority_commands() {
     let handoff = project.run(&["task", "handoff", "--help"], "");
     assert!(handoff.stdout.contains("--as <ID>"), "{}", handoff.stdout);
 }
+
+#[test]
+fn a_handed_over_planned_task_runs_its_unfinished_work_under_the_new_epoch() {
+    let project = Project::new();
+    let _server = project.server();
+    project.run(&["leader", "select", &project.pane("%0"), "--yes"], "");
+    std::fs::write(
+        project.path().join("plan.toml"),
+        "schema_version = \"valp-plan.v1\"\ntask_id = \"ship\"\ngoal = \"test\"\n\n\
+         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n\
+         [[work_items]]\nid = \"first\"\nrequirement = \"required\"\n\
+         run = { adapter = \"process\", argv = [\"true\"] }\n\n\
+         [[work_items]]\nid = \"second\"\nrequirement = \"required\"\n\
+         dependencies = [{ id = \"first\", kind = \"hard\" }]\n\
+         run = { adapter = \"process\", argv = [\"test\", \"-f\", \"go\"] }\n",
+    )
+    .unwrap();
+    let published = project.run(&["task", "publish", "plan.toml"], "");
+    assert_eq!(published.code, Some(0), "{}", published.stderr);
+    // `second` fails until the file `go` exists: the task stops with work left.
+    let ran = project.run(&["run", "--timeout", "60"], "");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let status = project.run(&["task", "status", "ship"], "");
+    assert!(
+        line(&status.stdout, "  first ").contains("completed"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        line(&status.stdout, "  second ").contains("failed"),
+        "{}",
+        status.stdout
+    );
+
+    project.run(&["leader", "rotate", &project.human(), "--yes"], "");
+    let fenced = project.run(&["run", "ship", "--once"], "");
+    assert_eq!(fenced.code, Some(1), "{}", fenced.stdout);
+    assert!(fenced.stderr.contains("fenced"), "{}", fenced.stderr);
+
+    let handed = project.run(&["task", "handoff", "ship", "--yes"], "");
+    assert_eq!(handed.code, Some(0), "{}", handed.stderr);
+    // The successor carries the unfinished item only, with the predecessor's plan cut down
+    // to it, so the System can run it.
+    let successor = project.run(&["task", "status", "ship-e2"], "");
+    assert_eq!(successor.code, Some(0), "{}", successor.stderr);
+    assert!(
+        line(&successor.stdout, "  second ").contains("pending"),
+        "{}",
+        successor.stdout
+    );
+    assert!(
+        !successor.stdout.contains("  first "),
+        "{}",
+        successor.stdout
+    );
+
+    std::fs::write(project.path().join("go"), "").unwrap();
+    let ran = project.run(&["run", "ship-e2", "--timeout", "60"], "");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert!(ran.stdout.contains("ship-e2: reviewing"), "{}", ran.stdout);
+    let reviewed = project.run(&["review", "ship-e2", "pass"], "");
+    assert_eq!(reviewed.code, Some(0), "{}", reviewed.stderr);
+    let closed = project.run(&["run", "ship-e2"], "");
+    assert!(
+        closed
+            .stdout
+            .contains("recording_completed  (the Done gate passes)"),
+        "{}",
+        closed.stdout
+    );
+    let verified = project.run(&["verify"], "");
+    assert!(
+        verified.stdout.ends_with("0 problems\n"),
+        "{}",
+        verified.stdout
+    );
+}
