@@ -25,6 +25,11 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// Whether the console to open is the demo's (`valp demo --console`).
+    pub fn is_demo(&self) -> bool {
+        matches!(&self.command, Some(Command::Demo(_)))
+    }
+
     /// Whether this command line ends in the full-screen console.
     pub fn opens_console(&self) -> bool {
         match &self.command {

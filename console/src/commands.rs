@@ -148,9 +148,18 @@ pub fn run(
     }
 }
 
+/// The plan the demo console publishes once a Leader is bound.
+const DEMO_PLAN: &str = include_str!("../../examples/plans/demo.toml");
+/// How errors name it.
+const DEMO_PLAN_FILE: &str = "examples/plans/demo.toml";
+
 /// Opens the full-screen console on the control root (the daily start: observe, record,
 /// re-prove the Leader session) and runs it until the user quits.
-pub fn open_console(root: Option<&Path>, observe: &ObserveArgs) -> Result<ExitCode, CommandError> {
+pub fn open_console(
+    root: Option<&Path>,
+    observe: &ObserveArgs,
+    demo: bool,
+) -> Result<ExitCode, CommandError> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CommandError::Usage(
             "the console needs a terminal (stdin and stdout are not both one); the commands \
@@ -165,6 +174,9 @@ pub fn open_console(root: Option<&Path>, observe: &ObserveArgs) -> Result<ExitCo
     let mut backend = SystemBackend::open(root, &clock, observe_options(observe))
         .map_err(CommandError::from)?
         .with_runtime(valp);
+    if demo {
+        backend = backend.with_plan_once_proven(DEMO_PLAN_FILE, DEMO_PLAN);
+    }
     let inbox = crate::tui::Inbox::new();
     backend
         .watch(inbox.notifier())

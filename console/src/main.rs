@@ -22,7 +22,7 @@ fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
     let console = cli
         .opens_console()
-        .then(|| (cli.root.clone(), cli.observe.clone()));
+        .then(|| (cli.root.clone(), cli.observe.clone(), cli.is_demo()));
     let code = {
         let mut out = std::io::stdout().lock();
         let mut input = std::io::stdin().lock();
@@ -31,8 +31,8 @@ fn main() -> Result<ExitCode> {
         result
     };
     let code = match (code, console) {
-        (Ok(code), Some((root, observe))) if code == ExitCode::SUCCESS => {
-            commands::open_console(root.as_deref(), &observe)
+        (Ok(code), Some((root, observe, demo))) if code == ExitCode::SUCCESS => {
+            commands::open_console(root.as_deref(), &observe, demo)
         }
         (other, _) => other,
     };

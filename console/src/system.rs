@@ -39,6 +39,9 @@ pub struct SystemBackend<'c> {
     session: SessionCheck,
     desk: tasks::Desk,
     feed: Option<feed::Feed>,
+    /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
+    /// there yet: `(file name shown in errors, TOML)`.
+    pending_plan: Option<(&'static str, &'static str)>,
 }
 
 impl<'c> SystemBackend<'c> {
@@ -61,6 +64,7 @@ impl<'c> SystemBackend<'c> {
             session,
             desk: tasks::Desk::new(None),
             feed: None,
+            pending_plan: None,
         })
     }
 
@@ -70,6 +74,43 @@ impl<'c> SystemBackend<'c> {
     pub fn with_runtime(mut self, valp_binary: PathBuf) -> Self {
         self.desk = tasks::Desk::new(Some(valp_binary));
         self
+    }
+
+    /// Publishes `plan` (TOML; `file` names it in errors) once a Leader session is re-proven,
+    /// unless its task already exists: the demo installation gets real work to show after the
+    /// first-run selection, through the same publication as `valp task publish`.
+    #[must_use]
+    pub fn with_plan_once_proven(mut self, file: &'static str, plan: &'static str) -> Self {
+        self.pending_plan = Some((file, plan));
+        self
+    }
+
+    fn publish_pending_plan(&mut self, active_epoch: i128) {
+        let Some((file, text)) = self.pending_plan.take() else {
+            return;
+        };
+        let outcome = crate::plan::parse(std::path::Path::new(file), text.as_bytes())
+            .map_err(|errors| errors.to_string())
+            .and_then(|plan| {
+                let journal = self
+                    .root
+                    .layout()
+                    .task_dir(&plan.task_id)
+                    .join(valp_store::journal::JOURNAL_FILE);
+                if journal.is_file() {
+                    return Ok(None);
+                }
+                crate::plan::publish(&self.root, &plan, active_epoch)
+                    .map(|_| Some(plan.task_id.clone()))
+                    .map_err(|error| error.to_string())
+            });
+        match outcome {
+            Ok(Some(task)) => self.desk.log(&format!(
+                "{task}: published from {file} at epoch {active_epoch}"
+            )),
+            Ok(None) => {}
+            Err(error) => self.desk.log(&format!("{file}: not published: {error}")),
+        }
     }
 
     /// Starts the live observation feed; `notifier` wakes the console when it has news.
@@ -228,6 +269,7 @@ impl Backend for SystemBackend<'_> {
     fn view(&mut self) -> ConsoleView {
         let active = self.ledger.live().state().active_epoch;
         if self.proven() {
+            self.publish_pending_plan(active);
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();

@@ -238,3 +238,71 @@ fn the_console_needs_a_terminal() {
          `valp --help` work without one\n"
     );
 }
+
+#[test]
+fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
+    let desk = Desk::new();
+    // No agents' server: the OS account is the only candidate.
+    desk.start_valp(&["demo", "--console"]);
+    desk.wait_for("Candidates (1)");
+    desk.keys(&["Enter"]);
+    desk.wait_for("as the Leader?");
+    desk.keys(&["y"]);
+    // The demo plan is published once the Leader is bound and the System starts running it:
+    // processes launched by the adapter, their observations arriving through the watcher.
+    desk.wait_for("demo-build");
+    desk.keys(&["j"]);
+    let running = desk.wait_for("slow-optional optional running in flight");
+    assert!(running.contains("Work items · demo-build (5)"), "{running}");
+    assert!(running.contains("attempt_running"), "{running}");
+
+    // Cancel the slow optional item from the keyboard: Work items pane, row 5.
+    desk.keys(&["Tab", "j", "j", "j", "j", "x"]);
+    let dialog = desk.wait_for("Cancel work item slow-optional of task demo-build?");
+    assert!(
+        dialog.contains("Its attempt demo-build:slow-optional:a1"),
+        "{dialog}"
+    );
+    desk.keys(&["y"]);
+    desk.wait_for("slow-optional optional cancelled");
+    let reviewing = desk.wait_for("demo-build reviewing");
+    assert!(
+        reviewing.contains(
+            "cancel work item accepted: task demo-build is executing; 1 cancel(s) carried out"
+        ),
+        "{reviewing}"
+    );
+
+    // The Leader passes the review; recording goes through the Done gate.
+    desk.keys(&["p"]);
+    desk.wait_for("Pass the review of task demo-build?");
+    desk.keys(&["y"]);
+    let done = desk.wait_for("demo-build done");
+    assert!(done.contains("recording_completed"), "{done}");
+    desk.quit();
+
+    // What the screen showed is what the journal holds.
+    let status = valp_answering(
+        desk.path(),
+        &desk.path().join("no-tmux"),
+        &["--no-default-sockets", "task", "status", "demo-build"],
+        "",
+    )
+    .unwrap();
+    assert!(status.stdout.contains("done"), "{}", status.stdout);
+    assert!(
+        status.stdout.lines().any(
+            |line| line.trim_start().starts_with("slow-optional") && line.contains("cancelled")
+        ),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status.stdout.contains("  effect fulfilled adapter_cancel:"),
+        "{}",
+        status.stdout
+    );
+    assert!(desk.path().join("target/valp-demo/notes.txt").is_file());
+    let verified = valp_in(desk.path(), None, &["verify"]).unwrap();
+    assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+}

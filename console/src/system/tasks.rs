@@ -71,7 +71,7 @@ impl Desk {
         Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
     }
 
-    fn log(&mut self, line: &str) {
+    pub(super) fn log(&mut self, line: &str) {
         self.activity.push_front(display_text(line));
         self.activity.truncate(ACTIVITY_ROWS);
     }
