@@ -3,6 +3,11 @@
 //!
 //! - [`abi`]: the request and observation records every adapter speaks, with their checks.
 //! - [`process`]: local processes, run by a detached supervisor per attempt.
+//! - [`external`]: work done by a tool outside valp, which finds the attempt's request in its
+//!   folder and reports through the inbox.
+//! - `files`: the atomic whole-file writes both use for attempt folders.
 
 pub mod abi;
+pub mod external;
+pub(crate) mod files;
 pub mod process;

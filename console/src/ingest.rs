@@ -7,6 +7,9 @@
 //!    `inbox/` by default) with `notify`'s recommended watcher (inotify on Linux), falling back
 //!    to its `PollWatcher` when that is unavailable, and turns what it sees into [`Ingested`]
 //!    items on a bounded channel.
+//!    [`Scanner`] is the same reading without `notify` or a thread: each call walks the
+//!    folders and returns what is new since the last call (the runtime reads the inbox with it
+//!    for external attempts, see [`crate::adapter::external`]).
 //! 2. **Decoding** ([`decode_observation`], [`Sequencer`]): applies the size cap, the strict
 //!    `valp-adapter-observation.v1` decoder and every ABI check, with the observing adapter
 //!    taken from where the file lies, then refuses an observation whose sequence does not move
@@ -79,6 +82,32 @@
 //! segment's `adapter_id` is taken as it is, so an inbox observation's adapter is claimed, not
 //! proven by where it lies. Limits: 1 MiB per file, 256 KiB per line (defaults of [`Limits`]).
 //! The inbox is read, never emptied: a file stays where the tool put it.
+//!
+//! ## Running a work item for valp (the `external` adapter)
+//!
+//! A plan work item with `run = { adapter = "external" }` is done by such a tool (see
+//! [`crate::adapter::external`] for the whole protocol):
+//!
+//! - **Finding work.** When the System launches an attempt it writes its request, and nothing
+//!   else, to `.valp/runtime/external/attempts/<H>/request.json` (`valp-adapter-request.v1`,
+//!   canonical JSON, written atomically; `H` is
+//!   [`attempt_folder`](crate::adapter::abi::attempt_folder) of the attempt id). A tool lists
+//!   `runtime/external/attempts/*/request.json` for requests it has not finished; a retry is
+//!   a new attempt with its own folder.
+//! - **Reporting.** Observations go into the inbox as above, each with the request file's
+//!   record exactly as its `request`: `accepted` (sequence 1) when the tool takes the work on,
+//!   then one final observation (`completed`, or `blocked`/`cancelled`/`unsupported` with a
+//!   `reason`) with a higher sequence. The System turns the `accepted` observation into
+//!   `attempt_running` and the final one into `attempt_completed` (or a failure, retried within
+//!   the plan's budget), each a kernel proposal with the observation as evidence. On
+//!   `completed`, the item's `expected_evidence` files must exist below its `cwd`: they are
+//!   digested then and stored as evidence.
+//! - **What is refused.** An observation naming the attempt but carrying another request
+//!   (forged or stale), the same observation twice, a sequence that does not move the request
+//!   forward, or anything after the final observation is listed (`valp run`, `valp task status`)
+//!   and never acted on.
+//! - **Stopping.** When the Leader cancels the attempt, `control/cancel.json` appears in the
+//!   attempt folder; the tool should stop and report `cancelled`.
 
 mod decode;
 mod scan;
@@ -92,6 +121,37 @@ pub use watch::{IngestError, Mode, WatchConfig, Watcher};
 
 use crate::adapter::abi::AdapterObservation;
 use crate::doctor::sanitize::display_text;
+
+/// The watcher's reading stage, driven by the caller: each [`Scanner::scan`] walks the folders
+/// and returns the items the watcher would emit for what is new or changed since the last scan
+/// (a file whose `lstat` did not change is not opened again; a `*.jsonl` file is read on from
+/// where the last scan stopped; truncated, replaced and rewritten logs are reported and read
+/// again from the start). Cost per scan: one `lstat` per file plus the new bytes.
+pub struct Scanner {
+    tracker: scan::Tracker,
+}
+
+impl Scanner {
+    /// Reads the folders `roots` (relative) of the control root `base`. A root that does not
+    /// exist is reported as unreadable and read once it exists.
+    pub fn new(base: &Path, roots: Vec<PathBuf>, limits: Limits) -> std::io::Result<Self> {
+        let base = std::fs::canonicalize(base)?;
+        Ok(Self {
+            tracker: scan::Tracker::new(base, roots, Vec::new(), limits),
+        })
+    }
+
+    /// What is new since the last scan (everything, the first time).
+    pub fn scan(&mut self) -> Vec<Ingested> {
+        let mut items = Vec::new();
+        // The sink never refuses, so the walk always completes.
+        let _ = self.tracker.rescan(&mut |item| {
+            items.push(item);
+            Ok(())
+        });
+        items
+    }
+}
 
 /// Size caps of what the ingest reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

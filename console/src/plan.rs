@@ -26,11 +26,17 @@
 //! dependencies = [{ id = "prepare", kind = "hard" }]   # optional; kind defaults to "hard"
 //! expected_evidence = ["out/NOTES.md"]             # optional, default []
 //! [work_items.run]
-//! adapter = "process"                              # the only adapter
+//! adapter = "process"                              # process | external (see below)
 //! argv = ["cp", "NOTES.md", "out/NOTES.md"]        # no shell: argv[0] is the program
 //! cwd = "."                                        # optional, default "."
 //! timeout_seconds = 60                             # optional, default 300, 1..=86400
 //! env = { LC_ALL = "C" }                           # optional
+//!
+//! [[work_items]]                                   # run by a tool outside valp
+//! id = "review-bot"
+//! requirement = "required"
+//! expected_evidence = ["out/review.md"]
+//! run = { adapter = "external", cwd = "." }        # no argv, env or timeout_seconds
 //!
 //! [[verification]]                                 # optional
 //! id = "notes-present"
@@ -53,6 +59,19 @@
 //! the target completed), `soft` -> `soft` (an unmet edge is an audit fact), `optional` ->
 //! `optional` (ignored for eligibility).
 //!
+//! # Adapters
+//!
+//! - `process`: valp runs `argv` itself, without a shell, in `cwd`, under a detached
+//!   supervisor that enforces `timeout_seconds` (see [`crate::adapter::process`]).
+//! - `external`: a tool outside valp does the work and reports through `.valp/inbox/` (see
+//!   [`crate::adapter::external`] and the inbox contract in [`crate::ingest`]). valp only
+//!   writes the attempt's request for the tool to find; it runs nothing, so `argv`, `env` and
+//!   `timeout_seconds` are refused. There is no timeout in this version: an external attempt
+//!   runs until the tool reports or the Leader cancels it (`valp cancel`), because valp cannot
+//!   stop an outside runtime, only ask it to stop. `cwd` (default `.`) is the folder the item's
+//!   `expected_evidence` paths are read from when the tool reports completion, as for the
+//!   process adapter.
+//!
 //! # Validation
 //!
 //! [`parse`] reports every problem at once, each as `<file>:<line>:<column>: <field>: <rule>`
@@ -72,9 +91,11 @@
 //! - a dependency names another work item of the plan, at most once per item, never the item
 //!   itself, and the dependencies (of every kind) form no cycle (a cycle is named in full:
 //!   `a -> b -> a`);
-//! - `adapter` is `process`; `argv` is not empty, its program (`argv[0]`) is not empty, and no
-//!   argument contains NUL; environment variable names are not empty and contain no `=` or
-//!   NUL;
+//! - `adapter` is `process` or `external`; for `process`, `argv` is required, not empty, its
+//!   program (`argv[0]`) is not empty, and no argument contains NUL; environment variable names
+//!   are not empty and contain no `=` or NUL; for `external`, `argv` and `env` are refused
+//!   (`only the process adapter runs a command`) and so is `timeout_seconds` (`only the process
+//!   adapter enforces a timeout`); an unknown or missing adapter is checked as `process`;
 //! - `cwd` is `.` or a safe relative path and `expected_evidence` entries are safe relative
 //!   paths ([`is_safe_relative`](crate::adapter::abi::is_safe_relative): `/`-separated, no
 //!   absolute path, no `..`, `.` or empty part, no backslash or control character), each
@@ -88,7 +109,10 @@
 //! A parsed [`Plan`] has one canonical JSON encoding
 //! ([`Canonical`](valp_kernel::canonical::Canonical)): the same members as the
 //! file, every default written out, `description`, `verify` and `env` omitted when absent
-//! (or, for `env`, empty), keys sorted, RFC 0002 §5.3 canonical JSON. Publishing stores exactly
+//! (or, for `env`, empty), keys sorted, RFC 0002 §5.3 canonical JSON. The `run` of an
+//! `external` item is exactly `{"adapter":"external","cwd":…}` (it has no command, so no
+//! `argv` or `timeout_seconds` is written); a `process` run is encoded as before, so the
+//! digests of plans published earlier do not change. Publishing stores exactly
 //! these bytes as evidence; [`Plan::from_canonical`] reads them back and refuses any byte that
 //! differs from the re-encoding. The frozen Done policy is derived from the plan as its own
 //! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v1`), which the Done gate
@@ -139,7 +163,7 @@ pub const DEFAULT_RETRY_BUDGET: u32 = 2;
 /// The largest `retry_budget`.
 pub const MAX_RETRY_BUDGET: u32 = 10;
 /// The adapters a work item may name.
-pub const ADAPTERS: &[&str] = &["process"];
+pub const ADAPTERS: &[&str] = &["process", "external"];
 
 /// A validated plan (`valp-plan.v1`), defaults filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,13 +271,13 @@ impl DependencyKind {
 pub struct Run {
     /// The adapter that runs it.
     pub adapter: Adapter,
-    /// The command, without a shell: `argv[0]` is the program.
+    /// The command, without a shell: `argv[0]` is the program (empty for `external`).
     pub argv: Vec<String>,
     /// The working folder: `.` or a safe path relative to the project folder.
     pub cwd: String,
-    /// How long one attempt may run.
+    /// How long one attempt may run (0 for `external`: no timeout).
     pub timeout_seconds: u32,
-    /// Extra environment variables.
+    /// Extra environment variables (empty for `external`).
     pub env: BTreeMap<String, String>,
 }
 
@@ -262,14 +286,29 @@ pub struct Run {
 pub enum Adapter {
     /// `process`: a local process (see [`crate::adapter::process`]).
     Process,
+    /// `external`: a tool outside valp that reports through the inbox (see
+    /// [`crate::adapter::external`]).
+    External,
 }
 
 impl Adapter {
+    /// Every adapter, in the order [`ADAPTERS`] lists them.
+    pub const ALL: &'static [Self] = &[Self::Process, Self::External];
+
     /// The spelling in a plan.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Process => "process",
+            Self::External => "external",
         }
+    }
+
+    /// Parses the spelling in a plan.
+    pub fn from_plan(text: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|adapter| adapter.as_str() == text)
     }
 }
 

@@ -5,132 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use valp_tests::cli::{Run, valp_in};
-
-struct Project {
-    temp: tempfile::TempDir,
-}
-
-impl Project {
-    /// A project with a control root and the local OS account selected as the Leader.
-    fn new() -> Self {
-        let temp = tempfile::tempdir().unwrap();
-        let project = Self { temp };
-        assert_eq!(project.valp(&["init"]).code, Some(0));
-        let listed = project.valp(&["leader", "candidates"]);
-        let human = listed
-            .stdout
-            .lines()
-            .next()
-            .and_then(|line| line.split_whitespace().nth(1))
-            .unwrap()
-            .to_owned();
-        let selected = project.valp(&["leader", "select", &human, "--yes"]);
-        assert_eq!(selected.code, Some(0), "{}", selected.stderr);
-        project
-    }
-
-    fn path(&self) -> &Path {
-        self.temp.path()
-    }
-
-    /// `valp` with the Doctor limited to the local account (no tmux servers).
-    fn valp(&self, args: &[&str]) -> Run {
-        let mut all = vec!["--no-default-sockets"];
-        all.extend_from_slice(args);
-        valp_in(self.path(), None, &all).unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let run = self.valp(args);
-        assert_eq!(
-            run.code,
-            Some(0),
-            "valp {args:?}\nstdout:\n{}\nstderr:\n{}",
-            run.stdout,
-            run.stderr
-        );
-        run.stdout
-    }
-
-    fn publish(&self, name: &str, plan: &str) {
-        let file = self.path().join(format!("{name}.toml"));
-        std::fs::write(&file, plan).unwrap();
-        self.ok(&["task", "publish", file.to_str().unwrap()]);
-    }
-
-    /// `valp task status TASK`: the task line, then `item -> (status, position)`.
-    fn status(&self, task: &str) -> (String, Vec<(String, String)>) {
-        let text = self.ok(&["task", "status", task]);
-        let mut lines = text.lines();
-        let head = lines.next().unwrap().to_owned();
-        let items = lines
-            .filter(|line| line.starts_with("  ") && !line.starts_with("  effect"))
-            .map(|line| {
-                let fields: Vec<&str> = line.split_whitespace().collect();
-                (fields[0].to_owned(), fields[2].to_owned())
-            })
-            .collect();
-        (head, items)
-    }
-
-    fn task_status(&self, task: &str) -> String {
-        let (head, _) = self.status(task);
-        head.split_whitespace().nth(2).unwrap().to_owned()
-    }
-
-    fn item_status(&self, task: &str, item: &str) -> String {
-        self.status(task)
-            .1
-            .into_iter()
-            .find(|(id, _)| id == item)
-            .unwrap_or_else(|| panic!("no item {item}"))
-            .1
-    }
-
-    fn attempts_dir(&self) -> PathBuf {
-        self.path().join(".valp/runtime/process/attempts")
-    }
-}
-
-fn plan(task: &str, body: &str) -> String {
-    format!(
-        "schema_version = \"valp-plan.v1\"\ntask_id = \"{task}\"\ngoal = \"test\"\n\n\
-         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n{body}"
-    )
-}
-
-fn item(
-    id: &str,
-    requirement: &str,
-    deps: &[(&str, &str)],
-    argv: &[&str],
-    expected: &[&str],
-) -> String {
-    let deps = deps
-        .iter()
-        .map(|(dep, kind)| format!("{{ id = \"{dep}\", kind = \"{kind}\" }}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let argv = argv
-        .iter()
-        .map(|arg| format!("{arg:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let expected = expected
-        .iter()
-        .map(|path| format!("{path:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "[[work_items]]\nid = \"{id}\"\nrequirement = \"{requirement}\"\ndependencies = [{deps}]\n\
-         expected_evidence = [{expected}]\n[work_items.run]\nadapter = \"process\"\n\
-         argv = [{argv}]\ntimeout_seconds = 60\n\n"
-    )
-}
+use valp_tests::project::{Project, item, plan, wait_until};
 
 #[test]
 fn a_dependency_chain_runs_to_done_with_evidence() {
@@ -260,14 +135,6 @@ fn alive(pid: u32) -> bool {
         stat.rsplit_once(')')
             .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
     })
-}
-
-fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

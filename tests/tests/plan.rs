@@ -21,6 +21,7 @@ const SCHEMA: &str = "console/plan.schema.json";
 const EXAMPLES: &[&str] = &[
     "examples/plans/docs-bundle.toml",
     "examples/plans/minimal.toml",
+    "examples/plans/demo.toml",
 ];
 
 /// A valid plan the rule tests change one piece of (18 lines).
@@ -397,16 +398,130 @@ fn paths_must_be_safe_and_relative() {
 }
 
 #[test]
-fn only_the_process_adapter_exists() {
+fn only_the_known_adapters_exist() {
     assert_eq!(
         problems(&base_with(
             "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"process\"",
             "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"docker\"",
         )),
         [
-            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\")"
+            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")"
         ]
     );
+}
+
+/// [`BASE`] with work item `a` run by the external adapter, its `run` table being `run`.
+fn external_base(run: &str) -> String {
+    base_with(
+        "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"process\", argv = [\"true\"] }",
+        &format!(
+            "id = \"a\"\nrequirement = \"required\"\nexpected_evidence = [\"out/a.md\"]\n{run}"
+        ),
+    )
+}
+
+#[test]
+fn external_work_items_run_no_command() {
+    let plan = |text: &str| plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
+    let external = plan(&external_base("run = { adapter = \"external\" }"));
+    let item = external.work_item("a").unwrap();
+    assert_eq!(item.run.adapter, plan::Adapter::External);
+    assert_eq!(item.run.adapter.as_str(), "external");
+    assert_eq!(
+        (
+            item.run.argv.len(),
+            item.run.cwd.as_str(),
+            item.run.timeout_seconds
+        ),
+        (0, ".", 0),
+        "no command, the project folder, no timeout"
+    );
+    assert!(item.run.env.is_empty());
+    let placed = plan(&external_base(
+        "run = { adapter = \"external\", cwd = \"work/a\" }",
+    ));
+    assert_eq!(placed.work_item("a").unwrap().run.cwd, "work/a");
+    // A command, its environment or a timeout are refused, each where its key is written.
+    assert_eq!(
+        problems(&external_base(
+            "run = { adapter = \"external\", argv = [\"true\"], env = { A = \"b\" }, \
+             timeout_seconds = 5, cwd = \"../x\" }"
+        )),
+        [
+            "plan.toml:13:31: work_items[0].run.argv: only the process adapter runs a command",
+            "plan.toml:13:48: work_items[0].run.env: only the process adapter runs a command",
+            "plan.toml:13:67: work_items[0].run.timeout_seconds: only the process adapter \
+             enforces a timeout (stop an external attempt with `valp cancel`)",
+            "plan.toml:13:94: work_items[0].run.cwd: \"../x\" is neither \".\" nor a safe relative \
+             path",
+        ]
+    );
+    // A table-style run is checked the same way.
+    assert_eq!(
+        problems(&external_base(
+            "[work_items.run]\nadapter = \"external\"\nargv = []\n"
+        )),
+        ["plan.toml:15:1: work_items[0].run.argv: only the process adapter runs a command"]
+    );
+    // A process run still needs its command.
+    assert_eq!(
+        problems(&external_base("run = { adapter = \"process\" }")),
+        ["plan.toml:13:7: work_items[0].run.argv: missing required key"]
+    );
+}
+
+#[test]
+fn an_external_run_is_encoded_with_its_adapter_and_folder_only() {
+    let external = plan::parse(
+        Path::new("plan.toml"),
+        external_base("run = { adapter = \"external\", cwd = \"work\" }").as_bytes(),
+    )
+    .unwrap();
+    let bytes = external.canonical_bytes();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.contains(
+            r#"{"dependencies":[],"expected_evidence":["out/a.md"],"id":"a","requirement":"required","run":{"adapter":"external","cwd":"work"}}"#
+        ),
+        "{text}"
+    );
+    // The process item next to it keeps its encoding (published digests do not change).
+    assert!(
+        text.contains(
+            r#""run":{"adapter":"process","argv":["true"],"cwd":".","timeout_seconds":300}"#
+        ),
+        "{text}"
+    );
+    let again = Plan::from_canonical("plan-evidence", &bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again, external);
+    assert_eq!(again.canonical_bytes(), bytes);
+    // A published external run that names a command is refused on the way back.
+    let forged = text.replace(
+        r#""adapter":"external","cwd":"work""#,
+        r#""adapter":"external","argv":["true"],"cwd":"work""#,
+    );
+    assert_eq!(
+        Plan::from_canonical("plan-0123", forged.as_bytes())
+            .unwrap_err()
+            .to_string(),
+        "plan-0123:1:1: work_items[0].run.argv: only the process adapter runs a command"
+    );
+    // The schema agrees with valp on both sides of the rule.
+    let validator = validator(SCHEMA);
+    assert!(validator.is_valid(&serde_json::from_slice::<Value>(&bytes).unwrap()));
+    assert!(validator.is_valid(&toml_as_json(&external_base(
+        "run = { adapter = \"external\" }"
+    ))));
+    for run in [
+        "run = { adapter = \"external\", argv = [\"true\"] }",
+        "run = { adapter = \"external\", env = { A = \"b\" } }",
+        "run = { adapter = \"external\", timeout_seconds = 5 }",
+        "run = { adapter = \"process\" }",
+    ] {
+        let text = external_base(run);
+        assert_refused(&validator, &text);
+        assert_ne!(problems(&text), Vec::<String>::new(), "valp accepts {run}");
+    }
 }
 
 #[test]
@@ -550,7 +665,7 @@ dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at crit
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a
 dir/plan.toml:18:38: work_items[0].dependencies[1].id: unknown work item \"zz\"
 dir/plan.toml:19:22: work_items[0].expected_evidence[0]: \"../x\" is not a safe relative path
-dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\")
+dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")
 dir/plan.toml:23:19: work_items[0].run.timeout_seconds: 0 is out of range (1..=86400)
 dir/plan.toml:32:26: done.degradable_soft_items[0]: \"b\" is not a soft work item (its requirement is optional)"
     );
@@ -818,7 +933,9 @@ fn the_example_plans_really_run() {
         std::fs::copy(root.join(file), project.path().join(file)).unwrap();
     }
     copy_tree(&root.join("schemas"), &project.path().join("schemas"));
-    for path in EXAMPLES {
+    // The demo plan sleeps two minutes on purpose (something to cancel in the console);
+    // tests/tests/console_e2e.rs runs it through the real console.
+    for path in EXAMPLES.iter().filter(|path| !path.ends_with("demo.toml")) {
         let (_, plan) = example(path);
         run_plan(project.path(), &plan);
     }

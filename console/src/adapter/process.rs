@@ -33,7 +33,6 @@
 //! expected reference among the evidence references of a completed observation) holds.
 
 mod capture;
-mod files;
 mod os;
 pub mod records;
 pub mod spec;
@@ -50,6 +49,7 @@ use valp_kernel::canonical::Canonical;
 
 use crate::adapter::abi::attempt_folder;
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
+use crate::adapter::files;
 use crate::clock::{Clock, SystemClock};
 pub use records::{
     ContentProof, ControlAction, ControlRequest, EvidenceRecord, ProcessBoundProof, RecordError,

@@ -143,12 +143,8 @@ fn summary(drivers: &[Driver], out: &mut dyn Write) -> Result<(), CommandError> 
             body.status.as_str(),
             body.revision
         )?;
-        for (path, reason) in driver.rejections() {
-            writeln!(
-                out,
-                "  rejected {}: {reason}",
-                display_text(&path.display().to_string())
-            )?;
+        for (location, reason) in driver.rejections() {
+            writeln!(out, "  rejected {location}: {reason}")?;
         }
     }
     Ok(())

@@ -1,6 +1,8 @@
 //! `valp task status [TASK]`: where a task stands, read-only: status, revision, epoch (and
 //! whether it is fenced), control, every work item with its attempt and frontier position,
-//! effects, and adapter files the runtime would reject.
+//! effects, and the inbox observations naming a current external attempt that the runtime
+//! rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime does it; see
+//! [`crate::adapter::external`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,6 +12,7 @@ use valp_kernel::{ControlStatus, StateBody};
 use valp_store::{Access, ControlRoot};
 
 use super::CommandError;
+use crate::adapter::external::{self, Inbox};
 use crate::doctor::sanitize::display_text;
 use crate::runtime::effects;
 
@@ -127,6 +130,51 @@ fn write_task(
             }
         }
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,
+    }
+    write_inbox_rejections(root, body, out)
+}
+
+/// The rejected inbox observations of every current external attempt (an attempt whose
+/// request is in `runtime/external/attempts/<H>/`).
+fn write_inbox_rejections(
+    root: &ControlRoot,
+    body: &StateBody,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let requests: Vec<_> = body
+        .work_items
+        .iter()
+        .filter_map(|item| item.current_attempt.as_ref())
+        .map(|attempt| {
+            root.layout()
+                .root()
+                .join(external::attempt_ref(attempt.attempt_id.value()))
+        })
+        .filter(|dir| external::launched(dir))
+        .map(|dir| external::read_request(&dir))
+        .collect();
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let task = body.task_id.value();
+    let recorded = match effects::recorded_evidence(root, task) {
+        Ok(recorded) => recorded,
+        Err(error) => {
+            writeln!(out, "  inbox: {}", display_text(&error.to_string()))?;
+            return Ok(());
+        }
+    };
+    let mut inbox = Inbox::new(root.layout().root(), task);
+    inbox.refresh();
+    for request in requests {
+        match request {
+            Ok(request) => {
+                for (location, reason) in inbox.classify(&request, &recorded).rejected {
+                    writeln!(out, "  rejected {location}: {reason}")?;
+                }
+            }
+            Err(error) => writeln!(out, "  inbox: {}", display_text(&error.to_string()))?,
+        }
     }
     Ok(())
 }

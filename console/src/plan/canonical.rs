@@ -9,8 +9,8 @@ use valp_kernel::json::write::{Fields, write_str};
 use super::check::{self, Raw};
 use super::tree;
 use super::{
-    Criterion, DoneSettings, Execution, PLAN_SCHEMA, Plan, PlanDependency, PlanErrors, PlanItem,
-    PlanProblem, Run, Verification,
+    Adapter, Criterion, DoneSettings, Execution, PLAN_SCHEMA, Plan, PlanDependency, PlanErrors,
+    PlanItem, PlanProblem, Run, Verification,
 };
 
 fn write_int(fields: &mut Fields<'_>, key: &'static str, value: u32) {
@@ -75,12 +75,19 @@ impl Canonical for Run {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         fields.str("adapter", self.adapter.as_str());
-        fields.strs("argv", &self.argv);
-        fields.str("cwd", &self.cwd);
-        if !self.env.is_empty() {
-            write_env(fields.key("env"), &self.env);
+        match self.adapter {
+            Adapter::Process => {
+                fields.strs("argv", &self.argv);
+                fields.str("cwd", &self.cwd);
+                if !self.env.is_empty() {
+                    write_env(fields.key("env"), &self.env);
+                }
+                write_int(&mut fields, "timeout_seconds", self.timeout_seconds);
+            }
+            // No command: the members a process run needs are not part of an external one
+            // (the reader refuses them), so they are not written.
+            Adapter::External => fields.str("cwd", &self.cwd),
         }
-        write_int(&mut fields, "timeout_seconds", self.timeout_seconds);
         fields.end();
     }
 }

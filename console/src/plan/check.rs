@@ -128,6 +128,14 @@ impl<'n> Table<'n> {
     fn field(&self, key: &str) -> String {
         join(&self.path, key)
     }
+
+    /// Where `key` itself is written, when it is present.
+    fn key_at(&self, key: &str) -> Option<usize> {
+        self.members
+            .iter()
+            .find(|member| member.key == key)
+            .map(|member| member.key_at)
+    }
 }
 
 /// `path.key`, quoting a key that is not a bare TOML key.
@@ -591,30 +599,56 @@ impl Reader {
         let Some(table) = self.table(node, path, RUN_KEYS) else {
             return run;
         };
+        // A missing or unknown adapter is reported once, and the rest of the table is checked
+        // as a process run, the adapter most plans use.
         if let Some(node) = self.required(&table, "adapter") {
             let field = table.field("adapter");
-            if let Some(text) = self.string(node, &field)
-                && text != Adapter::Process.as_str()
-            {
-                let known = ADAPTERS
-                    .iter()
-                    .map(|name| format!("{name:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                self.problem(
-                    node.at,
-                    &field,
-                    format!("unknown adapter {text:?} (known: {known})"),
-                );
+            if let Some(text) = self.string(node, &field) {
+                if let Some(adapter) = Adapter::from_plan(&text) {
+                    run.adapter = adapter;
+                } else {
+                    let known = ADAPTERS
+                        .iter()
+                        .map(|name| format!("{name:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    self.problem(
+                        node.at,
+                        &field,
+                        format!("unknown adapter {text:?} (known: {known})"),
+                    );
+                }
             }
         }
-        if let Some(node) = self.required(&table, "argv") {
-            run.argv = self.argv(node, &table.field("argv"));
-        }
         run.cwd = self.cwd(&table);
-        run.timeout_seconds = self.timeout(&table);
-        if let Some(node) = table.get("env") {
-            run.env = self.env(node, &table.field("env"));
+        match run.adapter {
+            Adapter::Process => {
+                if let Some(node) = self.required(&table, "argv") {
+                    run.argv = self.argv(node, &table.field("argv"));
+                }
+                run.timeout_seconds = self.timeout(&table);
+                if let Some(node) = table.get("env") {
+                    run.env = self.env(node, &table.field("env"));
+                }
+            }
+            Adapter::External => {
+                // valp runs nothing for an external item, so a command, its environment or a
+                // timeout would be promises nobody keeps.
+                run.timeout_seconds = 0;
+                for (key, rule) in [
+                    ("argv", "only the process adapter runs a command"),
+                    ("env", "only the process adapter runs a command"),
+                    (
+                        "timeout_seconds",
+                        "only the process adapter enforces a timeout (stop an external attempt \
+                         with `valp cancel`)",
+                    ),
+                ] {
+                    if let Some(at) = table.key_at(key) {
+                        self.problem(at, table.field(key), rule);
+                    }
+                }
+            }
         }
         run
     }

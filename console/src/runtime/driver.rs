@@ -1,14 +1,28 @@
 //! One task driven by the System: read the kernel's State, ask [`workflow::decide`] for the
 //! next step, and carry it out: propose the event (with its evidence stored first), launch an
-//! attempt on the process adapter, run the verification checks, or close the task through the
-//! Done gate.
+//! attempt on its adapter (the plan item's `process` or `external`), run the verification
+//! checks (always on the process adapter), or close the task through the Done gate.
 //!
-//! What adapters report is read from their attempt folders (untrusted files): every
-//! observation is checked against the ABI and against the attempt it claims to be about, and a
-//! file that fails is listed as a rejection, never acted on. Evidence for an event is the
-//! observation and proof files themselves, stored content-addressed, plus the expected
-//! evidence files whose digests the content proof recorded (a file changed since then is an
-//! integrity failure, not evidence).
+//! What adapters report is read as untrusted files: every observation is checked against the
+//! ABI and against the attempt it claims to be about, and a file that fails is listed as a
+//! rejection, never acted on.
+//!
+//! - **Process** attempts report in their attempt folders. Evidence for an event is the
+//!   observation and proof files themselves, stored content-addressed, plus the expected
+//!   evidence files whose digests the content proof recorded (a file changed since then is an
+//!   integrity failure, not evidence).
+//! - **External** attempts ([`crate::adapter::external`]) report through the inbox, read
+//!   incrementally and sorted out per attempt by
+//!   [`Inbox::classify`](crate::adapter::external::Inbox::classify). They have no supervisor,
+//!   so "supervisor lost" never applies to them. Evidence: `attempt_submitted` gets the
+//!   request file, `attempt_running` the admitted `accepted` observation (canonical bytes), and
+//!   the end of the attempt the final observation plus every expected evidence file of the
+//!   item, read (through real folders only, below the item's `cwd`) and digested by the System
+//!   when it proposes the event. That is weaker than the process adapter's content proof:
+//!   nothing proves who wrote the files or that the tool's work produced them, only that they
+//!   held these bytes when valp read them. A `completed` report while an expected file is
+//!   missing is not taken as completion: the attempt fails like a process that exited 0
+//!   without its evidence (`missing_expected_evidence`), and is retried within the budget.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,16 +36,19 @@ use valp_kernel::{
 };
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
+use super::effects;
 use super::workflow::{
     self, AttemptReport, AttemptSlots, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait,
 };
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
+use crate::adapter::external::{self, Inbox};
+use crate::adapter::files;
 use crate::adapter::process::{
     self, CONTENT_BOUND_FILE, ContentProof, PROCESS_BOUND_FILE, REQUEST_FILE, RunSpec, STDERR_FILE,
     STDOUT_FILE, Supervisor, SupervisorState,
 };
 use crate::doctor::sanitize::display_text;
-use crate::plan::{self, Plan};
+use crate::plan::{self, Adapter, Plan, PlanItem};
 
 /// Why the runtime could not take a step.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +59,7 @@ pub enum RuntimeError {
     /// The task's plan could not be read.
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
-    /// The process adapter failed.
+    /// An adapter's attempt folder could not be written or read.
     #[error(transparent)]
     Adapter(#[from] process::ProcessError),
     /// The task is bound to a fenced epoch.
@@ -75,7 +92,7 @@ pub enum Progress {
         /// The kernel's answer: `None` when accepted, else the code and reason.
         refused: Option<(String, String)>,
     },
-    /// An attempt (or a verification check) was handed to the process adapter.
+    /// An attempt (or a verification check) was handed to its adapter.
     Launched {
         /// The attempt id.
         attempt_id: String,
@@ -95,7 +112,20 @@ pub struct Driver {
     project: PathBuf,
     valp_binary: PathBuf,
     supervisors: Vec<Supervisor>,
-    rejections: BTreeMap<PathBuf, String>,
+    /// Process attempt folders that failed the checks, by file.
+    rejections: BTreeMap<String, String>,
+    /// The inbox, read for the plan's external items (`None` when it has none).
+    inbox: Option<Inbox>,
+    /// Inbox observations naming a current external attempt that were not acted on, by
+    /// location; recomputed on every step.
+    inbox_rejections: BTreeMap<String, String>,
+    /// Digests of the evidence the journal's attempt events carry (read at open and when
+    /// another writer appended, extended on every accepted proposal): the inbox observations
+    /// already acted on.
+    recorded: std::collections::BTreeSet<String>,
+    /// Why an external attempt's report counts as a failure, by attempt, when the report
+    /// itself does not say (shown with the proposal).
+    notes: BTreeMap<String, String>,
 }
 
 /// A verification check: a plan verification command or a criterion's `verify` command.
@@ -132,6 +162,18 @@ impl Driver {
             .root()
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let external = plan
+            .work_items
+            .iter()
+            .any(|item| item.run.adapter == Adapter::External);
+        // Only a plan with external items reads the inbox, and the journal's evidence once.
+        let (inbox, recorded) = if external {
+            let recorded = effects::recorded_evidence(root, task_id)
+                .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+            (Some(Inbox::new(root.layout().root(), task_id)), recorded)
+        } else {
+            (None, std::collections::BTreeSet::new())
+        };
         Ok(Self {
             root: root.clone(),
             journal,
@@ -143,6 +185,10 @@ impl Driver {
             valp_binary,
             supervisors: Vec::new(),
             rejections: BTreeMap::new(),
+            inbox,
+            inbox_rejections: BTreeMap::new(),
+            recorded,
+            notes: BTreeMap::new(),
         })
     }
 
@@ -156,17 +202,87 @@ impl Driver {
         &self.plan
     }
 
-    /// Adapter files that were not acted on, with why (sanitized).
-    pub fn rejections(&self) -> &BTreeMap<PathBuf, String> {
-        &self.rejections
+    /// Adapter files (or `*.jsonl` lines) that were not acted on, by location, with why
+    /// (sanitized).
+    pub fn rejections(&self) -> BTreeMap<String, String> {
+        let mut all = self.rejections.clone();
+        all.extend(
+            self.inbox_rejections
+                .iter()
+                .map(|(location, reason)| (location.clone(), reason.clone())),
+        );
+        all
     }
 
-    /// The attempt folder of `attempt_id`.
+    /// The attempt folder of `attempt_id`: under `runtime/external/` when it is the current
+    /// attempt of an external item, else under `runtime/process/`.
     pub fn attempt_dir(&self, attempt_id: &str) -> PathBuf {
-        self.root
-            .layout()
-            .root()
-            .join(process::attempt_ref(attempt_id))
+        let adapter = self
+            .body()
+            .work_items
+            .iter()
+            .find(|item| {
+                item.current_attempt
+                    .as_ref()
+                    .is_some_and(|attempt| attempt.attempt_id.value() == attempt_id)
+            })
+            .map_or(Adapter::Process, |item| {
+                self.adapter_of(item.work_item_id.value())
+            });
+        self.dir_of(adapter, attempt_id)
+    }
+
+    fn dir_of(&self, adapter: Adapter, attempt_id: &str) -> PathBuf {
+        let relative = match adapter {
+            Adapter::Process => process::attempt_ref(attempt_id),
+            Adapter::External => external::attempt_ref(attempt_id),
+        };
+        self.root.layout().root().join(relative)
+    }
+
+    /// The adapter of a plan work item (verification checks run on the process adapter).
+    fn adapter_of(&self, work_item_id: &str) -> Adapter {
+        self.plan
+            .work_item(work_item_id)
+            .map_or(Adapter::Process, |item| item.run.adapter)
+    }
+
+    fn plan_item(&self, work_item_id: &str) -> Result<&PlanItem, RuntimeError> {
+        self.plan.work_item(work_item_id).ok_or_else(|| {
+            RuntimeError::Integrity(format!(
+                "work item {work_item_id} is not in the task's plan"
+            ))
+        })
+    }
+
+    /// The request of an external attempt, as the System writes it: the process adapter's
+    /// record, with the work item's canonical JSON (as published) as the payload.
+    fn external_request(
+        &self,
+        body: &StateBody,
+        slots: &AttemptSlots,
+    ) -> Result<AdapterRequest, RuntimeError> {
+        let item = self.plan_item(&slots.work_item_id)?;
+        Ok(AdapterRequest::new(
+            Operation::Submit,
+            body.installation_id.value(),
+            i64::try_from(body.leader_epoch).unwrap_or(i64::MAX),
+            body.task_id.value(),
+            &slots.work_item_id,
+            &slots.attempt_id,
+            &slots.dispatch_id,
+            i64::try_from(slots.generation).unwrap_or(i64::MAX),
+            &sha256_digest(&item.canonical_bytes()),
+            item.expected_evidence.clone(),
+        ))
+    }
+
+    /// What the inbox says about an external attempt.
+    fn inbox_report(&self, request: &AdapterRequest) -> external::Classified {
+        self.inbox
+            .as_ref()
+            .map(|inbox| inbox.classify(request, &self.recorded))
+            .unwrap_or_default()
     }
 
     fn execution(&self) -> ExecutionPolicy {
@@ -180,7 +296,14 @@ impl Driver {
     pub fn step(&mut self, active_epoch: i128) -> Result<Progress, RuntimeError> {
         self.supervisors
             .retain_mut(|supervisor| matches!(supervisor.try_wait(), Ok(None)));
-        self.journal.refresh()?;
+        let appended_elsewhere = self.journal.refresh()?;
+        if appended_elsewhere > 0 && self.inbox.is_some() {
+            // Another runner (the console, a second `valp run`) recorded evidence: read what
+            // the journal now holds, so both sort the inbox the same way.
+            self.recorded =
+                effects::recorded_evidence(&self.root, self.journal.live().body().task_id.value())
+                    .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        }
         let body = self.journal.live().body().clone();
         if body.leader_epoch != active_epoch {
             return Err(RuntimeError::Fenced {
@@ -216,26 +339,34 @@ impl Driver {
         }
     }
 
-    /// What the attempt folders say about every current attempt.
+    /// What the attempt folders (and, for external attempts, the inbox) say about every
+    /// current attempt.
     fn reports(&mut self, body: &StateBody) -> BTreeMap<String, AttemptReport> {
         let mut reports = BTreeMap::new();
+        if let Some(inbox) = self.inbox.as_mut() {
+            inbox.refresh();
+        }
+        self.inbox_rejections.clear();
+        self.notes.clear();
         for item in &body.work_items {
             let Some(attempt) = &item.current_attempt else {
                 continue;
             };
             let id = attempt.attempt_id.value().to_owned();
-            let dir = self.attempt_dir(&id);
+            let slots = AttemptSlots {
+                work_item_id: item.work_item_id.value().to_owned(),
+                attempt_id: id.clone(),
+                dispatch_id: attempt.dispatch_id.value().to_owned(),
+                generation: attempt.dispatch_generation,
+            };
+            if self.adapter_of(&slots.work_item_id) == Adapter::External {
+                let report = self.external_report(body, &slots);
+                reports.insert(id, report);
+                continue;
+            }
+            let dir = self.dir_of(Adapter::Process, &id);
             let state = state_of(&dir);
-            let observations = self.observations(
-                body,
-                &dir,
-                &AttemptSlots {
-                    work_item_id: item.work_item_id.value().to_owned(),
-                    attempt_id: id.clone(),
-                    dispatch_id: attempt.dispatch_id.value().to_owned(),
-                    generation: attempt.dispatch_generation,
-                },
-            );
+            let observations = self.observations(body, &dir, &slots);
             let last = observations
                 .iter()
                 .map(|observation| observation.status)
@@ -263,6 +394,59 @@ impl Driver {
         reports
     }
 
+    /// An external attempt: launched once its request file exists; accepted and finished as
+    /// the inbox's admitted observations say. Its rejections are listed.
+    fn external_report(&mut self, body: &StateBody, slots: &AttemptSlots) -> AttemptReport {
+        let dir = self.dir_of(Adapter::External, &slots.attempt_id);
+        let Ok(request) = self.external_request(body, slots) else {
+            return AttemptReport::default();
+        };
+        let classified = self.inbox_report(&request);
+        for (location, reason) in &classified.rejected {
+            self.inbox_rejections
+                .insert(location.to_string(), reason.clone());
+        }
+        let mut last = classified
+            .final_observation()
+            .map(|(_, observation)| observation.status);
+        if last == Some(ObservationStatus::Completed) {
+            let missing = self.missing_evidence(&slots.work_item_id);
+            if !missing.is_empty() {
+                // As the process adapter does for a run that exited 0 without its evidence.
+                last = Some(ObservationStatus::Blocked);
+                self.notes.insert(
+                    slots.attempt_id.clone(),
+                    format!(
+                        "reported completed, but expected evidence is missing: {}",
+                        missing.join(", ")
+                    ),
+                );
+            }
+        }
+        AttemptReport {
+            launched: external::launched(&dir),
+            accepted: classified.accepted().is_some(),
+            last,
+            supervisor_lost: false,
+        }
+    }
+
+    /// The item's expected evidence files that cannot be read now (below its `cwd`, through
+    /// real folders only).
+    fn missing_evidence(&self, work_item_id: &str) -> Vec<String> {
+        let cwd = self.item_cwd(work_item_id);
+        self.plan
+            .work_item(work_item_id)
+            .map(|item| {
+                item.expected_evidence
+                    .iter()
+                    .filter(|path| files::beneath(&cwd, path).is_none())
+                    .map(|path| display_text(path))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The folder's observations that are about exactly this attempt of this task; the others
     /// are recorded as rejections.
     fn observations(
@@ -275,8 +459,10 @@ impl Driver {
             Ok(read) => read,
             Err(process::ProcessError::Io { .. }) if !dir.exists() => return Vec::new(),
             Err(error) => {
-                self.rejections
-                    .insert(dir.to_owned(), display_text(&error.to_string()));
+                self.rejections.insert(
+                    display_text(&dir.display().to_string()),
+                    display_text(&error.to_string()),
+                );
                 return Vec::new();
             }
         };
@@ -292,7 +478,11 @@ impl Driver {
                     && i128::from(request.dispatch_generation) == slots.generation;
                 if !ours {
                     self.rejections.insert(
-                        dir.join(process::observation_file(observation.sequence)),
+                        display_text(
+                            &dir.join(process::observation_file(observation.sequence))
+                                .display()
+                                .to_string(),
+                        ),
                         "foreign: the observation names another attempt".to_owned(),
                     );
                 }
@@ -354,6 +544,58 @@ impl Driver {
         Ok(evidence)
     }
 
+    /// Stores what `need` names for an external attempt: its request file, its admitted
+    /// `accepted` observation, or its final observation with the item's expected evidence
+    /// files as they are now (for `attempt_completed` all of them: one that vanished since the
+    /// report was read is an integrity failure; for a failure, those present).
+    fn gather_external(
+        &self,
+        kind: EventKind,
+        need: &EvidenceNeed,
+        body: &StateBody,
+        slots: &AttemptSlots,
+    ) -> Result<Vec<Evidence>, RuntimeError> {
+        let dir = self.dir_of(Adapter::External, &slots.attempt_id);
+        let mut evidence = Vec::new();
+        match need {
+            EvidenceNeed::Nothing => {}
+            EvidenceNeed::Request => {
+                evidence.push(self.store("request", &Self::read(&dir.join(REQUEST_FILE))?)?);
+            }
+            EvidenceNeed::Accepted => {
+                let classified = self.inbox_report(&self.external_request(body, slots)?);
+                if let Some(observation) = classified.accepted() {
+                    evidence.push(self.store("observation", &observation.canonical_bytes())?);
+                }
+            }
+            EvidenceNeed::Final => {
+                let classified = self.inbox_report(&self.external_request(body, slots)?);
+                let Some((_, observation)) = classified.final_observation() else {
+                    return Ok(evidence);
+                };
+                evidence.push(self.store("observation", &observation.canonical_bytes())?);
+                let completed = kind == EventKind::AttemptCompleted;
+                let cwd = self.item_cwd(&slots.work_item_id);
+                for path in &self.plan_item(&slots.work_item_id)?.expected_evidence {
+                    match files::read_beneath(&cwd, path) {
+                        Some(bytes) => evidence.push(self.store("artifact", &bytes)?),
+                        None if completed => {
+                            return Err(RuntimeError::Integrity(format!(
+                                "{} vanished while the completion of {} was recorded",
+                                cwd.join(path).display(),
+                                slots.attempt_id
+                            )));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        evidence.retain(|item| seen.insert(item.evidence_id.clone()));
+        Ok(evidence)
+    }
+
     /// The content proof, the captured output and every expected evidence file the proof
     /// found, checked against the digests it recorded.
     fn final_evidence(&self, dir: &Path, cwd: &Path) -> Result<Vec<Evidence>, RuntimeError> {
@@ -402,13 +644,24 @@ impl Driver {
 
     fn propose(&mut self, body: &StateBody, proposal: &Proposal) -> Result<Progress, RuntimeError> {
         let evidence = match &proposal.attempt {
+            Some(slots) if self.adapter_of(&slots.work_item_id) == Adapter::External => {
+                self.gather_external(proposal.kind, &proposal.evidence, body, slots)?
+            }
             Some(slots) => self.gather(
                 &proposal.evidence,
-                &self.attempt_dir(&slots.attempt_id),
+                &self.dir_of(Adapter::Process, &slots.attempt_id),
                 &self.item_cwd(&slots.work_item_id),
             )?,
             None => Vec::new(),
         };
+        let mut why = proposal.why.clone();
+        if let Some(note) = proposal
+            .attempt
+            .as_ref()
+            .and_then(|slots| self.notes.get(&slots.attempt_id))
+        {
+            why = format!("{why}: {note}");
+        }
         let mut event = event(body, proposal.kind)?;
         if let Some(item) = &proposal.work_item_id {
             event.work_item_id = Some(identity(IdentityKind::WorkItem, item)?);
@@ -419,7 +672,13 @@ impl Driver {
             event.dispatch_id = Some(identity(IdentityKind::Dispatch, &slots.dispatch_id)?);
             event.dispatch_generation = Some(slots.generation);
         }
-        self.append(&event, &evidence, proposal.why.clone())
+        let progress = self.append(&event, &evidence, why)?;
+        if matches!(progress, Progress::Proposed { refused: None, .. }) {
+            // What the kernel now holds as evidence stays admitted in the inbox's order.
+            self.recorded
+                .extend(evidence.iter().map(|item| item.content_digest.clone()));
+        }
+        Ok(progress)
     }
 
     fn append(
@@ -438,19 +697,23 @@ impl Driver {
         Ok(Progress::Proposed { kind, why, refused })
     }
 
-    /// Writes the attempt's request and run specification and starts its supervisor.
+    /// Writes the attempt's request and run specification and starts its supervisor; for an
+    /// external item, writes its request only (the outside tool takes it from there).
     fn launch(&mut self, body: &StateBody, slots: &AttemptSlots) -> Result<Progress, RuntimeError> {
-        let item = self
-            .plan
-            .work_items
-            .iter()
-            .find(|item| item.id == slots.work_item_id)
-            .ok_or_else(|| {
-                RuntimeError::Integrity(format!(
-                    "work item {} is not in the task's plan",
-                    slots.work_item_id
-                ))
-            })?;
+        let item = self.plan_item(&slots.work_item_id)?;
+        if item.run.adapter == Adapter::External {
+            let request = self.external_request(body, slots)?;
+            let external_root = self
+                .root
+                .layout()
+                .root()
+                .join("runtime")
+                .join(external::ADAPTER_ID);
+            external::prepare(&external_root, &request)?;
+            return Ok(Progress::Launched {
+                attempt_id: slots.attempt_id.clone(),
+            });
+        }
         let (argv, cwd, timeout, env, expected) = (
             item.run.argv.clone(),
             item.run.cwd.clone(),

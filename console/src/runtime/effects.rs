@@ -1,8 +1,19 @@
 //! Obligations → effects: every `adapter_cancel:` obligation an accepted event raised is
-//! carried out once through the process adapter, and its outcome recorded in the task's effect
+//! carried out once through the attempt's adapter, and its outcome recorded in the task's effect
 //! ledger `tasks/<task>/effects.jsonl` (`valp-kernel-effect-record.v1`, shaped after the
 //! reference kernel store's): fulfilled with the adapter's final observation as proof, or
 //! blocked with the reason.
+//!
+//! - A **process** attempt is cancelled by its supervisor (SIGTERM, SIGKILL after the grace
+//!   period); the effect waits for the supervisor's final observation.
+//! - An **external** attempt (its folder is `runtime/external/attempts/<H>/`) gets a cancel
+//!   request, `control/cancel.json`, and that is all valp can do: it cannot see or stop an
+//!   outside runtime. The effect is recorded at once, without waiting: `fulfilled` when the
+//!   inbox already holds the attempt's final observation (the proof is that inbox file and the
+//!   observation's digest), else `blocked` with the reason "an external runtime was asked to
+//!   stop at `<path>`; valp cannot prove it did". A record is final, so a `cancelled` report
+//!   that arrives later does not change it; the kernel has already cancelled the attempt, and
+//!   the runtime ignores whatever it reports afterwards.
 //!
 //! The ledger is append-only and hash-chained (`prior_record_digest` → `record_digest`,
 //! `ledger_revision` 1, 2, …). [`reconcile`] compares the obligations in the task journal with
@@ -23,6 +34,7 @@ use valp_store::chain::ChainReader;
 use valp_store::journal::JOURNAL_FILE;
 use valp_store::lock::LockGuard;
 
+use crate::adapter::external;
 use crate::adapter::process::{self, SupervisorState};
 
 /// The effect ledger's file name in the task folder.
@@ -207,11 +219,14 @@ pub fn read_ledger(path: &Path) -> Result<Vec<EffectRecord>, EffectError> {
     Ok(records)
 }
 
-/// Every `adapter_cancel:` obligation the task journal's accepted entries raised, in order.
-pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, EffectError> {
+/// Calls `each` with every accepted entry of the task journal, in order.
+fn entries(
+    root: &ControlRoot,
+    task_id: &str,
+    mut each: impl FnMut(valp_kernel::replay::CompactEntry),
+) -> Result<(), EffectError> {
     let path = root.layout().task_dir(task_id).join(JOURNAL_FILE);
     let mut reader = ChainReader::open(&path)?;
-    let mut found = Vec::new();
     while let Some(line) = reader.next_line()? {
         if line.seq == 0 {
             continue;
@@ -223,6 +238,15 @@ pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, Eff
                 rule: error.to_string(),
             }
         })?;
+        each(entry);
+    }
+    Ok(())
+}
+
+/// Every `adapter_cancel:` obligation the task journal's accepted entries raised, in order.
+pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, EffectError> {
+    let mut found = Vec::new();
+    entries(root, task_id, |entry| {
         found.extend(
             entry
                 .result
@@ -230,7 +254,27 @@ pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, Eff
                 .into_iter()
                 .filter(|obligation| obligation.starts_with(OBLIGATION_PREFIX)),
         );
-    }
+    })?;
+    Ok(found)
+}
+
+/// The content digests of the evidence the task journal's accepted attempt events carry: the
+/// observations (and other files) the kernel has already acted on.
+pub fn recorded_evidence(
+    root: &ControlRoot,
+    task_id: &str,
+) -> Result<BTreeSet<String>, EffectError> {
+    let mut found = BTreeSet::new();
+    entries(root, task_id, |entry| {
+        if entry.event.attempt_id.is_some() {
+            found.extend(
+                entry
+                    .evidence_set
+                    .into_iter()
+                    .map(|evidence| evidence.content_digest),
+            );
+        }
+    })?;
     Ok(found)
 }
 
@@ -238,10 +282,12 @@ pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, Eff
 #[derive(Debug, Deserialize)]
 struct Target {
     attempt_id: String,
+    task_id: String,
 }
 
-/// Carries out `obligation` through the process adapter, waiting at most `patience` for the
-/// adapter to confirm.
+/// Carries out `obligation` through the attempt's adapter: for a process attempt, waiting at
+/// most `patience` for the supervisor to confirm; for an external one, asking once (see the
+/// module documentation).
 pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outcome {
     let Some(target) = obligation
         .strip_prefix(OBLIGATION_PREFIX)
@@ -251,6 +297,11 @@ pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outc
             reason: "the obligation does not name an attempt".to_owned(),
         };
     };
+    let external_ref = external::attempt_ref(&target.attempt_id);
+    let external_dir = root.layout().root().join(&external_ref);
+    if external::launched(&external_dir) {
+        return cancel_external(root, &target, &external_dir, &external_ref);
+    }
     let relative = process::attempt_ref(&target.attempt_id);
     let dir = root.layout().root().join(&relative);
     let deadline = Instant::now() + patience;
@@ -260,7 +311,7 @@ pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outc
             SupervisorState::Finished { .. } => return fulfilled(&dir, &relative),
             SupervisorState::NotLaunched => {
                 return Outcome::Blocked {
-                    reason: "the attempt never reached the process adapter".to_owned(),
+                    reason: "the attempt never reached its adapter".to_owned(),
                 };
             }
             SupervisorState::Dead { .. } => {
@@ -294,6 +345,46 @@ pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outc
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+    }
+}
+
+/// Writes the external attempt's cancel request, then looks once for its final observation.
+fn cancel_external(root: &ControlRoot, target: &Target, dir: &Path, relative: &str) -> Outcome {
+    let request = match external::read_request(dir) {
+        Ok(request) => request,
+        Err(error) => {
+            return Outcome::Blocked {
+                reason: error.to_string(),
+            };
+        }
+    };
+    if let Err(error) = external::request_cancel(dir, "cancelled by the Leader") {
+        return Outcome::Blocked {
+            reason: error.to_string(),
+        };
+    }
+    let recorded = match recorded_evidence(root, &target.task_id) {
+        Ok(recorded) => recorded,
+        Err(error) => {
+            return Outcome::Blocked {
+                reason: error.to_string(),
+            };
+        }
+    };
+    let mut inbox = external::Inbox::new(root.layout().root(), &target.task_id);
+    inbox.refresh();
+    match inbox.classify(&request, &recorded).final_observation() {
+        Some((location, observation)) => Outcome::Fulfilled {
+            proof_ref: location.file.to_string_lossy().into_owned(),
+            proof_digest: sha256_digest(&observation.canonical_bytes()),
+        },
+        None => Outcome::Blocked {
+            reason: format!(
+                "an external runtime was asked to stop at {relative}/{}; valp cannot prove it \
+                 did",
+                external::CANCEL_FILE
+            ),
+        },
     }
 }
 

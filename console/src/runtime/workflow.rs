@@ -47,7 +47,8 @@ pub struct AttemptReport {
     pub accepted: bool,
     /// The adapter's final word, if any.
     pub last: Option<ObservationStatus>,
-    /// The supervisor died without a final word.
+    /// The supervisor died without a final word (process attempts only: an external attempt
+    /// has no supervisor, so this is never set for it).
     pub supervisor_lost: bool,
 }
 
@@ -188,7 +189,7 @@ pub fn decide(
         TaskStatus::Published => Step::Wait(Wait::NotStarted),
         TaskStatus::RoutingValidation => task_event(
             EventKind::RoutingValidationPassed,
-            "every work item runs on the process adapter, which is available",
+            "every work item names a known adapter (process or external)",
         ),
         TaskStatus::Dispatching => {
             task_event(EventKind::DispatchAccepted, "the dispatcher takes the task")
@@ -276,7 +277,7 @@ fn settle_attempts(
                     EventKind::AttemptSubmitted,
                     item,
                     EvidenceNeed::Request,
-                    format!("{id} was handed to the process adapter"),
+                    format!("{id} was handed to its adapter"),
                 ));
             }
             AttemptStatus::Submitted if report.accepted => {

@@ -433,22 +433,6 @@ fn stream_record(path: &Path, captured: &Captured) -> Result<StreamRecord, Proce
     })
 }
 
-/// Reads an expected evidence file: a regular file reached through real folders only (no
-/// symlink anywhere under the working folder), else missing.
-fn evidence(cwd: &Path, relative: &str) -> Option<Vec<u8>> {
-    let mut path = cwd.to_path_buf();
-    let parts: Vec<&str> = relative.split('/').collect();
-    for (index, part) in parts.iter().enumerate() {
-        path.push(part);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        let last = index + 1 == parts.len();
-        if (last && !meta.file_type().is_file()) || (!last && !meta.file_type().is_dir()) {
-            return None;
-        }
-    }
-    std::fs::read(&path).ok()
-}
-
 fn finish(
     dir: &Path,
     spec: &RunSpec,
@@ -469,7 +453,7 @@ fn finish(
         .expected_evidence
         .iter()
         .map(|relative| {
-            let bytes = evidence(cwd, relative);
+            let bytes = files::read_beneath(cwd, relative);
             if bytes.is_some() {
                 found.push(relative.clone());
             } else {

@@ -1,6 +1,6 @@
 //! Whole-file writes that readers never see half done: a temporary file next to the target
 //! (so inside the attempt folder), fsync, then rename (replace) or hard link (create only), then
-//! fsync of the folder.
+//! fsync of the folder. Shared by the adapters that write attempt folders (process, external).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
@@ -104,6 +104,29 @@ pub fn create_dir_durably(dir: &Path) -> io::Result<()> {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(error) => Err(error),
     }
+}
+
+/// The file `relative` (a safe relative path) below `cwd` when it is a regular file reached
+/// through real folders only (no symbolic link anywhere below `cwd`), else `None`, as if
+/// missing. Expected evidence is looked up this way, so a link cannot make valp digest a file
+/// outside the working folder.
+pub fn beneath(cwd: &Path, relative: &str) -> Option<PathBuf> {
+    let mut path = cwd.to_path_buf();
+    let parts: Vec<&str> = relative.split('/').collect();
+    for (index, part) in parts.iter().enumerate() {
+        path.push(part);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let last = index + 1 == parts.len();
+        if (last && !meta.file_type().is_file()) || (!last && !meta.file_type().is_dir()) {
+            return None;
+        }
+    }
+    Some(path)
+}
+
+/// Reads the file [`beneath`] finds, else `None`.
+pub fn read_beneath(cwd: &Path, relative: &str) -> Option<Vec<u8>> {
+    std::fs::read(beneath(cwd, relative)?).ok()
 }
 
 /// Whether `name` is one of [`write_temporary`]'s temporary files.

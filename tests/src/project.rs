@@ -1,0 +1,171 @@
+//! A valp project in a temporary folder, driven through the real `valp` binary as a person runs
+//! it from the command line: `valp init`, the local OS account selected as the Leader, plans
+//! published, and the task status read back from `valp task status`.
+//!
+//! Everything here panics on failure: a helper that cannot do its job is a failed test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test support: a failure is a test failure
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cli::{Run, valp_in};
+
+/// A project folder with a control root and the local OS account as the Leader.
+pub struct Project {
+    temp: tempfile::TempDir,
+}
+
+impl Project {
+    /// A project with a control root and the local OS account selected as the Leader.
+    pub fn new() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        let project = Self { temp };
+        assert_eq!(project.valp(&["init"]).code, Some(0));
+        let listed = project.valp(&["leader", "candidates"]);
+        let human = listed
+            .stdout
+            .lines()
+            .next()
+            .and_then(|line| line.split_whitespace().nth(1))
+            .unwrap()
+            .to_owned();
+        let selected = project.valp(&["leader", "select", &human, "--yes"]);
+        assert_eq!(selected.code, Some(0), "{}", selected.stderr);
+        project
+    }
+
+    /// The project folder.
+    pub fn path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// The control root, `<project>/.valp`.
+    pub fn control_root(&self) -> PathBuf {
+        self.path().join(".valp")
+    }
+
+    /// `valp` with the Doctor limited to the local account (no tmux servers).
+    pub fn valp(&self, args: &[&str]) -> Run {
+        let mut all = vec!["--no-default-sockets"];
+        all.extend_from_slice(args);
+        valp_in(self.path(), None, &all).unwrap()
+    }
+
+    /// `valp args…`, which must exit 0; its standard output.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let run = self.valp(args);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "valp {args:?}\nstdout:\n{}\nstderr:\n{}",
+            run.stdout,
+            run.stderr
+        );
+        run.stdout
+    }
+
+    /// Writes `plan` to `<name>.toml` in the project and publishes it.
+    pub fn publish(&self, name: &str, plan: &str) {
+        let file = self.path().join(format!("{name}.toml"));
+        std::fs::write(&file, plan).unwrap();
+        self.ok(&["task", "publish", file.to_str().unwrap()]);
+    }
+
+    /// `valp task status TASK`: the task line, then `item -> (status, position)` (effect,
+    /// rejection and inbox lines left out).
+    pub fn status(&self, task: &str) -> (String, Vec<(String, String)>) {
+        let text = self.ok(&["task", "status", task]);
+        let mut lines = text.lines();
+        let head = lines.next().unwrap().to_owned();
+        let items = lines
+            .filter(|line| {
+                line.starts_with("  ")
+                    && !["  effect", "  rejected ", "  inbox:"]
+                        .iter()
+                        .any(|prefix| line.starts_with(prefix))
+            })
+            .map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                (fields[0].to_owned(), fields[2].to_owned())
+            })
+            .collect();
+        (head, items)
+    }
+
+    /// The task's status (`executing`, `reviewing`, `done`, …).
+    pub fn task_status(&self, task: &str) -> String {
+        let (head, _) = self.status(task);
+        head.split_whitespace().nth(2).unwrap().to_owned()
+    }
+
+    /// A work item's status.
+    pub fn item_status(&self, task: &str, item: &str) -> String {
+        self.status(task)
+            .1
+            .into_iter()
+            .find(|(id, _)| id == item)
+            .unwrap_or_else(|| panic!("no item {item}"))
+            .1
+    }
+
+    /// The process adapter's attempt folders.
+    pub fn attempts_dir(&self) -> PathBuf {
+        self.control_root().join("runtime/process/attempts")
+    }
+}
+
+impl Default for Project {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A plan for `task` with one criterion the Leader's review attests, then `body` (work items,
+/// verification, `[done]`, …).
+pub fn plan(task: &str, body: &str) -> String {
+    format!(
+        "schema_version = \"valp-plan.v1\"\ntask_id = \"{task}\"\ngoal = \"test\"\n\n\
+         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n{body}"
+    )
+}
+
+/// A `[[work_items]]` table run by the process adapter: `deps` are `(id, kind)` pairs, `argv`
+/// the command (no shell), `expected` its expected evidence; timeout 60 s.
+pub fn item(
+    id: &str,
+    requirement: &str,
+    deps: &[(&str, &str)],
+    argv: &[&str],
+    expected: &[&str],
+) -> String {
+    let deps = deps
+        .iter()
+        .map(|(dep, kind)| format!("{{ id = \"{dep}\", kind = \"{kind}\" }}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let argv = argv
+        .iter()
+        .map(|arg| format!("{arg:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let expected = expected
+        .iter()
+        .map(|path| format!("{path:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "[[work_items]]\nid = \"{id}\"\nrequirement = \"{requirement}\"\ndependencies = [{deps}]\n\
+         expected_evidence = [{expected}]\n[work_items.run]\nadapter = \"process\"\n\
+         argv = [{argv}]\ntimeout_seconds = 60\n\n"
+    )
+}
+
+/// Polls `condition` every 50 ms for up to 15 s; panics naming `what` when it never holds.
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
