@@ -9,9 +9,9 @@
 //! 2. the file watcher and the live feed ([`Feed`], inotify): it decodes every observation file
 //!    under `runtime/` and wakes the runtime, here through a one-slot channel exactly as
 //!    `valp run` does;
-//! 3. the runtime: on every wake, [`effects::reconcile`] then [`Driver::step`] until the task
-//!    waits, as `valp run` and the console's pump do. A step that consumes an observation stores
-//!    its evidence and appends the event through the kernel to the task journal.
+//! 3. the runtime: on every wake, [`Driver::reconcile_effects`] then [`Driver::step`] until the
+//!    task waits, as `valp run` and the console's pump do. A step that consumes an observation
+//!    stores its evidence and appends the event through the kernel to the task journal.
 //!
 //! One sample is one event the kernel accepted that consumed an observation: `attempt_running`
 //! (consumes `000001.json`) or `attempt_completed` (consumes the terminal `000002.json`).
@@ -26,9 +26,8 @@
 //! independent work items (`max_concurrency = 1`): terminal observations, `accepted`
 //! observations, both; for the events consumed on their own file's wake, mtime -> the runtime
 //! woke with the feed's row and woke -> accepted; the terminal latency of the first and last
-//! quarter of the items, and the cost of one `driver.step` and one `effects::reconcile` in
-//! those quarters (a step reads every attempt folder of the task, so it grows with the attempts
-//! already settled); how many events were consumed on their own file's wake rather than by a
+//! quarter of the items, and the cost of one `driver.step` and one `reconcile_effects` in
+//! those quarters (neither should grow with the attempts already settled); how many events were consumed on their own file's wake rather than by a
 //! run an earlier wake started; and missed wakes.
 //!
 //! `observation_to_event/terminal` then times terminal observation -> `attempt_completed` per
@@ -57,7 +56,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, SamplingMode, criterion_group};
 use valp_console::runtime::driver::{Driver, Progress};
-use valp_console::runtime::effects;
 use valp_console::runtime::workflow::Wait;
 use valp_console::system::feed::Feed;
 use valp_kernel::{AttemptStatus, EventKind, StateBody};
@@ -111,7 +109,7 @@ struct Pipeline {
     timeouts: usize,
     /// Every `driver.step` call: settled attempts of the task before it, and how long it took.
     steps: Vec<(usize, Duration)>,
-    /// Every `effects::reconcile` call: settled attempts of the task, and how long it took.
+    /// Every `reconcile_effects` call: settled attempts of the task, and how long it took.
     reconciles: Vec<(usize, Duration)>,
 }
 
@@ -230,9 +228,8 @@ impl Pipeline {
         let Some(driver) = self.driver.as_mut() else {
             return Pumped::Idle;
         };
-        let task = driver.body().task_id.value().to_owned();
         let started = Instant::now();
-        effects::reconcile(&self.root, &task, CANCEL_PATIENCE).unwrap();
+        driver.reconcile_effects(CANCEL_PATIENCE).unwrap();
         let done = settled(&attempts(driver.body()));
         self.reconciles.push((done, started.elapsed()));
         loop {
@@ -463,7 +460,7 @@ fn breakdown(pipeline: &Pipeline, samples: &[Sample]) {
     );
     for (label, calls) in [
         ("driver.step (one call)", &pipeline.steps),
-        ("effects::reconcile (one per wake)", &pipeline.reconciles),
+        ("reconcile_effects (one per wake)", &pipeline.reconciles),
     ] {
         for (range, low, high) in [
             ("first", 0, quarter),

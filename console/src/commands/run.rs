@@ -15,7 +15,6 @@ use crate::clock::Clock;
 use crate::doctor::ObserveOptions;
 use crate::doctor::sanitize::display_text;
 use crate::runtime::driver::{Driver, Progress};
-use crate::runtime::effects;
 use crate::runtime::workflow::Wait;
 use crate::system::feed::Feed;
 
@@ -69,7 +68,8 @@ pub(super) fn run(
         let mut in_flight = false;
         for driver in &mut drivers {
             let task = driver.body().task_id.value().to_owned();
-            for record in effects::reconcile(root, &task, Duration::from_secs(10))
+            for record in driver
+                .reconcile_effects(Duration::from_secs(10))
                 .map_err(|error| CommandError::Usage(error.to_string()))?
             {
                 writeln!(

@@ -32,7 +32,8 @@ use valp_kernel::done::{
     CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, evaluate_bound,
 };
 use valp_kernel::{
-    ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind, StateBody, TaskStatus,
+    AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind, StateBody,
+    TaskStatus,
 };
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
@@ -123,6 +124,11 @@ pub struct Driver {
     /// another writer appended, extended on every accepted proposal): the inbox observations
     /// already acted on.
     recorded: std::collections::BTreeSet<String>,
+    /// Whether the journal may hold `adapter_cancel:` obligations without an effect record:
+    /// set at open, when another writer appended, and when one of our own proposals raised
+    /// obligations; cleared by a successful [`Driver::reconcile_effects`]. Reconciling reads
+    /// the whole journal, so it runs only when something could have changed.
+    effects_due: bool,
     /// Why an external attempt's report counts as a failure, by attempt, when the report
     /// itself does not say (shown with the proposal).
     notes: BTreeMap<String, String>,
@@ -188,6 +194,7 @@ impl Driver {
             inbox,
             inbox_rejections: BTreeMap::new(),
             recorded,
+            effects_due: true,
             notes: BTreeMap::new(),
         })
     }
@@ -297,6 +304,7 @@ impl Driver {
         self.supervisors
             .retain_mut(|supervisor| matches!(supervisor.try_wait(), Ok(None)));
         let appended_elsewhere = self.journal.refresh()?;
+        self.effects_due |= appended_elsewhere > 0;
         if appended_elsewhere > 0 && self.inbox.is_some() {
             // Another runner (the console, a second `valp run`) recorded evidence: read what
             // the journal now holds, so both sort the inbox the same way.
@@ -320,6 +328,25 @@ impl Driver {
             Step::Record => self.record(&body),
             Step::Wait(wait) => Ok(Progress::Waiting(wait)),
         }
+    }
+
+    /// Carries out the task's `adapter_cancel:` obligations that have no effect record yet
+    /// ([`effects::reconcile`]) when the journal may hold new ones; otherwise does nothing.
+    pub fn reconcile_effects(
+        &mut self,
+        patience: std::time::Duration,
+    ) -> Result<Vec<effects::EffectRecord>, effects::EffectError> {
+        self.effects_due |= self.journal.refresh()? > 0;
+        if !self.effects_due {
+            return Ok(Vec::new());
+        }
+        let records = effects::reconcile(
+            &self.root,
+            self.journal.live().body().task_id.value(),
+            patience,
+        )?;
+        self.effects_due = false;
+        Ok(records)
     }
 
     /// Steps until the task waits; returns every step taken, the last being the wait.
@@ -352,6 +379,15 @@ impl Driver {
             let Some(attempt) = &item.current_attempt else {
                 continue;
             };
+            // Only attempts still in flight need a report (workflow::settle_attempts); not
+            // reading settled attempts' folders keeps a step's cost independent of how much of
+            // the task is already done.
+            if !matches!(
+                attempt.status,
+                AttemptStatus::Created | AttemptStatus::Submitted | AttemptStatus::Running
+            ) {
+                continue;
+            }
             let id = attempt.attempt_id.value().to_owned();
             let slots = AttemptSlots {
                 work_item_id: item.work_item_id.value().to_owned(),
@@ -689,7 +725,11 @@ impl Driver {
     ) -> Result<Progress, RuntimeError> {
         let kind = event.kind.known().unwrap_or(EventKind::TaskFailed);
         let refused = match self.journal.append(event, evidence)? {
-            Appended::Accepted { .. } | Appended::Duplicate { .. } => None,
+            Appended::Accepted { record, .. } => {
+                self.effects_due |= !record.obligations.is_empty();
+                None
+            }
+            Appended::Duplicate { .. } => None,
             Appended::Rejected { error_code, reason } => {
                 Some((error_code.as_str().to_owned(), reason))
             }

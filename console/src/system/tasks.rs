@@ -117,7 +117,10 @@ impl Desk {
         }
         let tasks: Vec<String> = self.drivers.keys().cloned().collect();
         for task in tasks {
-            match effects::reconcile(root, &task, CANCEL_PATIENCE) {
+            let Some(driver) = self.drivers.get_mut(&task) else {
+                continue;
+            };
+            match driver.reconcile_effects(CANCEL_PATIENCE) {
                 Ok(records) => {
                     for record in records {
                         self.log(&format!(
