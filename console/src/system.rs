@@ -274,8 +274,11 @@ impl Backend for SystemBackend<'_> {
         }
         let lane = self.lane();
         let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
-        let (observations, rejections) =
+        let (observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
+        // The runtime's refusals stand as long as the file does; the feed's are events.
+        let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
+        rejections.extend(feed_rejections);
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),

@@ -11,6 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use valp_console::adapter::abi::{
+    AdapterObservation, AdapterRequest, ObservationStatus, Operation, attempt_folder,
+};
+use valp_kernel::canonical::Canonical;
 use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;
@@ -255,6 +259,37 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     let running = desk.wait_for("slow-optional optional running in flight");
     assert!(running.contains("Work items · demo-build (5)"), "{running}");
     assert!(running.contains("attempt_running"), "{running}");
+
+    // A file in the running attempt's folder that names another attempt: listed, not acted on.
+    let folder = desk
+        .path()
+        .join(".valp/runtime/process/attempts")
+        .join(attempt_folder("demo-build:slow-optional:a1"));
+    let foreign = AdapterObservation::new(
+        AdapterRequest::new(
+            Operation::Submit,
+            "another-installation",
+            1,
+            "demo-build",
+            "slow-optional",
+            "demo-build:slow-optional:a9",
+            "d9",
+            9,
+            &format!("sha256:{}", "0".repeat(64)),
+            Vec::new(),
+        ),
+        3,
+        ObservationStatus::Unsupported,
+        Vec::new(),
+        Vec::new(),
+        None,
+        Some("not this attempt".to_owned()),
+    );
+    let temporary = folder.join("observations/.000003.json.tmp");
+    std::fs::write(&temporary, foreign.canonical_bytes()).unwrap();
+    std::fs::rename(&temporary, folder.join("observations/000003.json")).unwrap();
+    let listed = desk.wait_for("observes another request (task demo-build)");
+    assert!(listed.contains("Rejected files (1)"), "{listed}");
 
     // Cancel the slow optional item from the keyboard: Work items pane, row 5.
     desk.keys(&["Tab", "j", "j", "j", "j", "x"]);

@@ -318,3 +318,33 @@ fn corrupt_oversized_and_forged_observations_are_rejected_and_listed() {
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
     assert!(journal.is_file());
 }
+
+#[test]
+fn a_bad_file_in_an_attempt_folder_is_listed_and_the_attempt_goes_on() {
+    let project = Project::new();
+    project.publish(
+        "steady",
+        &plan(
+            "steady",
+            &item("nap", "required", &[], &["sleep", "1"], &[]),
+        ),
+    );
+    project.ok(&["run", "--once"]);
+    let folder = project
+        .attempts_dir()
+        .join(valp_console::adapter::abi::attempt_folder("steady:nap:a1"))
+        .join("observations");
+    wait_until("the attempt's folder", || folder.is_dir());
+    std::fs::write(folder.join("000003.json"), b"{not json").unwrap();
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(
+        ran.contains("steady  attempt_completed"),
+        "the attempt's own observations still count:\n{ran}"
+    );
+    assert!(
+        ran.lines()
+            .any(|line| line.starts_with("  rejected ") && line.contains("000003.json: ")),
+        "{ran}"
+    );
+    assert_eq!(project.task_status("steady"), "reviewing");
+}

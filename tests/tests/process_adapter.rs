@@ -88,7 +88,9 @@ fn eventually<T>(limit: Duration, what: &str, mut condition: impl FnMut() -> Opt
 /// Waits for the final observation and for the supervisor to exit 0; returns every observation.
 fn finish(attempt: &Attempt, supervisor: &mut Supervisor) -> Vec<AdapterObservation> {
     let observations = eventually(Duration::from_secs(15), "the final observation", || {
-        let observations = process::read_observations(&attempt.dir).unwrap();
+        let observations = process::read_observations(&attempt.dir)
+            .unwrap()
+            .observations;
         observations
             .last()
             .is_some_and(|last| process::is_final(last.status))
@@ -203,7 +205,11 @@ fn wait_for_stdout(attempt: &Attempt, text: &str) {
 
 fn wait_for_accepted(attempt: &Attempt) {
     eventually(Duration::from_secs(10), "the accepted observation", || {
-        (!process::read_observations(&attempt.dir).unwrap().is_empty()).then_some(())
+        (!process::read_observations(&attempt.dir)
+            .unwrap()
+            .observations
+            .is_empty())
+        .then_some(())
     });
 }
 
@@ -301,7 +307,13 @@ fn success_with_expected_evidence() {
         .output()
         .unwrap();
     assert!(!again.status.success());
-    assert_eq!(process::read_observations(&attempt.dir).unwrap().len(), 2);
+    assert_eq!(
+        process::read_observations(&attempt.dir)
+            .unwrap()
+            .observations
+            .len(),
+        2
+    );
 }
 
 fn supervisor_state(attempt: &Attempt) -> SupervisorState {
@@ -584,7 +596,9 @@ fn the_supervisor_outlives_its_launcher() {
     assert!(runs(pid));
     assert!(!attempt.work.join("late.txt").exists());
     let done = eventually(Duration::from_secs(15), "the final observation", || {
-        let observations = process::read_observations(&attempt.dir).unwrap();
+        let observations = process::read_observations(&attempt.dir)
+            .unwrap()
+            .observations;
         observations
             .last()
             .filter(|last| process::is_final(last.status))
@@ -599,7 +613,12 @@ fn the_supervisor_outlives_its_launcher() {
     eventually(Duration::from_secs(5), "the supervisor's exit", || {
         (!runs(pid)).then_some(())
     });
-    check_files(&attempt, &process::read_observations(&attempt.dir).unwrap());
+    check_files(
+        &attempt,
+        &process::read_observations(&attempt.dir)
+            .unwrap()
+            .observations,
+    );
 }
 
 #[test]
@@ -632,7 +651,9 @@ fn a_killed_supervisor_is_reported_dead() {
     eventually(Duration::from_secs(5), "the orphan's end", || {
         (!runs(orphan)).then_some(())
     });
-    let observations = process::read_observations(&attempt.dir).unwrap();
+    let observations = process::read_observations(&attempt.dir)
+        .unwrap()
+        .observations;
     assert_eq!(observations.len(), 1);
     check_files(&attempt, &observations);
 }
@@ -712,4 +733,68 @@ fn the_schemas_refuse_what_the_abi_refuses() {
         bad[member] = value;
         assert!(!errors(&run, &bad).is_empty(), "{member}");
     }
+}
+
+#[test]
+fn files_that_fail_the_checks_are_rejected_one_by_one_and_the_rest_still_count() {
+    let attempt = attempt(&["true"], 10_000, |_| {});
+    let mut supervisor = launch(&attempt);
+    let observations = finish(&attempt, &mut supervisor);
+    assert_eq!(observations.len(), 2);
+    let folder = attempt.dir.join("observations");
+    // Another attempt's valid observation, garbage, an oversized file, a bad name, and a
+    // valid observation of this request after a gap.
+    let mut foreign = observations[0].request.clone();
+    foreign.attempt_id = "someone-else".to_owned();
+    foreign.request_id = foreign.content_digest();
+    let stranger = AdapterObservation::new(
+        foreign,
+        3,
+        ObservationStatus::Unsupported,
+        Vec::new(),
+        Vec::new(),
+        None,
+        Some("not yours".to_owned()),
+    );
+    std::fs::write(folder.join("000003.json"), stranger.canonical_bytes()).unwrap();
+    std::fs::write(folder.join("000004.json"), b"{not json").unwrap();
+    std::fs::write(folder.join("000005.json"), vec![b' '; (1 << 20) + 1]).unwrap();
+    std::fs::write(folder.join("notes.txt"), b"hello").unwrap();
+    let mut late = observations[1].clone();
+    late.sequence = 7;
+    late.observation_id = late.content_digest();
+    std::fs::write(folder.join("000007.json"), late.canonical_bytes()).unwrap();
+
+    let read = process::read_observations(&attempt.dir).unwrap();
+    assert_eq!(read.observations, observations);
+    let mut rejected: Vec<String> = read
+        .rejected
+        .iter()
+        .map(|error| match error {
+            ProcessError::Invalid { path, reason } => {
+                format!("{}: {reason}", path.file_name().unwrap().to_string_lossy())
+            }
+            other => panic!("{other}"),
+        })
+        .collect();
+    rejected.sort();
+    assert_eq!(rejected.len(), 5, "{rejected:#?}");
+    assert_eq!(rejected[0], "000003.json: observes another request");
+    assert!(rejected[1].starts_with("000004.json: "), "{rejected:#?}");
+    assert_eq!(rejected[2], "000005.json: larger than 1048576 bytes");
+    assert_eq!(
+        rejected[3],
+        "000007.json: observation 3 is missing before it"
+    );
+    assert_eq!(
+        rejected[4],
+        "notes.txt: not an observation file name (NNNNNN.json)"
+    );
+    // The attempt still stands where its own observations put it.
+    assert_eq!(
+        supervisor_state(&attempt),
+        SupervisorState::Finished {
+            status: ObservationStatus::Completed
+        }
+    );
 }

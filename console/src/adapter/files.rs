@@ -129,6 +129,17 @@ pub fn read_beneath(cwd: &Path, relative: &str) -> Option<Vec<u8>> {
     std::fs::read(beneath(cwd, relative)?).ok()
 }
 
+/// Reads at most `cap` bytes of `path`; `Ok(None)` when the file is larger (untrusted files
+/// are never read whole into memory).
+pub fn read_capped(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    File::open(path)?
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+}
+
 /// Whether `name` is one of [`write_temporary`]'s temporary files.
 pub fn is_temporary(name: &str) -> bool {
     name.starts_with('.') && Path::new(name).extension().is_some_and(|ext| ext == "tmp")

@@ -420,57 +420,90 @@ pub fn observation_file(sequence: u64) -> String {
     format!("{OBSERVATIONS_DIR}/{sequence:06}.json")
 }
 
-/// Every observation of the folder, by sequence. Each must be canonical, pass the ABI checks
-/// for this adapter, carry the folder's request and the sequence of its file name, and the
-/// sequences must be exactly `1..=n`.
-pub fn read_observations(dir: &Path) -> Result<Vec<AdapterObservation>, ProcessError> {
+/// What an attempt folder's `observations/` holds: the observations that count, and the files
+/// that do not.
+#[derive(Debug, Default)]
+pub struct ObservationRead {
+    /// Sequences `1..=n`, each file canonical, passing the ABI checks for this adapter,
+    /// carrying the folder's request and the sequence of its file name.
+    pub observations: Vec<AdapterObservation>,
+    /// Every other file ([`ProcessError::Invalid`], naming it and the rule it breaks): a file
+    /// that fails a check, or a valid observation after a missing sequence.
+    pub rejected: Vec<ProcessError>,
+}
+
+/// Reads the folder's observations. A file that fails a check is rejected on its own and the
+/// others still count, so whatever lands in the folder cannot stop the attempt's real
+/// observations from being read; only an unreadable folder or request is an error.
+pub fn read_observations(dir: &Path) -> Result<ObservationRead, ProcessError> {
     let request = read_request(dir)?;
     let folder = dir.join(OBSERVATIONS_DIR);
     let entries = match std::fs::read_dir(&folder) {
         Ok(entries) => entries,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            return Ok(ObservationRead::default());
+        }
         Err(error) => return Err(io_error(&folder, "list")(error)),
     };
-    let mut observations = Vec::new();
+    let mut read = ObservationRead::default();
     for entry in entries {
         let entry = entry.map_err(io_error(&folder, "list"))?;
-        let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if files::is_temporary(&name) {
             continue;
         }
-        let sequence = name
-            .strip_suffix(".json")
-            .filter(|number| number.len() == 6 && number.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|number| number.parse::<u64>().ok())
-            .ok_or_else(|| invalid(&path, "not an observation file name (NNNNNN.json)"))?;
-        let bytes = std::fs::read(&path).map_err(io_error(&path, "read"))?;
-        let observation = AdapterObservation::decode(&bytes)
-            .map_err(|error| invalid(&path, error.to_string()))?;
-        if observation.canonical_bytes() != bytes {
-            return Err(invalid(&path, "not the observation's canonical encoding"));
+        match read_observation_file(&entry.path(), &name, &request) {
+            Ok(observation) => read.observations.push(observation),
+            Err(error) => read.rejected.push(error),
         }
-        observation
-            .check(ADAPTER_ID)
-            .map_err(|error| invalid(&path, error.to_string()))?;
-        if observation.sequence != sequence {
-            return Err(invalid(&path, "the sequence is not the file's"));
-        }
-        if observation.request != request {
-            return Err(invalid(&path, "observes another request"));
-        }
-        observations.push(observation);
     }
-    observations.sort_by_key(|observation| observation.sequence);
-    for (index, observation) in observations.iter().enumerate() {
-        if observation.sequence != index as u64 + 1 {
-            return Err(invalid(
-                &folder,
-                format!("observation {} is missing", index + 1),
+    read.observations
+        .sort_by_key(|observation| observation.sequence);
+    if let Some(gap) = read
+        .observations
+        .iter()
+        .enumerate()
+        .position(|(index, observation)| observation.sequence != index as u64 + 1)
+    {
+        for orphan in read.observations.split_off(gap) {
+            read.rejected.push(invalid(
+                &folder.join(observation_file(orphan.sequence)),
+                format!("observation {} is missing before it", gap + 1),
             ));
         }
     }
-    Ok(observations)
+    Ok(read)
+}
+
+fn read_observation_file(
+    path: &Path,
+    name: &str,
+    request: &AdapterRequest,
+) -> Result<AdapterObservation, ProcessError> {
+    let sequence = name
+        .strip_suffix(".json")
+        .filter(|number| number.len() == 6 && number.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|number| number.parse::<u64>().ok())
+        .ok_or_else(|| invalid(path, "not an observation file name (NNNNNN.json)"))?;
+    let cap = crate::ingest::Limits::default().max_file_bytes;
+    let bytes = files::read_capped(path, cap)
+        .map_err(io_error(path, "read"))?
+        .ok_or_else(|| invalid(path, format!("larger than {cap} bytes")))?;
+    let observation =
+        AdapterObservation::decode(&bytes).map_err(|error| invalid(path, error.to_string()))?;
+    if observation.canonical_bytes() != bytes {
+        return Err(invalid(path, "not the observation's canonical encoding"));
+    }
+    observation
+        .check(ADAPTER_ID)
+        .map_err(|error| invalid(path, error.to_string()))?;
+    if observation.sequence != sequence {
+        return Err(invalid(path, "the sequence is not the file's"));
+    }
+    if &observation.request != request {
+        return Err(invalid(path, "observes another request"));
+    }
+    Ok(observation)
 }
 
 /// Whether an observation ends the attempt (anything but `accepted` and `waiting`).
@@ -510,6 +543,7 @@ pub enum SupervisorState {
 
 fn final_status(dir: &Path) -> Result<Option<ObservationStatus>, ProcessError> {
     Ok(read_observations(dir)?
+        .observations
         .last()
         .map(|observation| observation.status)
         .filter(|&status| is_final(status)))

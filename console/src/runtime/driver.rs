@@ -502,7 +502,16 @@ impl Driver {
                 return Vec::new();
             }
         };
-        read.into_iter()
+        for rejected in read.rejected {
+            if let process::ProcessError::Invalid { path, reason } = rejected {
+                self.rejections.insert(
+                    display_text(&path.display().to_string()),
+                    display_text(&reason),
+                );
+            }
+        }
+        read.observations
+            .into_iter()
             .filter(|observation| {
                 let request = &observation.request;
                 let ours = request.installation_id == body.installation_id.value()
@@ -558,7 +567,9 @@ impl Driver {
                 evidence.push(self.store("request", &Self::read(&dir.join(REQUEST_FILE))?)?);
             }
             EvidenceNeed::Accepted | EvidenceNeed::Final => {
-                let observations = process::read_observations(dir)?;
+                // Only what the report was built from: files that fail the checks are the
+                // rejections `observations` listed.
+                let observations = process::read_observations(dir)?.observations;
                 let wanted = |observation: &&AdapterObservation| match need {
                     EvidenceNeed::Accepted => observation.status == ObservationStatus::Accepted,
                     _ => true,

@@ -390,7 +390,7 @@ fn cancel_external(root: &ControlRoot, target: &Target, dir: &Path, relative: &s
 
 fn fulfilled(dir: &Path, relative: &str) -> Outcome {
     match process::read_observations(dir) {
-        Ok(observations) => match observations.last() {
+        Ok(read) => match read.observations.last() {
             Some(last) => Outcome::Fulfilled {
                 proof_ref: format!("{relative}/{}", process::observation_file(last.sequence)),
                 proof_digest: sha256_digest(&last.canonical_bytes()),

@@ -16,7 +16,7 @@ use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{Driver, Progress};
 use crate::runtime::effects;
 use crate::runtime::workflow::Wait;
-use crate::view::{ItemRow, Refusal, TaskRow};
+use crate::view::{ItemRow, Refusal, RejectionRow, TaskRow};
 
 /// Activity lines kept (newest first).
 pub const ACTIVITY_ROWS: usize = 200;
@@ -69,6 +69,29 @@ impl Desk {
             None => root.open_task_dir(dir, Access::ReadOnly)?,
         };
         Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
+    }
+
+    /// What the runtime refused to act on, per running task: observations in an attempt
+    /// folder that name another attempt, a folder that fails the checks, inbox reports that
+    /// are forged, duplicated or out of order. Paths are shown relative to `control_root`.
+    pub fn runtime_rejections(&self, control_root: &Path) -> Vec<RejectionRow> {
+        let prefix = format!("{}/", control_root.display());
+        self.drivers
+            .iter()
+            .flat_map(|(task, driver)| {
+                let prefix = prefix.clone();
+                driver
+                    .rejections()
+                    .into_iter()
+                    .map(move |(location, reason)| RejectionRow {
+                        path: location
+                            .strip_prefix(&prefix)
+                            .unwrap_or(&location)
+                            .to_owned(),
+                        reason: format!("{reason} (task {})", display_text(task)),
+                    })
+            })
+            .collect()
     }
 
     pub(super) fn log(&mut self, line: &str) {
