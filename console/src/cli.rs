@@ -118,7 +118,8 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
     },
-    /// Interrupt a task: nothing more is dispatched until `valp resume`.
+    /// Interrupt a task: nothing more is dispatched, and no attempt outcome is recorded, until
+    /// `valp resume`. Running commands go on unless `--signal` is given.
     Interrupt {
         /// The task.
         #[arg(value_name = "TASK")]
@@ -126,6 +127,11 @@ pub enum Command {
         /// Why.
         #[arg(long, default_value = "")]
         note: String,
+        /// Also deliver SIGINT to the command of every attempt running on the process adapter
+        /// once the kernel accepted the interrupt (a command that exits on it fails its
+        /// attempt, which is retried after `valp resume` while the retry budget lasts).
+        #[arg(long)]
+        signal: bool,
     },
     /// Lift a task's interrupt.
     Resume {

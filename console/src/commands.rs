@@ -88,6 +88,20 @@ pub fn run(
         Command::Task(TaskCommand::Status { task }) => {
             status::run(&open_root(root.as_deref())?, task.as_deref(), out)
         }
+        Command::Interrupt {
+            ref task,
+            signal: true,
+            ..
+        } => {
+            let root = open_root(root.as_deref())?;
+            let task = task.clone();
+            let (_, operation, note) = leader_operation(command)?;
+            let code = control::run(&root, &task, &operation, &note, &clock, &options, out)?;
+            if code == ExitCode::SUCCESS {
+                control::signal_running(&root, &task, out)?;
+            }
+            Ok(code)
+        }
         Command::Cancel { .. }
         | Command::Interrupt { .. }
         | Command::Resume { .. }
@@ -194,7 +208,7 @@ fn leader_operation(command: Command) -> Result<(String, Operation, String), Com
             item.map_or(Operation::CancelTask, Operation::CancelItem),
             note,
         ),
-        Command::Interrupt { task, note } => (task, Operation::Interrupt, note),
+        Command::Interrupt { task, note, .. } => (task, Operation::Interrupt, note),
         Command::Resume { task, note } => (task, Operation::Resume, note),
         Command::Redirect {
             task,

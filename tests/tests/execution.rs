@@ -348,3 +348,58 @@ fn a_bad_file_in_an_attempt_folder_is_listed_and_the_attempt_goes_on() {
     );
     assert_eq!(project.task_status("steady"), "reviewing");
 }
+
+#[test]
+fn interrupt_with_signal_stops_running_commands_and_resume_retries_them() {
+    let project = Project::new();
+    project.publish(
+        "hush",
+        &plan("hush", &item("nap", "required", &[], &["sleep", "60"], &[])),
+    );
+    wait_until("the sleep to run", || {
+        project.ok(&["run", "--once"]);
+        project
+            .ok(&["task", "status", "hush"])
+            .contains("hush:nap:a1 g1 running")
+    });
+    let pid = recorded_pid_of(&project, "hush:nap:a1");
+    let interrupted = project.ok(&["interrupt", "hush", "--signal"]);
+    assert!(
+        interrupted.contains("signal: SIGINT requested for hush:nap:a1"),
+        "{interrupted}"
+    );
+    wait_until("the command to stop", || !alive(pid));
+    // While interrupted, the attempt's end is not recorded.
+    project.ok(&["run", "--once"]);
+    assert_eq!(project.item_status("hush", "nap"), "running");
+    project.ok(&["resume", "hush"]);
+    let ran = project.ok(&["run", "--once"]);
+    assert!(ran.contains("hush  attempt_fenced"), "{ran}");
+    assert!(
+        ran.contains("hush  attempt_created  (retry 2 of 2 for work_item:nap)"),
+        "{ran}"
+    );
+    project.ok(&["cancel", "hush"]);
+}
+
+#[test]
+fn interrupt_without_signal_leaves_running_commands_alone() {
+    let project = Project::new();
+    project.publish(
+        "calm",
+        &plan("calm", &item("nap", "required", &[], &["sleep", "60"], &[])),
+    );
+    wait_until("the sleep to run", || {
+        project.ok(&["run", "--once"]);
+        project
+            .ok(&["task", "status", "calm"])
+            .contains("calm:nap:a1 g1 running")
+    });
+    let pid = recorded_pid_of(&project, "calm:nap:a1");
+    let interrupted = project.ok(&["interrupt", "calm"]);
+    assert!(!interrupted.contains("signal:"), "{interrupted}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive(pid));
+    project.ok(&["cancel", "calm"]);
+    assert!(!alive(pid));
+}

@@ -20,6 +20,32 @@ use crate::runtime::effects;
 /// How long a cancel waits for the adapter to confirm before recording it as blocked.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
 
+/// `--signal`: asks the supervisor of every attempt of the task still in flight on the process
+/// adapter to deliver SIGINT to its command, and says which ones were asked.
+pub(super) fn signal_running(
+    root: &ControlRoot,
+    task_id: &str,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let journal = root.open_task(task_id, Access::ReadOnly)?;
+    for (attempt_id, outcome) in control::signal_running(root, journal.live().body()) {
+        match outcome {
+            Ok(()) => writeln!(
+                out,
+                "signal: SIGINT requested for {}",
+                display_text(&attempt_id)
+            )?,
+            Err(error) => writeln!(
+                out,
+                "signal: {} not signalled: {}",
+                display_text(&attempt_id),
+                display_text(&error.to_string())
+            )?,
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn run(
     root: &ControlRoot,
     task_id: &str,

@@ -14,6 +14,7 @@ use valp_kernel::{
 };
 use valp_store::{Appended, ControlRoot, Journal};
 
+use crate::adapter::process;
 use crate::clock::Timestamp;
 
 /// What the Leader asks for.
@@ -145,6 +146,32 @@ fn store(root: &ControlRoot, prefix: &str, bytes: &[u8]) -> Result<Evidence, Con
         )?,
         content_digest: stored.digest,
     })
+}
+
+/// Asks the supervisor of every attempt of `body` still in flight (submitted or running) on the
+/// process adapter to deliver SIGINT to its command once ([`process::request_interrupt`]).
+/// Attempts on other adapters have no process folder and are left alone.
+pub fn signal_running(
+    root: &ControlRoot,
+    body: &valp_kernel::StateBody,
+) -> Vec<(String, Result<(), process::ProcessError>)> {
+    body.work_items
+        .iter()
+        .filter_map(|item| item.current_attempt.as_ref())
+        .filter(|attempt| {
+            matches!(
+                attempt.status,
+                valp_kernel::AttemptStatus::Submitted | valp_kernel::AttemptStatus::Running
+            )
+        })
+        .filter_map(|attempt| {
+            let id = attempt.attempt_id.value();
+            let dir = root.layout().root().join(process::attempt_ref(id));
+            dir.join(process::REQUEST_FILE)
+                .is_file()
+                .then(|| (id.to_owned(), process::request_interrupt(&dir)))
+        })
+        .collect()
 }
 
 /// Proposes `operation` on the task of `journal`, whose epoch must be `active_epoch`.
