@@ -250,3 +250,34 @@ pub trait Backend {
     /// Carries out a request; `Ok` carries a confirmation message to show, `Err` the refusal.
     fn request(&mut self, request: &Request) -> Result<String, Refusal>;
 }
+
+/// A frontier position in words.
+pub fn position_text(position: &valp_kernel::frontier::Position) -> String {
+    use valp_kernel::frontier::Position;
+    match position {
+        Position::Unlocked { soft_unmet } if soft_unmet.is_empty() => "unlocked".to_owned(),
+        Position::Unlocked { soft_unmet } => format!(
+            "unlocked (soft unmet: {})",
+            soft_unmet
+                .iter()
+                .map(|id| id.value().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Locked { by } => format!(
+            "locked by {}",
+            by.iter()
+                .map(|lock| format!(
+                    "{} ({})",
+                    lock.work_item_id.value(),
+                    lock.status.map_or("missing", |status| status.as_str())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Ready => "ready".to_owned(),
+        Position::InFlight { .. } => "in flight".to_owned(),
+        Position::Blocked { .. } => "blocked".to_owned(),
+        Position::Settled(status) => format!("settled ({})", status.as_str()),
+    }
+}

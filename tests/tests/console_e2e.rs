@@ -333,7 +333,9 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
         status.stdout
     );
     assert!(
-        status.stdout.contains("  effect fulfilled adapter_cancel:"),
+        status
+            .stdout
+            .contains("  effect fulfilled: adapter_cancel:"),
         "{}",
         status.stdout
     );

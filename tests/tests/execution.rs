@@ -173,7 +173,7 @@ fn cancel_kills_the_running_attempt_and_records_the_effect() {
     assert_eq!(project.item_status("nap", "sleep"), "cancelled");
     let status = project.ok(&["task", "status", "nap"]);
     assert!(
-        status.contains("  effect fulfilled adapter_cancel:"),
+        status.contains("  effect fulfilled: adapter_cancel:"),
         "{status}"
     );
     // Nothing is carried out twice.

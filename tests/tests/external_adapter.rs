@@ -591,7 +591,7 @@ fn cancelling_a_silent_external_attempt_asks_the_tool_to_stop_and_says_so() {
     );
     let status = project.ok(&["task", "status", "halt"]);
     assert!(
-        status.contains("  effect blocked adapter_cancel:"),
+        status.contains("  effect blocked: adapter_cancel:"),
         "{status}"
     );
 
@@ -650,7 +650,7 @@ fn cancelling_an_external_attempt_that_already_reported_its_end_is_fulfilled() {
     );
     let status = project.ok(&["task", "status", "halt"]);
     assert!(
-        status.contains("  effect fulfilled adapter_cancel:"),
+        status.contains("  effect fulfilled: adapter_cancel:"),
         "{status}"
     );
     // The kernel cancelled the item; the late completion is not acted on.

@@ -90,17 +90,7 @@ pub(super) fn run(
                 let records = effects::reconcile(root, task_id, CANCEL_PATIENCE)
                     .map_err(|error| CommandError::Usage(error.to_string()))?;
                 for record in records {
-                    writeln!(
-                        out,
-                        "effect {}: {}{}",
-                        record.status,
-                        display_text(&record.obligation),
-                        if record.reason.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", display_text(&record.reason))
-                        }
-                    )?;
+                    writeln!(out, "effect {record}")?;
                 }
             }
             Ok(ExitCode::SUCCESS)

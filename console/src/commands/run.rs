@@ -72,12 +72,7 @@ pub(super) fn run(
                 .reconcile_effects(Duration::from_secs(10))
                 .map_err(|error| CommandError::Usage(error.to_string()))?
             {
-                writeln!(
-                    out,
-                    "{task}  effect {}: {}",
-                    record.status,
-                    display_text(&record.obligation)
-                )?;
+                writeln!(out, "{task}  effect {record}")?;
             }
             let steps = driver.run_until_idle(active).map_err(runtime_error)?;
             let (working, refused) = report(&task, &steps, out)?;

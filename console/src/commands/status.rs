@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use valp_kernel::frontier::{Position, frontier};
+use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody};
 use valp_store::{Access, ControlRoot};
 
@@ -84,27 +84,10 @@ fn write_task(
                     attempt.status.as_str()
                 )
             });
-        let position = match &item.position {
-            Position::Unlocked { .. } => "unlocked".to_owned(),
-            Position::Locked { by } => format!(
-                "locked by {}",
-                by.iter()
-                    .map(|lock| format!(
-                        "{} ({})",
-                        lock.work_item_id.value(),
-                        lock.status.map_or("missing", |status| status.as_str())
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Position::Ready => "ready".to_owned(),
-            Position::InFlight { .. } => "in flight".to_owned(),
-            Position::Blocked { .. } => "blocked".to_owned(),
-            Position::Settled(_) => "settled".to_owned(),
-        };
+        let position = crate::view::position_text(&item.position);
         writeln!(
             out,
-            "  {:<20} {:<9} {:<10} {:<12} {}",
+            "  {:<20} {:<9} {:<10} {:<20} {}",
             display_text(item.work_item_id.value()),
             item.requirement.as_str(),
             item.status.as_str(),
@@ -116,17 +99,7 @@ fn write_task(
     match effects::read_ledger(&ledger) {
         Ok(records) => {
             for record in records {
-                writeln!(
-                    out,
-                    "  effect {} {}{}",
-                    record.status,
-                    display_text(&record.obligation),
-                    if record.reason.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", display_text(&record.reason))
-                    }
-                )?;
+                writeln!(out, "  effect {record}")?;
             }
         }
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,

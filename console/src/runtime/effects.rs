@@ -86,6 +86,24 @@ pub struct EffectRecord {
     pub record_digest: String,
 }
 
+/// `status: obligation (reason)`, as every listing shows a record; the text comes from the
+/// ledger file, so it is stripped of control sequences.
+impl std::fmt::Display for EffectRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::doctor::sanitize::display_text;
+        write!(
+            f,
+            "{}: {}",
+            display_text(&self.status),
+            display_text(&self.obligation)
+        )?;
+        if !self.reason.is_empty() {
+            write!(f, " ({})", display_text(&self.reason))?;
+        }
+        Ok(())
+    }
+}
+
 impl EffectRecord {
     fn write_members(&self, out: &mut Vec<u8>, with_digest: bool) {
         let mut fields = Fields::begin(out);

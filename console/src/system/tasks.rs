@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use valp_kernel::frontier::{Position, frontier};
+use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
 use valp_store::{Access, ControlRoot, Journal, StoreError};
 
@@ -146,10 +146,7 @@ impl Desk {
             match driver.reconcile_effects(CANCEL_PATIENCE) {
                 Ok(records) => {
                     for record in records {
-                        self.log(&format!(
-                            "{task}  effect {}: {}",
-                            record.status, record.obligation
-                        ));
+                        self.log(&format!("{task}  effect {record}"));
                     }
                 }
                 Err(error) => self.log(&format!("{task}: effects: {error}")),
@@ -294,10 +291,7 @@ impl Desk {
                     match effects::reconcile(root, task_id, CANCEL_PATIENCE) {
                         Ok(records) => {
                             for record in &records {
-                                self.log(&format!(
-                                    "{task_id}  effect {}: {}",
-                                    record.status, record.obligation
-                                ));
+                                self.log(&format!("{task_id}  effect {record}"));
                             }
                             let _ = write!(message, "; {} cancel(s) carried out", records.len());
                         }
@@ -368,39 +362,9 @@ fn item_rows(body: &StateBody) -> Vec<ItemRow> {
                 work_item_id: display_text(item.work_item_id.value()),
                 requirement: item.requirement.as_str().to_owned(),
                 status: item.status.as_str().to_owned(),
-                position: position_text(&item.position),
+                position: crate::view::position_text(&item.position),
                 attempt: display_text(&attempt),
             }
         })
         .collect()
-}
-
-/// A frontier position in words.
-pub fn position_text(position: &Position) -> String {
-    match position {
-        Position::Unlocked { soft_unmet } if soft_unmet.is_empty() => "unlocked".to_owned(),
-        Position::Unlocked { soft_unmet } => format!(
-            "unlocked (soft unmet: {})",
-            soft_unmet
-                .iter()
-                .map(|id| id.value().to_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Position::Locked { by } => format!(
-            "locked by {}",
-            by.iter()
-                .map(|lock| format!(
-                    "{} ({})",
-                    lock.work_item_id.value(),
-                    lock.status.map_or("missing", |status| status.as_str())
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Position::Ready => "ready".to_owned(),
-        Position::InFlight { .. } => "in flight".to_owned(),
-        Position::Blocked { .. } => "blocked".to_owned(),
-        Position::Settled(status) => format!("settled ({})", status.as_str()),
-    }
 }
