@@ -86,6 +86,16 @@ pub(super) fn run(
                 display_text(task_id),
                 body.status.as_str()
             )?;
+            if let Operation::Redirect { superseded, .. } = operation {
+                for id in superseded {
+                    let status = body
+                        .work_items
+                        .iter()
+                        .find(|item| item.work_item_id.value() == id)
+                        .map_or("not in the task", |item| item.status.as_str());
+                    writeln!(out, "superseded {}: {status}", display_text(id))?;
+                }
+            }
             if !obligations.is_empty() {
                 let records = effects::reconcile(root, task_id, CANCEL_PATIENCE)
                     .map_err(|error| CommandError::Usage(error.to_string()))?;
