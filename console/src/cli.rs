@@ -99,8 +99,8 @@ pub enum Command {
     /// Tasks: publishing a plan, handing a task over from a fenced Leader epoch.
     #[command(subcommand)]
     Task(TaskCommand),
-    /// Drive published tasks: propose the Operator Workflow's events, run work items on the
-    /// process adapter, verify, and close through the Done gate.
+    /// Drive published tasks: propose the Operator Workflow's events, hand work items to their
+    /// adapters (process, external), verify, and close through the Done gate.
     ///
     /// Runs headless until every task waits for the Leader or is finished (or, with --once,
     /// takes the steps possible now and returns). Needs the re-proven Leader. Prints one line
@@ -187,8 +187,10 @@ pub enum Command {
     Adapter(AdapterCommand),
     /// Create a demo task from a seeded legal history (initialising the control root if needed).
     ///
-    /// With --console, opens the console on it afterwards; run it again to reopen (the demo
-    /// task is kept, and the Leader you selected is re-proven without asking).
+    /// With --console, opens the console on it afterwards and, once a Leader is bound,
+    /// publishes and runs the demo plan (`examples/plans/demo.toml`, outputs under
+    /// `target/valp-demo/`); run it again to reopen (the demo tasks are kept, and the Leader
+    /// you selected is re-proven without asking).
     Demo(DemoArgs),
     /// Check the kernel against reference conformance vectors.
     ///
