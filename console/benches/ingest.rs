@@ -34,6 +34,9 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group};
+#[path = "support/percentiles.rs"]
+mod percentiles;
+use percentiles::Percentiles;
 use valp_console::adapter::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
     ProvenanceSegment,
@@ -146,26 +149,6 @@ fn timed_write(path: &Path, temp: &Path, bytes: &[u8], items: &Receiver<Ingested
     }
 }
 
-struct Percentiles(Vec<Duration>);
-
-impl Percentiles {
-    fn line(mut self, label: &str) -> String {
-        self.0.sort_unstable();
-        let count = self.0.len();
-        let rank = |per_mille: usize| self.0[(count * per_mille).div_ceil(1000).max(1) - 1];
-        let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
-        format!(
-            "{label}: n={count} p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, p99.9 {:.3} ms, \
-             max {:.3} ms",
-            ms(rank(500)),
-            ms(rank(900)),
-            ms(rank(990)),
-            ms(rank(999)),
-            ms(self.0[count - 1]),
-        )
-    }
-}
-
 fn latency_report(lines: &[Vec<u8>]) {
     for (polling, samples) in [(false, LATENCY_SAMPLES), (true, POLL_SAMPLES)] {
         let (_dir, base) = control_root();
@@ -177,7 +160,10 @@ fn latency_report(lines: &[Vec<u8>]) {
             .map(|n| timed_write(&path, &temp, &lines[n % lines.len()], &items))
             .collect();
         let label = format!("ingest/latency/atomic_write ({})", watcher.mode());
-        eprintln!("{}", Percentiles(timings).line(&label));
+        eprintln!(
+            "{}",
+            Percentiles(timings).line(&label, &[500, 900, 990, 999])
+        );
     }
 }
 

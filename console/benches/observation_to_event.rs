@@ -55,6 +55,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TrySendError, sync_channel};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, SamplingMode, criterion_group};
+#[path = "support/percentiles.rs"]
+mod percentiles;
+use percentiles::Percentiles;
 use valp_console::runtime::driver::{Driver, Progress};
 use valp_console::runtime::workflow::Wait;
 use valp_console::system::feed::Feed;
@@ -78,6 +81,8 @@ const WAKE_PATIENCE: Duration = Duration::from_secs(5);
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
 /// New files written for the mtime clock check.
 const CLOCK_SAMPLES: usize = 200;
+/// The percentiles every line of the report prints (per mille): p50, p90, p99.
+const RANKS: [usize; 3] = [500, 900, 990];
 
 /// One kernel-accepted event that consumed an observation.
 #[derive(Debug, Clone, Copy)]
@@ -325,27 +330,6 @@ fn valp(project: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-struct Percentiles(Vec<Duration>);
-
-impl Percentiles {
-    fn line(mut self, label: &str) -> String {
-        if self.0.is_empty() {
-            return format!("{label}: n=0");
-        }
-        self.0.sort_unstable();
-        let count = self.0.len();
-        let rank = |per_mille: usize| self.0[(count * per_mille).div_ceil(1000).max(1) - 1];
-        let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
-        format!(
-            "{label}: n={count} p50 {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-            ms(rank(500)),
-            ms(rank(900)),
-            ms(rank(990)),
-            ms(self.0[count - 1]),
-        )
-    }
-}
-
 /// How much earlier than the write began a new file's mtime can be on this machine: new files
 /// in the project folder, each created, written and synced like an observation, then stat'd.
 fn mtime_lag(project: &Path) -> (Duration, usize) {
@@ -403,17 +387,21 @@ fn report(pipeline: &mut Pipeline) {
     );
     eprintln!(
         "{}",
-        Percentiles(pick(&|sample| sample.terminal))
-            .line("observation_to_event/terminal (000002.json -> attempt_completed accepted)")
+        Percentiles(pick(&|sample| sample.terminal)).line(
+            "observation_to_event/terminal (000002.json -> attempt_completed accepted)",
+            &RANKS
+        )
     );
     eprintln!(
         "{}",
-        Percentiles(pick(&|sample| !sample.terminal))
-            .line("observation_to_event/accepted (000001.json -> attempt_running accepted)")
+        Percentiles(pick(&|sample| !sample.terminal)).line(
+            "observation_to_event/accepted (000001.json -> attempt_running accepted)",
+            &RANKS
+        )
     );
     eprintln!(
         "{}",
-        Percentiles(pick(&|_| true)).line("observation_to_event/all")
+        Percentiles(pick(&|_| true)).line("observation_to_event/all", &RANKS)
     );
     breakdown(pipeline, &samples);
 }
@@ -426,8 +414,10 @@ fn breakdown(pipeline: &Pipeline, samples: &[Sample]) {
         .collect();
     eprintln!(
         "{}",
-        Percentiles(own.iter().filter_map(|sample| sample.to_wake).collect())
-            .line("  of the events consumed on their own file's wake: mtime -> runtime woke")
+        Percentiles(own.iter().filter_map(|sample| sample.to_wake).collect()).line(
+            "  of the events consumed on their own file's wake: mtime -> runtime woke",
+            &RANKS
+        )
     );
     eprintln!(
         "{}",
@@ -440,7 +430,10 @@ fn breakdown(pipeline: &Pipeline, samples: &[Sample]) {
                 })
                 .collect()
         )
-        .line("  of the events consumed on their own file's wake: woke -> accepted")
+        .line(
+            "  of the events consumed on their own file's wake: woke -> accepted",
+            &RANKS
+        )
     );
     let terminal: Vec<Duration> = samples
         .iter()
@@ -450,13 +443,17 @@ fn breakdown(pipeline: &Pipeline, samples: &[Sample]) {
     let quarter = terminal.len() / 4;
     eprintln!(
         "{}",
-        Percentiles(terminal[..quarter].to_vec())
-            .line("  terminal, first quarter of the items (fewer settled attempts)")
+        Percentiles(terminal[..quarter].to_vec()).line(
+            "  terminal, first quarter of the items (fewer settled attempts)",
+            &RANKS
+        )
     );
     eprintln!(
         "{}",
-        Percentiles(terminal[terminal.len() - quarter..].to_vec())
-            .line("  terminal, last quarter of the items (more settled attempts)")
+        Percentiles(terminal[terminal.len() - quarter..].to_vec()).line(
+            "  terminal, last quarter of the items (more settled attempts)",
+            &RANKS
+        )
     );
     for (label, calls) in [
         ("driver.step (one call)", &pipeline.steps),
@@ -473,9 +470,10 @@ fn breakdown(pipeline: &Pipeline, samples: &[Sample]) {
                 .collect();
             eprintln!(
                 "{}",
-                Percentiles(times).line(&format!(
-                    "  {label}, {range} quarter ({low}..{high} attempts settled)"
-                ))
+                Percentiles(times).line(
+                    &format!("  {label}, {range} quarter ({low}..{high} attempts settled)"),
+                    &RANKS
+                )
             );
         }
     }

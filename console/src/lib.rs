@@ -11,6 +11,7 @@ pub mod clock;
 pub mod commands;
 pub mod conformance;
 pub mod doctor;
+pub mod evidence;
 pub mod ingest;
 pub mod plan;
 pub mod runtime;

@@ -14,3 +14,26 @@ pub mod control;
 pub mod driver;
 pub mod effects;
 pub mod workflow;
+
+use valp_kernel::{Event, EventKind, Identity, IdentityKind, StateBody};
+
+/// An event of `kind` at the task's current revision; its id names the kind and revision, so
+/// proposing the same thing again at that revision is answered as a duplicate. `identity`
+/// builds the id in the caller's error type.
+fn task_event<E>(
+    body: &StateBody,
+    kind: EventKind,
+    identity: impl FnOnce(IdentityKind, String) -> Result<Identity, E>,
+) -> Result<Event, E> {
+    Ok(Event::new(
+        identity(
+            IdentityKind::Event,
+            format!("{}-r{}", kind.as_str(), body.revision),
+        )?,
+        body.installation_id.clone(),
+        body.leader_epoch,
+        body.task_id.clone(),
+        kind,
+        body.revision,
+    ))
+}

@@ -39,6 +39,15 @@ pub trait Canonical {
     }
 }
 
+/// The digest of the canonical form `write` appends, closed by the one trailing LF: for forms
+/// that are not a whole [`Canonical`] value, such as a record's members without its own id.
+pub fn form_digest(write: impl FnOnce(&mut Vec<u8>)) -> String {
+    let mut out = Vec::new();
+    write(&mut out);
+    out.push(b'\n');
+    sha256_digest(&out)
+}
+
 /// `sha256:` + lowercase hex of the SHA-256 of `bytes`.
 pub fn sha256_digest(bytes: &[u8]) -> String {
     digest_text(&Sha256::digest(bytes).into())

@@ -13,7 +13,7 @@
 //! whatever formatting the file used.
 
 use serde::Deserialize;
-use valp_kernel::canonical::{Canonical, is_digest, sha256_digest};
+use valp_kernel::canonical::{Canonical, form_digest, is_digest, sha256_digest};
 use valp_kernel::json::write::Fields;
 
 /// `valp-adapter-request.v1`
@@ -238,10 +238,7 @@ impl AdapterRequest {
 
     /// `sha256:` of the canonical form without `request_id`.
     pub fn content_digest(&self) -> String {
-        let mut out = Vec::new();
-        self.write_members(&mut out, false);
-        out.push(b'\n');
-        sha256_digest(&out)
+        form_digest(|out| self.write_members(out, false))
     }
 
     fn write_members(&self, out: &mut Vec<u8>, with_id: bool) {
@@ -366,10 +363,7 @@ impl AdapterObservation {
 
     /// `sha256:` of the canonical form without `observation_id`.
     pub fn content_digest(&self) -> String {
-        let mut out = Vec::new();
-        self.write_members(&mut out, false);
-        out.push(b'\n');
-        sha256_digest(&out)
+        form_digest(|out| self.write_members(out, false))
     }
 
     fn write_members(&self, out: &mut Vec<u8>, with_id: bool) {

@@ -27,7 +27,8 @@ use valp_store::{Access, ControlRoot, Journal};
 
 use super::Approval;
 use super::AuthorityError;
-use super::lane::{ApprovalRecord, event, identity, propose, store_evidence};
+use super::lane::{ApprovalRecord, event, identity, propose};
+use crate::evidence;
 
 /// What a handoff did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +109,20 @@ pub fn hand_over(
                 body.status.as_str()
             )));
         }
-        let state_evidence = store_evidence(root, "task-state", &final_state.canonical_bytes())?;
+        let state_evidence = evidence::store(
+            root,
+            "task-state-",
+            &final_state.canonical_bytes(),
+            identity,
+        )?;
         let record = ApprovalRecord {
             approval,
             action: "handoff",
             candidate_id: &leader.candidate.candidate_id,
             epoch: state.active_epoch,
         };
-        let approval_evidence = store_evidence(root, "approval", &record.canonical_bytes())?;
+        let approval_evidence =
+            evidence::store(root, "approval-", &record.canonical_bytes(), identity)?;
         let mut handed = event(ledger, InstallationEventKind::TaskHandedOver)?;
         handed.task_id = Some(identity(IdentityKind::Task, task_id.to_owned())?);
         handed.successor_task_id = Some(identity(IdentityKind::Task, successor_id.to_owned())?);

@@ -14,6 +14,7 @@ use super::binding;
 use super::{AuthorityError, SessionCheck};
 use crate::clock::Timestamp;
 use crate::doctor::{Candidate, Observation};
+use crate::evidence;
 
 /// How an approval was confirmed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,22 +76,6 @@ pub(super) fn identity(kind: IdentityKind, value: String) -> Result<Identity, Au
     Identity::new(kind, value).map_err(|error| AuthorityError::Invalid(error.to_string()))
 }
 
-/// Stores bytes as evidence; returns the Evidence reference (id `<prefix>-<digest prefix>`).
-pub(super) fn store_evidence(
-    root: &ControlRoot,
-    prefix: &str,
-    bytes: &[u8],
-) -> Result<Evidence, AuthorityError> {
-    let stored = root.blobs().put(bytes)?;
-    Ok(Evidence {
-        evidence_id: identity(
-            IdentityKind::Evidence,
-            format!("{prefix}-{}", &stored.digest[7..23]),
-        )?,
-        content_digest: stored.digest,
-    })
-}
-
 /// An event at the ledger's current epoch and revision; its id names the kind and revision,
 /// so re-proposing the same thing at the same revision is answered as a duplicate.
 pub(super) fn event(
@@ -149,7 +134,12 @@ pub fn record_observation(
     ledger: &mut Journal<InstallationLive>,
     observation: &Observation,
 ) -> Result<Evidence, AuthorityError> {
-    let evidence = store_evidence(root, "observation", &observation.canonical_bytes())?;
+    let evidence = evidence::store(
+        root,
+        "observation-",
+        &observation.canonical_bytes(),
+        identity,
+    )?;
     if status(ledger) == Some(InstallationStatus::Bootstrapping) {
         let started = event(ledger, InstallationEventKind::BootstrapDiscoveryStarted)?;
         propose(ledger, &started, &[])?;
@@ -210,7 +200,7 @@ fn approve(
         candidate_id,
         epoch,
     };
-    let evidence = store_evidence(root, "approval", &record.canonical_bytes())?;
+    let evidence = evidence::store(root, "approval-", &record.canonical_bytes(), identity)?;
     event.authority_principal_id = Some(identity(
         IdentityKind::Principal,
         approval.approved_by.clone(),

@@ -19,6 +19,7 @@ use valp_store::journal::JOURNAL_FILE;
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
 use super::{Plan, PlanError};
+use crate::evidence;
 
 /// The id prefix of a plan's evidence (`plan-<first 16 hex of its digest>`).
 pub const PLAN_EVIDENCE_PREFIX: &str = "plan-";
@@ -183,14 +184,7 @@ fn existing(
 
 /// Stores `bytes` as evidence `<prefix><first 16 hex of the digest>`.
 fn store(root: &ControlRoot, prefix: &str, bytes: &[u8]) -> Result<Evidence, PlanError> {
-    let stored = root.blobs().put(bytes)?;
-    Ok(Evidence {
-        evidence_id: identity(
-            IdentityKind::Evidence,
-            &format!("{prefix}{}", &stored.digest[7..23]),
-        )?,
-        content_digest: stored.digest,
-    })
+    evidence::store(root, prefix, bytes, |kind, value| identity(kind, &value))
 }
 
 /// The plan of a published task, with its evidence and the Done policy's evidence.

@@ -16,6 +16,7 @@ use valp_store::{Appended, ControlRoot, Journal};
 
 use crate::adapter::process;
 use crate::clock::Timestamp;
+use crate::evidence;
 
 /// What the Leader asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,17 +138,6 @@ fn identity(kind: IdentityKind, value: impl Into<String>) -> Result<Identity, Co
     Identity::new(kind, value).map_err(|error| ControlError::Invalid(error.to_string()))
 }
 
-fn store(root: &ControlRoot, prefix: &str, bytes: &[u8]) -> Result<Evidence, ControlError> {
-    let stored = root.blobs().put(bytes)?;
-    Ok(Evidence {
-        evidence_id: identity(
-            IdentityKind::Evidence,
-            format!("{prefix}-{}", &stored.digest[7..23]),
-        )?,
-        content_digest: stored.digest,
-    })
-}
-
 /// Asks the supervisor of every attempt of `body` still in flight (submitted or running) on the
 /// process adapter to deliver SIGINT to its command once ([`process::request_interrupt`]).
 /// Attempts on other adapters have no process folder and are left alone.
@@ -194,7 +184,9 @@ pub fn apply(
     }
     let revision = body.revision;
     let intent = match operation {
-        Operation::Redirect { intent, .. } => Some(store(root, "intent", intent)?),
+        Operation::Redirect { intent, .. } => {
+            Some(evidence::store(root, "intent-", intent, identity)?)
+        }
         _ => None,
     };
     let record = ActionRecord {
@@ -207,7 +199,12 @@ pub fn apply(
             .as_ref()
             .map(|evidence| evidence.content_digest.clone()),
     };
-    let authority = store(root, "operator-action", &record.canonical_bytes())?;
+    let authority = evidence::store(
+        root,
+        "operator-action-",
+        &record.canonical_bytes(),
+        identity,
+    )?;
     let event = event_for(&body, operation, actor, &authority)?;
     let mut evidence = vec![authority];
     evidence.extend(intent);
@@ -249,17 +246,7 @@ fn event_for(
         Operation::Approval(true) => EventKind::ApprovalGranted,
         Operation::Approval(false) => EventKind::ApprovalDenied,
     };
-    let mut event = Event::new(
-        identity(
-            IdentityKind::Event,
-            format!("{}-r{}", kind.as_str(), body.revision),
-        )?,
-        body.installation_id.clone(),
-        body.leader_epoch,
-        body.task_id.clone(),
-        kind,
-        body.revision,
-    );
+    let mut event = super::task_event(body, kind, identity)?;
     if kind.is_authority_bound() {
         event.authority_principal_id = Some(identity(IdentityKind::Principal, &*actor.principal)?);
         event.authority_evidence_id = Some(authority.evidence_id.clone());

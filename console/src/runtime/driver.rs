@@ -49,6 +49,7 @@ use crate::adapter::process::{
     STDOUT_FILE, Supervisor, SupervisorState,
 };
 use crate::doctor::sanitize::display_text;
+use crate::evidence;
 use crate::plan::{self, Adapter, Plan, PlanItem};
 
 /// Why the runtime could not take a step.
@@ -270,15 +271,9 @@ impl Driver {
         slots: &AttemptSlots,
     ) -> Result<AdapterRequest, RuntimeError> {
         let item = self.plan_item(&slots.work_item_id)?;
-        Ok(AdapterRequest::new(
-            Operation::Submit,
-            body.installation_id.value(),
-            i64::try_from(body.leader_epoch).unwrap_or(i64::MAX),
-            body.task_id.value(),
-            &slots.work_item_id,
-            &slots.attempt_id,
-            &slots.dispatch_id,
-            i64::try_from(slots.generation).unwrap_or(i64::MAX),
+        Ok(submit_request(
+            body,
+            slots,
             &sha256_digest(&item.canonical_bytes()),
             item.expected_evidence.clone(),
         ))
@@ -537,14 +532,7 @@ impl Driver {
     }
 
     fn store(&self, prefix: &str, bytes: &[u8]) -> Result<Evidence, RuntimeError> {
-        let stored = self.root.blobs().put(bytes)?;
-        Ok(Evidence {
-            evidence_id: identity(
-                IdentityKind::Evidence,
-                &format!("{prefix}-{}", &stored.digest[7..23]),
-            )?,
-            content_digest: stored.digest,
-        })
+        evidence::store(&self.root, prefix, bytes, identity)
     }
 
     fn read(path: &Path) -> Result<Vec<u8>, RuntimeError> {
@@ -564,7 +552,7 @@ impl Driver {
         match need {
             EvidenceNeed::Nothing => {}
             EvidenceNeed::Request => {
-                evidence.push(self.store("request", &Self::read(&dir.join(REQUEST_FILE))?)?);
+                evidence.push(self.store("request-", &Self::read(&dir.join(REQUEST_FILE))?)?);
             }
             EvidenceNeed::Accepted | EvidenceNeed::Final => {
                 // Only what the report was built from: files that fail the checks are the
@@ -575,11 +563,11 @@ impl Driver {
                     _ => true,
                 };
                 if let Some(observation) = observations.iter().rev().find(wanted) {
-                    evidence.push(self.store("observation", &observation.canonical_bytes())?);
+                    evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 }
                 let proof = dir.join(PROCESS_BOUND_FILE);
                 if proof.is_file() {
-                    evidence.push(self.store("proof", &Self::read(&proof)?)?);
+                    evidence.push(self.store("proof-", &Self::read(&proof)?)?);
                 }
                 if *need == EvidenceNeed::Final {
                     evidence.extend(self.final_evidence(dir, cwd)?);
@@ -607,12 +595,12 @@ impl Driver {
         match need {
             EvidenceNeed::Nothing => {}
             EvidenceNeed::Request => {
-                evidence.push(self.store("request", &Self::read(&dir.join(REQUEST_FILE))?)?);
+                evidence.push(self.store("request-", &Self::read(&dir.join(REQUEST_FILE))?)?);
             }
             EvidenceNeed::Accepted => {
                 let classified = self.inbox_report(&self.external_request(body, slots)?);
                 if let Some(observation) = classified.accepted() {
-                    evidence.push(self.store("observation", &observation.canonical_bytes())?);
+                    evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 }
             }
             EvidenceNeed::Final => {
@@ -620,12 +608,12 @@ impl Driver {
                 let Some((_, observation)) = classified.final_observation() else {
                     return Ok(evidence);
                 };
-                evidence.push(self.store("observation", &observation.canonical_bytes())?);
+                evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 let completed = kind == EventKind::AttemptCompleted;
                 let cwd = self.item_cwd(&slots.work_item_id);
                 for path in &self.plan_item(&slots.work_item_id)?.expected_evidence {
                     match files::read_beneath(&cwd, path) {
-                        Some(bytes) => evidence.push(self.store("artifact", &bytes)?),
+                        Some(bytes) => evidence.push(self.store("artifact-", &bytes)?),
                         None if completed => {
                             return Err(RuntimeError::Integrity(format!(
                                 "{} vanished while the completion of {} was recorded",
@@ -653,11 +641,11 @@ impl Driver {
         let bytes = Self::read(&path)?;
         let proof = ContentProof::decode(&bytes)
             .map_err(|error| RuntimeError::Integrity(format!("{}: {error}", path.display())))?;
-        let mut evidence = vec![self.store("proof", &bytes)?];
+        let mut evidence = vec![self.store("proof-", &bytes)?];
         for name in [STDOUT_FILE, STDERR_FILE] {
             let output = dir.join(name);
             if output.is_file() {
-                evidence.push(self.store("output", &Self::read(&output)?)?);
+                evidence.push(self.store("output-", &Self::read(&output)?)?);
             }
         }
         for file in &proof.expected_evidence {
@@ -673,7 +661,7 @@ impl Driver {
                     recorded
                 )));
             }
-            evidence.push(self.store("artifact", &bytes)?);
+            evidence.push(self.store("artifact-", &bytes)?);
         }
         Ok(evidence)
     }
@@ -800,18 +788,7 @@ impl Driver {
         );
         spec.env = env;
         spec.expected_evidence.clone_from(&expected);
-        let request = AdapterRequest::new(
-            Operation::Submit,
-            body.installation_id.value(),
-            i64::try_from(body.leader_epoch).unwrap_or(i64::MAX),
-            body.task_id.value(),
-            &slots.work_item_id,
-            &slots.attempt_id,
-            &slots.dispatch_id,
-            i64::try_from(slots.generation).unwrap_or(i64::MAX),
-            &spec.digest(),
-            expected,
-        );
+        let request = submit_request(body, slots, &spec.digest(), expected);
         let process_root = self.root.layout().root().join("runtime/process");
         let dir = process::prepare(&process_root, &request, &spec)?;
         if matches!(
@@ -983,10 +960,7 @@ impl Driver {
             completion_claim: ClaimResult::Pass,
             criteria,
         };
-        let closure_evidence = self.store(
-            CLOSURE_EVIDENCE_PREFIX.trim_end_matches('-'),
-            &closure.canonical_bytes(),
-        )?;
+        let closure_evidence = self.store(CLOSURE_EVIDENCE_PREFIX, &closure.canonical_bytes())?;
         evidence.push(closure_evidence);
         let mut seen = std::collections::BTreeSet::new();
         evidence.retain(|item| seen.insert(item.evidence_id.clone()));
@@ -1025,21 +999,33 @@ fn state_of(dir: &Path) -> SupervisorState {
     }
 }
 
-fn identity(kind: IdentityKind, value: &str) -> Result<Identity, RuntimeError> {
+/// The `submit` request of an attempt of this task, whichever adapter runs it; only the payload
+/// and its expected evidence differ between adapters. Epoch and generation past `i64` saturate.
+fn submit_request(
+    body: &StateBody,
+    slots: &AttemptSlots,
+    payload_digest: &str,
+    expected_evidence: Vec<String>,
+) -> AdapterRequest {
+    AdapterRequest::new(
+        Operation::Submit,
+        body.installation_id.value(),
+        i64::try_from(body.leader_epoch).unwrap_or(i64::MAX),
+        body.task_id.value(),
+        &slots.work_item_id,
+        &slots.attempt_id,
+        &slots.dispatch_id,
+        i64::try_from(slots.generation).unwrap_or(i64::MAX),
+        payload_digest,
+        expected_evidence,
+    )
+}
+
+fn identity(kind: IdentityKind, value: impl Into<String>) -> Result<Identity, RuntimeError> {
     Identity::new(kind, value).map_err(|error| RuntimeError::Integrity(error.to_string()))
 }
 
-/// An event of `kind` at the task's current revision; its id names the kind and revision.
+/// An event of `kind` at the task's current revision.
 fn event(body: &StateBody, kind: EventKind) -> Result<Event, RuntimeError> {
-    Ok(Event::new(
-        identity(
-            IdentityKind::Event,
-            &format!("{}-r{}", kind.as_str(), body.revision),
-        )?,
-        body.installation_id.clone(),
-        body.leader_epoch,
-        body.task_id.clone(),
-        kind,
-        body.revision,
-    ))
+    super::task_event(body, kind, identity)
 }

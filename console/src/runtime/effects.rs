@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_kernel::canonical::{Canonical, form_digest, sha256_digest};
 use valp_kernel::json::write::Fields;
 use valp_store::ControlRoot;
 use valp_store::chain::ChainReader;
@@ -123,10 +123,7 @@ impl EffectRecord {
     }
 
     fn own_digest(&self) -> String {
-        let mut out = Vec::new();
-        self.write_members(&mut out, false);
-        out.push(b'\n');
-        sha256_digest(&out)
+        form_digest(|out| self.write_members(out, false))
     }
 }
 
@@ -164,24 +161,22 @@ pub enum EffectError {
 
 /// The digest the first record chains from.
 pub fn empty_ledger_digest() -> String {
-    let mut out = Vec::new();
-    let mut fields = Fields::begin(&mut out);
-    fields.strs("records", &[]);
-    fields.str("schema_version", "valp-kernel-effect-ledger.v1");
-    fields.end();
-    out.push(b'\n');
-    sha256_digest(&out)
+    form_digest(|out| {
+        let mut fields = Fields::begin(out);
+        fields.strs("records", &[]);
+        fields.str("schema_version", "valp-kernel-effect-ledger.v1");
+        fields.end();
+    })
 }
 
 /// The effect id of an obligation.
 pub fn effect_id(obligation: &str) -> String {
-    let mut out = Vec::new();
-    let mut fields = Fields::begin(&mut out);
-    fields.str("obligation", obligation);
-    fields.str("schema_version", "valp-kernel-effect-identity.v1");
-    fields.end();
-    out.push(b'\n');
-    sha256_digest(&out)
+    form_digest(|out| {
+        let mut fields = Fields::begin(out);
+        fields.str("obligation", obligation);
+        fields.str("schema_version", "valp-kernel-effect-identity.v1");
+        fields.end();
+    })
 }
 
 /// Reads and verifies a task's effect ledger (missing = empty).

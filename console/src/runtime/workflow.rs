@@ -614,6 +614,24 @@ mod tests {
         item
     }
 
+    /// An executing task whose one work item, `a` (no dependencies), is `status` with its
+    /// attempt `generation` in `attempt`.
+    fn lone_attempt(
+        requirement: Requirement,
+        status: WorkItemStatus,
+        generation: i128,
+        attempt: AttemptStatus,
+    ) -> StateBody {
+        body(
+            TaskStatus::Executing,
+            vec![with(
+                item("a", requirement, &[]),
+                status,
+                Some((generation, attempt)),
+            )],
+        )
+    }
+
     fn body(status: TaskStatus, items: Vec<WorkItem>) -> StateBody {
         let mut state = State::genesis(
             id(IdentityKind::Installation, "inst"),
@@ -644,57 +662,54 @@ mod tests {
             .collect()
     }
 
+    /// The step when no attempt has reported anything and verification has not run.
+    fn decide_unreported(state: &StateBody) -> Step {
+        decide(state, &POLICY, &BTreeMap::new(), false)
+    }
+
+    /// The step given these attempt reports, before verification.
+    fn decide_reported(state: &StateBody, entries: &[(&str, i128, AttemptReport)]) -> Step {
+        decide(state, &POLICY, &reports(entries), false)
+    }
+
     #[test]
     fn the_task_walks_to_executing_then_makes_unlocked_items_eligible() {
         let items = vec![
             item("a", Requirement::Required, &[]),
             item("b", Requirement::Required, &[("a", Requirement::Required)]),
         ];
-        let none = BTreeMap::new();
         assert_eq!(
-            kind_of(&decide(
-                &body(TaskStatus::RoutingValidation, items.clone()),
-                &POLICY,
-                &none,
-                false
-            ))
+            kind_of(&decide_unreported(&body(
+                TaskStatus::RoutingValidation,
+                items.clone()
+            )))
             .0,
             EventKind::RoutingValidationPassed
         );
         assert_eq!(
-            kind_of(&decide(
-                &body(TaskStatus::Dispatching, items.clone()),
-                &POLICY,
-                &none,
-                false
-            ))
+            kind_of(&decide_unreported(&body(
+                TaskStatus::Dispatching,
+                items.clone()
+            )))
             .0,
             EventKind::DispatchAccepted
         );
         assert_eq!(
-            kind_of(&decide(
-                &body(TaskStatus::Executing, items),
-                &POLICY,
-                &none,
-                false
-            )),
+            kind_of(&decide_unreported(&body(TaskStatus::Executing, items))),
             (EventKind::WorkItemEligible, Some("a".to_owned()))
         );
     }
 
     #[test]
     fn an_attempt_goes_created_launched_submitted_running_completed() {
-        let a = item("a", Requirement::Required, &[]);
-        let created = body(
-            TaskStatus::Executing,
-            vec![with(
-                a.clone(),
-                WorkItemStatus::Submitted,
-                Some((1, AttemptStatus::Created)),
-            )],
+        let created = lone_attempt(
+            Requirement::Required,
+            WorkItemStatus::Submitted,
+            1,
+            AttemptStatus::Created,
         );
         assert_eq!(
-            decide(&created, &POLICY, &BTreeMap::new(), false),
+            decide_unreported(&created),
             Step::Launch(attempt_slots("T", "a", 1))
         );
         let launched = AttemptReport {
@@ -702,30 +717,17 @@ mod tests {
             ..AttemptReport::default()
         };
         assert_eq!(
-            kind_of(&decide(
-                &created,
-                &POLICY,
-                &reports(&[("a", 1, launched.clone())]),
-                false
-            ))
-            .0,
+            kind_of(&decide_reported(&created, &[("a", 1, launched.clone())])).0,
             EventKind::AttemptSubmitted
         );
-        let submitted = body(
-            TaskStatus::Executing,
-            vec![with(
-                a.clone(),
-                WorkItemStatus::Running,
-                Some((1, AttemptStatus::Submitted)),
-            )],
+        let submitted = lone_attempt(
+            Requirement::Required,
+            WorkItemStatus::Running,
+            1,
+            AttemptStatus::Submitted,
         );
         assert_eq!(
-            decide(
-                &submitted,
-                &POLICY,
-                &reports(&[("a", 1, launched.clone())]),
-                false
-            ),
+            decide_reported(&submitted, &[("a", 1, launched.clone())]),
             Step::Wait(Wait::InFlight(1))
         );
         let accepted = AttemptReport {
@@ -733,28 +735,20 @@ mod tests {
             ..launched.clone()
         };
         assert_eq!(
-            kind_of(&decide(
-                &submitted,
-                &POLICY,
-                &reports(&[("a", 1, accepted.clone())]),
-                false
-            ))
-            .0,
+            kind_of(&decide_reported(&submitted, &[("a", 1, accepted.clone())])).0,
             EventKind::AttemptRunning
         );
-        let running = body(
-            TaskStatus::Executing,
-            vec![with(
-                a,
-                WorkItemStatus::Running,
-                Some((1, AttemptStatus::Running)),
-            )],
+        let running = lone_attempt(
+            Requirement::Required,
+            WorkItemStatus::Running,
+            1,
+            AttemptStatus::Running,
         );
         let done = AttemptReport {
             last: Some(ObservationStatus::Completed),
             ..accepted
         };
-        let step = decide(&running, &POLICY, &reports(&[("a", 1, done)]), false);
+        let step = decide_reported(&running, &[("a", 1, done)]);
         assert_eq!(kind_of(&step).0, EventKind::AttemptCompleted);
         let Step::Propose(proposal) = step else {
             unreachable!()
@@ -777,20 +771,16 @@ mod tests {
             (Requirement::Soft, 2, EventKind::AttemptFenced),
             (Requirement::Optional, 2, EventKind::AttemptFailed),
         ] {
-            let running = body(
-                TaskStatus::Executing,
-                vec![with(
-                    item("a", requirement, &[]),
-                    WorkItemStatus::Running,
-                    Some((generation, AttemptStatus::Running)),
-                )],
+            let running = lone_attempt(
+                requirement,
+                WorkItemStatus::Running,
+                generation,
+                AttemptStatus::Running,
             );
             assert_eq!(
-                kind_of(&decide(
+                kind_of(&decide_reported(
                     &running,
-                    &POLICY,
-                    &reports(&[("a", generation, failed.clone())]),
-                    false
+                    &[("a", generation, failed.clone())]
                 ))
                 .0,
                 expected,
@@ -803,22 +793,14 @@ mod tests {
             supervisor_lost: true,
             ..AttemptReport::default()
         };
-        let submitted = body(
-            TaskStatus::Executing,
-            vec![with(
-                item("a", Requirement::Required, &[]),
-                WorkItemStatus::Running,
-                Some((1, AttemptStatus::Submitted)),
-            )],
+        let submitted = lone_attempt(
+            Requirement::Required,
+            WorkItemStatus::Running,
+            1,
+            AttemptStatus::Submitted,
         );
         assert_eq!(
-            kind_of(&decide(
-                &submitted,
-                &POLICY,
-                &reports(&[("a", 1, lost)]),
-                false
-            ))
-            .0,
+            kind_of(&decide_reported(&submitted, &[("a", 1, lost)])).0,
             EventKind::AttemptFenced
         );
         // After the fence: blocked for a retry, degraded (soft), or failed.
@@ -827,29 +809,22 @@ mod tests {
             (Requirement::Soft, 2, EventKind::WorkItemDegraded),
             (Requirement::Required, 2, EventKind::WorkItemFailed),
         ] {
-            let fenced = body(
-                TaskStatus::Executing,
-                vec![with(
-                    item("a", requirement, &[]),
-                    WorkItemStatus::Running,
-                    Some((generation, AttemptStatus::Fenced)),
-                )],
+            let fenced = lone_attempt(
+                requirement,
+                WorkItemStatus::Running,
+                generation,
+                AttemptStatus::Fenced,
             );
-            assert_eq!(
-                kind_of(&decide(&fenced, &POLICY, &BTreeMap::new(), false)).0,
-                expected
-            );
+            assert_eq!(kind_of(&decide_unreported(&fenced)).0, expected);
         }
         // Blocked with budget left: a new attempt with the next generation.
-        let blocked = body(
-            TaskStatus::Executing,
-            vec![with(
-                item("a", Requirement::Required, &[]),
-                WorkItemStatus::Blocked,
-                Some((1, AttemptStatus::Fenced)),
-            )],
+        let blocked = lone_attempt(
+            Requirement::Required,
+            WorkItemStatus::Blocked,
+            1,
+            AttemptStatus::Fenced,
         );
-        let Step::Propose(retry) = decide(&blocked, &POLICY, &BTreeMap::new(), false) else {
+        let Step::Propose(retry) = decide_unreported(&blocked) else {
             panic!()
         };
         assert_eq!(retry.kind, EventKind::AttemptCreated);
@@ -867,7 +842,7 @@ mod tests {
         let c = item("c", Requirement::Optional, &[("a", Requirement::Required)]);
         let state = body(TaskStatus::Executing, vec![a.clone(), b.clone(), c.clone()]);
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            kind_of(&decide_unreported(&state)),
             (EventKind::WorkItemBlocked, Some("b".to_owned()))
         );
         let state = body(
@@ -875,7 +850,7 @@ mod tests {
             vec![a.clone(), with(b, WorkItemStatus::Blocked, None), c],
         );
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            kind_of(&decide_unreported(&state)),
             (EventKind::WorkItemSkipped, Some("c".to_owned()))
         );
         // Once everything is settled and a required item did not complete: task_blocked.
@@ -896,7 +871,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)).0,
+            kind_of(&decide_unreported(&state)).0,
             EventKind::TaskBlocked
         );
     }
@@ -911,7 +886,7 @@ mod tests {
         let b = item("b", Requirement::Required, &[("a", Requirement::Soft)]);
         let state = body(TaskStatus::Executing, vec![a.clone(), b.clone()]);
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            kind_of(&decide_unreported(&state)),
             (EventKind::WorkItemEligible, Some("b".to_owned()))
         );
         let state = body(
@@ -926,7 +901,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)).0,
+            kind_of(&decide_unreported(&state)).0,
             EventKind::WorkCompleted
         );
     }
@@ -949,13 +924,10 @@ mod tests {
             TaskStatus::Executing,
             vec![running("a"), running("b"), eligible.clone()],
         );
-        assert_eq!(
-            decide(&state, &POLICY, &BTreeMap::new(), false),
-            Step::Wait(Wait::InFlight(2))
-        );
+        assert_eq!(decide_unreported(&state), Step::Wait(Wait::InFlight(2)));
         let state = body(TaskStatus::Executing, vec![running("a"), eligible]);
         assert_eq!(
-            kind_of(&decide(&state, &POLICY, &BTreeMap::new(), false)),
+            kind_of(&decide_unreported(&state)),
             (EventKind::AttemptCreated, Some("c".to_owned()))
         );
     }
@@ -971,45 +943,27 @@ mod tests {
             status: ControlStatus::Interrupted,
             active_interrupt_id: Some(id(IdentityKind::Interrupt, "i1")),
         });
-        assert_eq!(
-            decide(&state, &POLICY, &BTreeMap::new(), false),
-            Step::Wait(Wait::Interrupted)
-        );
+        assert_eq!(decide_unreported(&state), Step::Wait(Wait::Interrupted));
         for status in [
             TaskStatus::Reviewing,
             TaskStatus::Blocked,
             TaskStatus::ApprovalRequired,
         ] {
             assert!(matches!(
-                decide(&body(status, vec![]), &POLICY, &BTreeMap::new(), false),
+                decide_unreported(&body(status, vec![])),
                 Step::Wait(Wait::Leader(_))
             ));
         }
         assert_eq!(
-            decide(
-                &body(TaskStatus::Verifying, vec![]),
-                &POLICY,
-                &BTreeMap::new(),
-                false
-            ),
+            decide_unreported(&body(TaskStatus::Verifying, vec![])),
             Step::Verify
         );
         assert_eq!(
-            decide(
-                &body(TaskStatus::Recording, vec![]),
-                &POLICY,
-                &BTreeMap::new(),
-                false
-            ),
+            decide_unreported(&body(TaskStatus::Recording, vec![])),
             Step::Record
         );
         assert_eq!(
-            decide(
-                &body(TaskStatus::Done, vec![]),
-                &POLICY,
-                &BTreeMap::new(),
-                false
-            ),
+            decide_unreported(&body(TaskStatus::Done, vec![])),
             Step::Wait(Wait::Finished(TaskStatus::Done))
         );
     }

@@ -47,14 +47,6 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         frame,
         area,
         ctx,
-        Listing {
-            title: format!("{} ({})", Pane::Activity.title(), activity.len()),
-            note: None,
-            focused,
-            header: None,
-            entries,
-            cursor,
-            empty: "Nothing yet.".to_owned(),
-        },
+        Listing::counted(ctx, Pane::Activity, None, entries, "Nothing yet."),
     );
 }

@@ -10,7 +10,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use super::app::Ctx;
-use super::text::{fit, span};
+use super::selection::Pane;
+use super::text::{Cut, cell, fit, row, span};
 use super::theme::Slot;
 
 /// One pane's rows, ready to draw.
@@ -29,6 +30,37 @@ pub struct Listing {
     pub cursor: usize,
     /// What an empty pane says.
     pub empty: String,
+}
+
+impl Listing {
+    /// `pane`'s listing, titled with the pane's name and its number of entries, with the pane's
+    /// focus and cursor and no bottom note: what the panes that list one kind of record share.
+    pub fn counted(
+        ctx: &Ctx,
+        pane: Pane,
+        header: Option<Line<'static>>,
+        entries: Vec<Vec<Line<'static>>>,
+        empty: &str,
+    ) -> Self {
+        Self {
+            title: format!("{} ({})", pane.title(), entries.len()),
+            note: None,
+            focused: ctx.selection.focus() == pane,
+            header,
+            entries,
+            cursor: ctx.selection.cursor(pane),
+            empty: empty.to_owned(),
+        }
+    }
+}
+
+/// A line that goes on with the entry above it: a blank marker column, then `text` in `slot`,
+/// cut to `width`.
+pub fn continuation(ctx: &Ctx, text: &str, width: u16, slot: Slot) -> Line<'static> {
+    row([
+        cell("", 1, Cut::End, ctx.style(Slot::Base)),
+        cell(text, width, Cut::End, ctx.style(slot)),
+    ])
 }
 
 /// Draws `listing` into `area`.

@@ -70,10 +70,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
             if under_cursor && observation.detail.width() > usize::from(columns[6]) {
                 let width = area.width.saturating_sub(4);
                 for piece in pieces(&observation.detail, width, MAX_DETAIL_ROWS) {
-                    lines.push(row([
-                        cell("", 1, Cut::End, ctx.style(Slot::Base)),
-                        cell(&piece, width, Cut::End, ctx.style(Slot::Base)),
-                    ]));
+                    lines.push(list::continuation(ctx, &piece, width, Slot::Base));
                 }
             }
             lines
@@ -83,14 +80,12 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         frame,
         area,
         ctx,
-        Listing {
-            title: format!("{} ({})", Pane::Observations.title(), observations.len()),
-            note: None,
-            focused,
-            header: Some(header),
+        Listing::counted(
+            ctx,
+            Pane::Observations,
+            Some(header),
             entries,
-            cursor,
-            empty: "No adapter observation yet.".to_owned(),
-        },
+            "No adapter observation yet.",
+        ),
     );
 }

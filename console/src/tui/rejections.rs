@@ -45,12 +45,11 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
                 ),
             ]);
             std::iter::once(path)
-                .chain(reason.iter().map(|piece| {
-                    row([
-                        cell("", 1, Cut::End, ctx.style(Slot::Base)),
-                        cell(piece, text_width, Cut::End, ctx.style(Slot::Muted)),
-                    ])
-                }))
+                .chain(
+                    reason
+                        .iter()
+                        .map(|piece| list::continuation(ctx, piece, text_width, Slot::Muted)),
+                )
                 .collect()
         })
         .collect();
@@ -58,14 +57,12 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         frame,
         area,
         ctx,
-        Listing {
-            title: format!("{} ({})", Pane::Rejections.title(), rejections.len()),
-            note: None,
-            focused,
-            header: None,
+        Listing::counted(
+            ctx,
+            Pane::Rejections,
+            None,
             entries,
-            cursor,
-            empty: "No file was rejected.".to_owned(),
-        },
+            "No file was rejected.",
+        ),
     );
 }

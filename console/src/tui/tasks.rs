@@ -49,15 +49,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         frame,
         area,
         ctx,
-        Listing {
-            title: format!("{} ({})", Pane::Tasks.title(), tasks.len()),
-            note: None,
-            focused: ctx.selection.focus() == Pane::Tasks,
-            header: Some(header),
+        Listing::counted(
+            ctx,
+            Pane::Tasks,
+            Some(header),
             entries,
-            cursor,
-            empty: "No task journals yet.".to_owned(),
-        },
+            "No task journals yet.",
+        ),
     );
 }
 

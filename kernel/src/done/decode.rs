@@ -27,16 +27,13 @@ pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
         degradable_soft_items: policy.required_list("degradable_soft_items", id_at)?,
     };
     policy.finish()?;
-    let criteria = path.key("criteria");
-    unique(
+    unique_criteria(
         decoded.criteria.iter().map(|c| c.criterion_id.as_str()),
-        |index| criteria.index(index).key("criterion_id").to_string(),
-        "duplicate criterion_id",
+        &path.key("criteria"),
     )?;
-    let degradable = path.key("degradable_soft_items");
-    unique(
-        decoded.degradable_soft_items.iter().map(String::as_str),
-        |index| degradable.index(index).to_string(),
+    unique_ids(
+        &decoded.degradable_soft_items,
+        &path.key("degradable_soft_items"),
         "duplicate work item id",
     )?;
     Ok(decoded)
@@ -54,11 +51,9 @@ pub fn decode_done_closure(value: &Value) -> Result<DoneClosure, DecodeError> {
         criteria: closure.required_list("criteria", closure_criterion_at)?,
     };
     closure.finish()?;
-    let criteria = path.key("criteria");
-    unique(
+    unique_criteria(
         decoded.criteria.iter().map(|c| c.criterion_id.as_str()),
-        |index| criteria.index(index).key("criterion_id").to_string(),
-        "duplicate criterion_id",
+        &path.key("criteria"),
     )?;
     Ok(decoded)
 }
@@ -103,10 +98,9 @@ fn closure_criterion_at(value: &Value, path: &Path<'_>) -> Result<ClosureCriteri
         evidence_ids: criterion.required_list("evidence_ids", id_at)?,
     };
     criterion.finish()?;
-    let evidence = path.key("evidence_ids");
-    unique(
-        decoded.evidence_ids.iter().map(String::as_str),
-        |index| evidence.index(index).to_string(),
+    unique_ids(
+        &decoded.evidence_ids,
+        &path.key("evidence_ids"),
         "duplicate evidence id",
     )?;
     Ok(decoded)
@@ -126,6 +120,28 @@ fn non_empty(text: String, path: &Path<'_>) -> Result<String, DecodeError> {
         return Err(DecodeError::invalid(path, "must be a non-empty string"));
     }
     Ok(text)
+}
+
+/// Refuses a second criterion with the same id, at `<criteria>[i].criterion_id` (a policy and a
+/// closure list their criteria alike).
+fn unique_criteria<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    criteria: &Path<'_>,
+) -> Result<(), DecodeError> {
+    unique(
+        ids,
+        |index| criteria.index(index).key("criterion_id").to_string(),
+        "duplicate criterion_id",
+    )
+}
+
+/// Refuses a repeated id in a list of plain ids, at `<list>[i]`.
+fn unique_ids(ids: &[String], list: &Path<'_>, rule: &'static str) -> Result<(), DecodeError> {
+    unique(
+        ids.iter().map(String::as_str),
+        |index| list.index(index).to_string(),
+        rule,
+    )
 }
 
 /// Refuses the second occurrence of an id, at the path `at(index)` names.
