@@ -18,6 +18,17 @@ pub fn workspace_root() -> PathBuf {
         .map_or_else(PathBuf::new, Path::to_path_buf)
 }
 
+/// The names of the entries of a folder, sorted.
+#[allow(clippy::unwrap_used)] // test support: a folder that cannot be listed is a failed test
+pub fn entry_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The committed reference conformance vectors.
 pub fn conformance_fixtures() -> Vec<PathBuf> {
     let directory = workspace_root().join("tests/fixtures/conformance");

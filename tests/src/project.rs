@@ -109,6 +109,28 @@ impl Project {
             .1
     }
 
+    /// Steps the runner (`valp run --once`) until `valp task status TASK` shows `needle`.
+    pub fn run_until(&self, task: &str, needle: &str) {
+        wait_until(&format!("{needle:?} in the status of {task}"), || {
+            self.ok(&["run", "--once"]);
+            self.ok(&["task", "status", task]).contains(needle)
+        });
+    }
+
+    /// Writes `intent` to `intent.md` and redirects `task` to it, superseding the work item
+    /// `supersede` (`valp redirect`, which must exit 0); its standard output.
+    pub fn redirect(&self, task: &str, intent: &str, supersede: &str) -> String {
+        std::fs::write(self.path().join("intent.md"), intent).unwrap();
+        self.ok(&[
+            "redirect",
+            task,
+            "--intent",
+            "intent.md",
+            "--supersede",
+            supersede,
+        ])
+    }
+
     /// The process adapter's attempt folders.
     pub fn attempts_dir(&self) -> PathBuf {
         self.control_root().join("runtime/process/attempts")
@@ -139,26 +161,41 @@ pub fn item(
     argv: &[&str],
     expected: &[&str],
 ) -> String {
+    let run = format!(
+        "[work_items.run]\nadapter = \"process\"\nargv = [{}]\ntimeout_seconds = 60\n",
+        quoted(argv)
+    );
+    work_item(id, requirement, deps, expected, &run)
+}
+
+/// A `[[work_items]]` table whose `run` is the given TOML (one or more lines, each ended by
+/// LF): the part every adapter's items share, so each test only writes what its adapter needs.
+pub fn work_item(
+    id: &str,
+    requirement: &str,
+    deps: &[(&str, &str)],
+    expected: &[&str],
+    run: &str,
+) -> String {
     let deps = deps
         .iter()
         .map(|(dep, kind)| format!("{{ id = \"{dep}\", kind = \"{kind}\" }}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let argv = argv
-        .iter()
-        .map(|arg| format!("{arg:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let expected = expected
-        .iter()
-        .map(|path| format!("{path:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     format!(
         "[[work_items]]\nid = \"{id}\"\nrequirement = \"{requirement}\"\ndependencies = [{deps}]\n\
-         expected_evidence = [{expected}]\n[work_items.run]\nadapter = \"process\"\n\
-         argv = [{argv}]\ntimeout_seconds = 60\n\n"
+         expected_evidence = [{}]\n{run}\n",
+        quoted(expected)
     )
+}
+
+/// The items of a TOML array of strings, without the brackets.
+fn quoted(values: &[&str]) -> String {
+    values
+        .iter()
+        .map(|value| format!("{value:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Polls `condition` every 50 ms for up to 15 s; panics naming `what` when it never holds.

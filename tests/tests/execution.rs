@@ -227,27 +227,20 @@ fn redirect_cancels_superseded_items_and_lands_in_fixing() {
     ]
     .concat();
     project.publish("turn", &plan("turn", &body));
-    wait_until("the sleep to run", || {
-        project.ok(&["run", "--once"]);
-        project
-            .ok(&["task", "status", "turn"])
-            .contains("turn:drop:a1 g1 running")
-    });
+    project.run_until("turn", "turn:drop:a1 g1 running");
     let pid = recorded_pid_of(&project, "turn:drop:a1");
-    std::fs::write(project.path().join("intent.md"), "drop the slow part\n").unwrap();
-    let redirected = project.ok(&[
-        "redirect",
-        "turn",
-        "--intent",
-        "intent.md",
-        "--supersede",
-        "drop",
-    ]);
+    let redirected = project.redirect("turn", "drop the slow part\n", "drop");
     assert!(
         redirected.starts_with("accepted: task turn is fixing"),
         "{redirected}"
     );
     assert!(redirected.contains("effect fulfilled"), "{redirected}");
+    assert!(
+        redirected
+            .lines()
+            .any(|line| line == "superseded drop: cancelled"),
+        "{redirected}"
+    );
     assert!(!alive(pid));
     assert_eq!(project.item_status("turn", "drop"), "cancelled");
     let (head, _) = project.status("turn");
@@ -356,12 +349,7 @@ fn interrupt_with_signal_stops_running_commands_and_resume_retries_them() {
         "hush",
         &plan("hush", &item("nap", "required", &[], &["sleep", "60"], &[])),
     );
-    wait_until("the sleep to run", || {
-        project.ok(&["run", "--once"]);
-        project
-            .ok(&["task", "status", "hush"])
-            .contains("hush:nap:a1 g1 running")
-    });
+    project.run_until("hush", "hush:nap:a1 g1 running");
     let pid = recorded_pid_of(&project, "hush:nap:a1");
     let interrupted = project.ok(&["interrupt", "hush", "--signal"]);
     assert!(
@@ -389,12 +377,7 @@ fn interrupt_without_signal_leaves_running_commands_alone() {
         "calm",
         &plan("calm", &item("nap", "required", &[], &["sleep", "60"], &[])),
     );
-    wait_until("the sleep to run", || {
-        project.ok(&["run", "--once"]);
-        project
-            .ok(&["task", "status", "calm"])
-            .contains("calm:nap:a1 g1 running")
-    });
+    project.run_until("calm", "calm:nap:a1 g1 running");
     let pid = recorded_pid_of(&project, "calm:nap:a1");
     let interrupted = project.ok(&["interrupt", "calm"]);
     assert!(!interrupted.contains("signal:"), "{interrupted}");

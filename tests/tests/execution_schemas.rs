@@ -16,10 +16,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use valp_tests::cli::{Run, valp_in};
+use valp_tests::project::{Project, item, plan};
 use valp_tests::schemas::{errors, validator};
 
 const POLICY: &str = "valp-kernel-done-policy.v1";
@@ -41,87 +40,6 @@ const NEVER_STORED: [&str; 3] = [
     "valp-kernel-effect-ledger.v1",
     "valp-kernel-effect-identity.v1",
 ];
-
-/// A temporary project with a control root and the local OS account as the Leader (the
-/// minimum of `execution.rs`'s helper).
-struct Project {
-    temp: tempfile::TempDir,
-}
-
-impl Project {
-    fn new() -> Self {
-        let project = Self {
-            temp: tempfile::tempdir().unwrap(),
-        };
-        project.ok(&["init"]);
-        let listed = project.ok(&["leader", "candidates"]);
-        let human = listed
-            .lines()
-            .next()
-            .and_then(|line| line.split_whitespace().nth(1))
-            .unwrap()
-            .to_owned();
-        project.ok(&["leader", "select", &human, "--yes"]);
-        project
-    }
-
-    fn path(&self) -> &Path {
-        self.temp.path()
-    }
-
-    /// `valp` with the Doctor limited to the local account (no tmux servers).
-    fn valp(&self, args: &[&str]) -> Run {
-        let mut all = vec!["--no-default-sockets"];
-        all.extend_from_slice(args);
-        valp_in(self.path(), None, &all).unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let run = self.valp(args);
-        assert_eq!(
-            run.code,
-            Some(0),
-            "valp {args:?}\nstdout:\n{}\nstderr:\n{}",
-            run.stdout,
-            run.stderr
-        );
-        run.stdout
-    }
-
-    fn publish(&self, task: &str, body: &str) {
-        let file = self.path().join(format!("{task}.toml"));
-        let plan = format!(
-            "schema_version = \"valp-plan.v1\"\ntask_id = \"{task}\"\ngoal = \"test\"\n\n{body}"
-        );
-        std::fs::write(&file, plan).unwrap();
-        self.ok(&["task", "publish", file.to_str().unwrap()]);
-    }
-
-    /// Steps the runner until `task status TASK` shows `needle`.
-    fn run_until(&self, task: &str, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            self.ok(&["run", "--once"]);
-            if self.ok(&["task", "status", task]).contains(needle) {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-const CRITERION: &str = "[[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n";
-
-fn item(id: &str, requirement: &str, deps: &str, argv: &str) -> String {
-    format!(
-        "[[work_items]]\nid = \"{id}\"\nrequirement = \"{requirement}\"\ndependencies = [{deps}]\n\
-         [work_items.run]\nadapter = \"process\"\nargv = {argv}\ntimeout_seconds = 60\n\n"
-    )
-}
 
 /// Every record of the four formats a real control root holds, by `schema_version`.
 struct Artifacts {
@@ -151,21 +69,15 @@ fn artifacts() -> &'static Artifacts {
 /// one that may be not applicable, and a soft item that degrades.
 fn run_to_done(project: &Project) {
     let body = [
-        CRITERION,
         "[[criteria]]\nid = \"checked\"\ndescription = \"verified\"\nverify = [\"true\"]\n\n",
         "[[criteria]]\nid = \"advice\"\ndescription = \"advisory\"\nrequired = false\n\
          not_applicable_allowed = true\n\n",
-        &item("extra", "soft", "", r#"["false"]"#),
-        &item(
-            "main",
-            "required",
-            r#"{ id = "extra", kind = "soft" }"#,
-            r#"["true"]"#,
-        ),
+        &item("extra", "soft", &[], &["false"], &[]),
+        &item("main", "required", &[("extra", "soft")], &["true"], &[]),
         "[done]\nskippable_optional_items = true\ndegradable_soft_items = [\"extra\"]\n",
     ]
     .concat();
-    project.publish("fin", &body);
+    project.publish("fin", &plan("fin", &body));
     let ran = project.ok(&["run", "--timeout", "60"]);
     assert!(ran.contains("fin: reviewing"), "{ran}");
     project.ok(&["review", "fin", "pass", "--note", "looks right"]);
@@ -177,11 +89,10 @@ fn run_to_done(project: &Project) {
 fn cancel_a_running_attempt(project: &Project) {
     project.publish(
         "nap",
-        &[
-            CRITERION,
-            &item("sleep", "required", "", r#"["sleep", "60"]"#),
-        ]
-        .concat(),
+        &plan(
+            "nap",
+            &item("sleep", "required", &[], &["sleep", "60"], &[]),
+        ),
     );
     project.run_until("nap", "nap:sleep:a1 g1 running");
     let cancelled = project.ok(&["cancel", "nap", "--item", "sleep", "--note", "too slow"]);
@@ -193,29 +104,20 @@ fn cancel_a_running_attempt(project: &Project) {
 
 fn redirect_past_a_running_attempt(project: &Project) {
     let body = [
-        CRITERION,
-        &item("keep", "required", "", r#"["true"]"#),
-        &item("drop", "optional", "", r#"["sleep", "60"]"#),
+        item("keep", "required", &[], &["true"], &[]),
+        item("drop", "optional", &[], &["sleep", "60"], &[]),
     ]
     .concat();
-    project.publish("turn", &body);
+    project.publish("turn", &plan("turn", &body));
     project.run_until("turn", "turn:drop:a1 g1 running");
-    std::fs::write(project.path().join("intent.md"), "drop the slow part\n").unwrap();
-    let redirected = project.ok(&[
-        "redirect",
-        "turn",
-        "--intent",
-        "intent.md",
-        "--supersede",
-        "drop",
-    ]);
+    let redirected = project.redirect("turn", "drop the slow part\n", "drop");
     assert!(redirected.contains("effect fulfilled"), "{redirected}");
 }
 
 fn interrupt_resume_and_cancel(project: &Project) {
     project.publish(
         "pause",
-        &[CRITERION, &item("one", "required", "", r#"["true"]"#)].concat(),
+        &plan("pause", &item("one", "required", &[], &["true"], &[])),
     );
     project.ok(&["interrupt", "pause"]);
     project.ok(&["resume", "pause", "--note", "go on"]);

@@ -17,23 +17,17 @@ use valp_console::adapter::abi::{
 use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_kernel::replay::CompactEntry;
 use valp_store::chain::ChainReader;
-use valp_tests::project::{Project, item, plan};
+use valp_tests::entry_names;
+use valp_tests::project::{Project, item, plan, work_item};
 
-/// A `[[work_items]]` table run by the external adapter.
+/// A required `[[work_items]]` table run by the external adapter.
 fn external_item(id: &str, deps: &[(&str, &str)], expected: &[&str]) -> String {
-    let deps = deps
-        .iter()
-        .map(|(dep, kind)| format!("{{ id = \"{dep}\", kind = \"{kind}\" }}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let expected = expected
-        .iter()
-        .map(|path| format!("{path:?}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    format!(
-        "[[work_items]]\nid = \"{id}\"\nrequirement = \"required\"\ndependencies = [{deps}]\n\
-         expected_evidence = [{expected}]\nrun = {{ adapter = \"external\" }}\n\n"
+    work_item(
+        id,
+        "required",
+        deps,
+        expected,
+        "run = { adapter = \"external\" }\n",
     )
 }
 
@@ -174,15 +168,6 @@ fn stored(project: &Project, digest: &str) -> bool {
         .is_file()
 }
 
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// After the first `valp run --once` (printing `ran`) of the plan `text` of task `ext`: the
 /// request of `ext:review:a1` is written, and nothing else (no supervisor, no process folder),
 /// and it binds the work item as published.
@@ -193,7 +178,7 @@ fn launched_alone(project: &Project, ran: &str, text: &str) -> AdapterRequest {
         "{ran}"
     );
     let dir = attempt_dir(project, "ext:review:a1");
-    assert_eq!(files_in(&dir), ["request.json"]);
+    assert_eq!(entry_names(&dir), ["request.json"]);
     assert!(
         !project
             .attempts_dir()

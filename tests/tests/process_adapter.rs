@@ -37,7 +37,13 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|&item| item.to_owned()).collect()
 }
 
+/// The request of `attempt_id` to run `spec`.
 fn request_for(attempt_id: &str, spec: &RunSpec) -> AdapterRequest {
+    submit_request(attempt_id, &spec.digest(), spec.expected_evidence.clone())
+}
+
+/// A `submit` request of `attempt_id` of `TASK-1:build`, generation 1.
+fn submit_request(attempt_id: &str, payload_digest: &str, expected: Vec<String>) -> AdapterRequest {
     AdapterRequest::new(
         Operation::Submit,
         "inst-1",
@@ -47,8 +53,8 @@ fn request_for(attempt_id: &str, spec: &RunSpec) -> AdapterRequest {
         attempt_id,
         "TASK-1:build:1",
         1,
-        &spec.digest(),
-        spec.expected_evidence.clone(),
+        payload_digest,
+        expected,
     )
 }
 
@@ -531,18 +537,7 @@ fn prepare_refuses_a_mismatched_request() {
     ));
     let mut expects = spec.clone();
     expects.expected_evidence = strings(&["a.txt"]);
-    let request = AdapterRequest::new(
-        Operation::Submit,
-        "inst-1",
-        1,
-        "TASK-1",
-        "build",
-        "attempt-1",
-        "TASK-1:build:1",
-        1,
-        &expects.digest(),
-        Vec::new(),
-    );
+    let request = submit_request("attempt-1", &expects.digest(), Vec::new());
     assert!(matches!(
         process::prepare(&root, &request, &expects),
         Err(ProcessError::Refused(_))

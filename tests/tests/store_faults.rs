@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use valp_store::io::{Fault, FaultyStorage, Operation, Storage};
 use valp_store::{Access, ControlRoot, StoreCode, StoreError, Warning};
+use valp_tests::entry_names;
 use valp_tests::store::{
     History, append_step, create_journal, init_root, init_root_with, installation_id, journal_path,
     open_task, quarantine_files,
@@ -25,16 +26,6 @@ fn faulty_root(dir: &Path) -> (Arc<FaultyStorage>, ControlRoot) {
     let storage = Arc::new(FaultyStorage::default());
     let root = init_root_with(dir, Arc::clone(&storage) as Arc<dyn Storage>);
     (storage, root)
-}
-
-/// The names of the entries of a folder, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// What a failed append left in the journal file.
@@ -210,7 +201,7 @@ fn failed_blob_writes_commit_nothing() {
             }
             assert!(!target.exists(), "{what}: a failed write left the blob");
             assert_eq!(
-                names(&temporaries),
+                entry_names(&temporaries),
                 Vec::<String>::new(),
                 "{what}: temporaries left"
             );
@@ -244,7 +235,7 @@ fn failed_installation_writes_commit_nothing() {
             };
             assert_eq!(failed.parent(), Some(written_in.as_path()), "{what}");
             assert!(!dir.join("installation.json").exists(), "{what}");
-            assert_eq!(names(&dir.join("evidence/tmp")), Vec::<String>::new());
+            assert_eq!(entry_names(&dir.join("evidence/tmp")), Vec::<String>::new());
         }
         storage.heal();
         ControlRoot::init(&dir, installation_id(), storage).unwrap();
@@ -271,7 +262,7 @@ fn failed_journal_creations_commit_nothing() {
                 assert_eq!(failed.parent(), Some(task_dir.as_path()), "{what}");
             }
             // Only the lock file remains: no journal, no temporary.
-            assert_eq!(names(&task_dir), ["journal.lock"], "{what}");
+            assert_eq!(entry_names(&task_dir), ["journal.lock"], "{what}");
             assert!(
                 matches!(
                     open_task(&root, Access::ReadOnly),
