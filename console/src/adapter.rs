@@ -5,9 +5,11 @@
 //! - [`process`]: local processes, run by a detached supervisor per attempt.
 //! - [`external`]: work done by a tool outside valp, which finds the attempt's request in its
 //!   folder and reports through the inbox.
+//! - [`report`]: `valp report`, an external attempt's report built on a tool's behalf.
 //! - `files`: the atomic whole-file writes both use for attempt folders.
 
 pub mod abi;
 pub mod external;
 pub(crate) mod files;
 pub mod process;
+pub mod report;

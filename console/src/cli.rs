@@ -182,6 +182,14 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
     },
+    /// Report on an external work item's attempt, for a tool (or person) outside valp.
+    ///
+    /// Appends a `valp-adapter-observation.v1` record carrying the attempt's request to
+    /// `.valp/inbox/valp-report/`, with the next sequence; the System then takes it like any
+    /// inbox report. Pending attempts are the folders under
+    /// `.valp/runtime/external/attempts/` (`valp task status` names them). Report `accepted`
+    /// when the work starts, then one of `completed`, `blocked` or `cancelled`.
+    Report(ReportArgs),
     /// Adapter processes (started by valp itself; not for direct use).
     #[command(subcommand, hide = true)]
     Adapter(AdapterCommand),
@@ -235,6 +243,26 @@ pub struct DemoArgs {
     /// Then open the console on the demo installation (an existing demo task is kept).
     #[arg(long)]
     pub console: bool,
+}
+
+/// `valp report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The attempt (as `valp task status` shows it, e.g. `TASK:ITEM:a1`).
+    #[arg(value_name = "ATTEMPT")]
+    pub attempt: String,
+    /// What happened.
+    #[arg(
+        value_name = "STATUS",
+        value_parser = ["accepted", "waiting", "completed", "blocked", "cancelled", "unsupported"]
+    )]
+    pub status: String,
+    /// Why (shown with the attempt's outcome; required for `unsupported`).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Who reports (the provenance segment's adapter id).
+    #[arg(long = "as", value_name = "NAME", default_value = crate::adapter::report::DEFAULT_REPORTER)]
+    pub reporter: String,
 }
 
 /// Options of the Doctor's observation (every command that observes takes them).

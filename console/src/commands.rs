@@ -10,6 +10,7 @@ mod interop;
 mod leader;
 mod leadership;
 mod publish;
+mod report;
 mod run;
 mod status;
 mod task;
@@ -50,6 +51,9 @@ pub enum CommandError {
     /// The runtime could not take a step.
     #[error(transparent)]
     Runtime(#[from] crate::runtime::driver::RuntimeError),
+    /// `valp report` refused or failed.
+    #[error(transparent)]
+    Report(#[from] crate::adapter::report::ReportError),
     /// The console's built-in configuration is broken.
     #[error(transparent)]
     Console(#[from] crate::tui::ConfigError),
@@ -84,6 +88,7 @@ pub fn run(
                 CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
             })
         }
+        Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(TaskCommand::Status { task }) => {
             status::run(&open_root(root.as_deref())?, task.as_deref(), out)

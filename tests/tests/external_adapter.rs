@@ -643,3 +643,126 @@ fn cancelling_an_external_attempt_that_already_reported_its_end_is_fulfilled() {
     assert!(!again.contains("attempt_completed"), "{again}");
     assert_eq!(project.item_status("halt", "job"), "cancelled");
 }
+
+#[test]
+fn valp_report_lets_a_shell_tool_run_an_external_item() {
+    let project = Project::new();
+    project.publish(
+        "manual",
+        &plan("manual", &external_item("read", &[], &["notes.txt"])),
+    );
+    // Nothing to report on before the attempt reached the adapter.
+    let early = project.valp(&["report", "manual:read:a1", "accepted"]);
+    assert_eq!(early.code, Some(1));
+    assert!(
+        early
+            .stderr
+            .starts_with("valp: no external attempt manual:read:a1 is waiting for a report: "),
+        "{}",
+        early.stderr
+    );
+    project.ok(&["run", "--once"]);
+
+    let accepted = project.ok(&["report", "manual:read:a1", "accepted"]);
+    let file = format!(
+        "inbox/valp-report/{}.jsonl",
+        attempt_folder("manual:read:a1")
+    );
+    assert_eq!(
+        accepted,
+        format!("reported accepted for manual:read:a1 as sequence 1: {file}\n")
+    );
+    let unexplained = project.valp(&["report", "manual:read:a1", "unsupported"]);
+    assert_eq!(unexplained.code, Some(1));
+    assert_eq!(
+        unexplained.stderr,
+        "valp: reason: an unsupported operation must say why\n"
+    );
+    std::fs::write(project.path().join("notes.txt"), "read\n").unwrap();
+    let completed = project.ok(&["report", "manual:read:a1", "completed", "--as", "alice"]);
+    assert!(completed.contains("as sequence 2"), "{completed}");
+
+    // Each line is an ABI observation of the attempt's own request, by the named reporter.
+    let request = request_of(&project, "manual:read:a1");
+    let text = std::fs::read_to_string(project.control_root().join(&file)).unwrap();
+    let lines: Vec<AdapterObservation> = text
+        .lines()
+        .map(|line| AdapterObservation::decode(line.as_bytes()).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let schema = valp_tests::schemas::validator("console/adapter-observation.schema.json");
+    for ((observation, line), reporter) in
+        lines.iter().zip(text.lines()).zip(["valp-report", "alice"])
+    {
+        observation.check(reporter).unwrap();
+        assert_eq!(observation.request, request);
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(schema.is_valid(&value), "{line}");
+    }
+
+    // After the final report, more reports are refused and nothing is appended.
+    let late = project.valp(&["report", "manual:read:a1", "blocked", "--reason", "x"]);
+    assert_eq!(late.code, Some(1));
+    assert!(
+        late.stderr.starts_with(
+            "valp: attempt manual:read:a1 was already reported completed (sequence 2)"
+        ),
+        "{}",
+        late.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.control_root().join(&file)).unwrap(),
+        text
+    );
+    // A closed vocabulary, and a reporter that is a name.
+    assert_eq!(
+        project.valp(&["report", "manual:read:a1", "done"]).code,
+        Some(2)
+    );
+    let slash = project.valp(&["report", "manual:read:a1", "waiting", "--as", "a/b"]);
+    assert_eq!(slash.code, Some(1));
+    assert!(slash.stderr.contains("is not a name"), "{}", slash.stderr);
+
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(
+        ran.contains("manual  attempt_completed  (read completed with its expected evidence)"),
+        "{ran}"
+    );
+    assert_eq!(project.task_status("manual"), "reviewing");
+}
+
+#[test]
+fn concurrent_reports_on_one_attempt_get_distinct_sequences() {
+    let project = Project::new();
+    project.publish("busy", &plan("busy", &external_item("poll", &[], &[])));
+    project.ok(&["run", "--once"]);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            std::process::Command::new(valp_tests::valp_binary().unwrap())
+                .current_dir(project.path())
+                .args(["--no-default-sockets", "report", "busy:poll:a1", "waiting"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        assert!(child.wait_with_output().unwrap().status.success());
+    }
+    let file = project.control_root().join(format!(
+        "inbox/valp-report/{}.jsonl",
+        attempt_folder("busy:poll:a1")
+    ));
+    let mut sequences: Vec<u64> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            AdapterObservation::decode(line.as_bytes())
+                .unwrap()
+                .sequence
+        })
+        .collect();
+    sequences.sort_unstable();
+    assert_eq!(sequences, [1, 2, 3, 4]);
+}

@@ -30,6 +30,8 @@
 //!    did not complete), with strictly increasing `sequence` numbers (1, 2, …). A final
 //!    observation without an earlier `accepted` means the work never started: the attempt
 //!    fails, as when the process adapter refuses a request.
+//!    `valp report ATTEMPT STATUS` ([`super::report`]) writes such records for a tool that does
+//!    not build them itself.
 //! 3. Watches `control/cancel.json` in the attempt folder and, if it appears, stops and reports
 //!    `cancelled`. valp cannot see or stop an outside runtime, so it only asks.
 //!
