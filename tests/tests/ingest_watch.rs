@@ -884,3 +884,61 @@ fn inbox_lines_are_decoded_end_to_end() {
         [Ok(1), Err((Some(broken_at), "malformed")), Ok(2)]
     );
 }
+
+/// Rows the console feed shows once it has `observations` rows, or its state at the deadline.
+fn feed_rows(
+    feed: &valp_console::system::feed::Feed,
+    observations: usize,
+) -> (
+    Vec<valp_console::view::ObservationRow>,
+    Vec<valp_console::view::RejectionRow>,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = feed.rows();
+        if rows.0.len() >= observations || Instant::now() > deadline {
+            return rows;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_feed_leaves_the_order_of_inbox_reports_to_the_runtime() {
+    let root = root();
+    let inbox = root.base.join("inbox");
+    // Found together at start, in name order: sequence 2 before sequence 1.
+    fs::write(
+        inbox.join("a.json"),
+        observation("ci-bot", "att-1", 2).canonical_bytes(),
+    )
+    .unwrap();
+    fs::write(
+        inbox.join("b.json"),
+        observation("ci-bot", "att-1", 1).canonical_bytes(),
+    )
+    .unwrap();
+    // An adapter's own folder is written in order, so there the feed does judge it.
+    let folder = root.base.join("runtime/process/attempts/x/observations");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(
+        folder.join("000001.json"),
+        observation("process", "att-2", 2).canonical_bytes(),
+    )
+    .unwrap();
+    fs::write(
+        folder.join("000002.json"),
+        observation("process", "att-2", 2).canonical_bytes(),
+    )
+    .unwrap();
+    let feed = valp_console::system::feed::Feed::start(root.base.as_path(), || true).unwrap();
+    let (observations, rejections) = feed_rows(&feed, 3);
+    assert_eq!(observations.len(), 3, "{observations:?}");
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert!(
+        rejections[0]
+            .path
+            .starts_with("runtime/process/attempts/x/observations/"),
+        "{rejections:?}"
+    );
+}

@@ -5,8 +5,12 @@
 //!
 //! Under `runtime/`, only observation files (`…/observations/*.json`) are observations; the
 //! other files of an attempt folder (request, run specification, proofs, control requests)
-//! are the adapter's own and are not fed. Everything in `inbox/` is an observation from an
-//! external tool and must pass the same checks.
+//! are the adapter's own and are not fed. An adapter writes its observations one after the
+//! other, so their arrival order is their order and the feed checks it. Everything in `inbox/`
+//! is an observation from an external tool and passes the same decoding, but its order is not
+//! judged here: files found together by a rescan arrive in name order, not sequence order, and
+//! the runtime decides the order of an attempt's inbox reports from their content and the
+//! journal (its refusals are listed beside the feed's).
 
 use std::collections::VecDeque;
 use std::path::{Component, Path};
@@ -60,6 +64,9 @@ impl Feed {
                     continue;
                 }
                 let row = match item.decode(&limits) {
+                    Some(Ok(observation)) if path.starts_with("inbox") => {
+                        Ok(observation_row(&observation))
+                    }
                     Some(Ok(observation)) => match sequencer.admit(&path, &observation) {
                         Ok(()) => Ok(observation_row(&observation)),
                         Err(rejection) => Err(rejection),
