@@ -256,9 +256,28 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     // processes launched by the adapter, their observations arriving through the watcher.
     desk.wait_for("demo-build");
     desk.keys(&["j"]);
-    let running = desk.wait_for("slow-optional optional running in flight");
+    let running = desk.wait_for("warm-up required running in flight");
     assert!(running.contains("Work items · demo-build (5)"), "{running}");
     assert!(running.contains("attempt_running"), "{running}");
+
+    // Close the console while warm-up runs: its supervisor finishes the work alone, and the
+    // next start (no question asked) takes what it reported.
+    desk.quit();
+    let warm_up = desk
+        .path()
+        .join(".valp/runtime/process/attempts")
+        .join(attempt_folder("demo-build:warm-up:a1"))
+        .join("observations/000002.json");
+    let deadline = Instant::now() + PATIENCE;
+    while !warm_up.is_file() {
+        assert!(Instant::now() < deadline, "warm-up never finished");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    desk.start_valp(&[]);
+    desk.wait_for("reopened 20");
+    desk.keys(&["j"]);
+    desk.wait_for("warm-up required completed settled (completed)");
+    desk.wait_for("slow-optional optional running in flight");
 
     // A file in the running attempt's folder that names another attempt: listed, not acted on.
     let folder = desk
