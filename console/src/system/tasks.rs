@@ -94,8 +94,14 @@ impl Desk {
             .collect()
     }
 
+    /// Adds a line, unless it repeats the newest one: a task whose step keeps failing the same
+    /// way is pumped on every redraw, and one line says it as well as two hundred.
     pub(super) fn log(&mut self, line: &str) {
-        self.activity.push_front(display_text(line));
+        let line = display_text(line);
+        if self.activity.front() == Some(&line) {
+            return;
+        }
+        self.activity.push_front(line);
         self.activity.truncate(ACTIVITY_ROWS);
     }
 
@@ -367,4 +373,37 @@ fn item_rows(body: &StateBody) -> Vec<ItemRow> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_activity_log_keeps_one_line_for_a_repeated_message() {
+        let mut desk = Desk::new(None);
+        desk.log("t: the attempt folder is unreadable");
+        desk.log("t: the attempt folder is unreadable");
+        desk.log("t  attempt_running");
+        desk.log("t: the attempt folder is unreadable");
+        assert_eq!(
+            desk.activity(),
+            [
+                "t: the attempt folder is unreadable",
+                "t  attempt_running",
+                "t: the attempt folder is unreadable"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_activity_log_is_bounded_and_sanitized() {
+        let mut desk = Desk::new(None);
+        for index in 0..ACTIVITY_ROWS + 5 {
+            desk.log(&format!("line {index}"));
+        }
+        assert_eq!(desk.activity().len(), ACTIVITY_ROWS);
+        desk.log("bad \u{1b}[2Jtext");
+        assert!(!desk.activity()[0].contains('\u{1b}'));
+    }
 }
