@@ -280,33 +280,7 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     desk.wait_for("slow-optional optional running in flight");
 
     // A file in the running attempt's folder that names another attempt: listed, not acted on.
-    let folder = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder("demo-build:slow-optional:a1"));
-    let foreign = AdapterObservation::new(
-        AdapterRequest::new(
-            Operation::Submit,
-            "another-installation",
-            1,
-            "demo-build",
-            "slow-optional",
-            "demo-build:slow-optional:a9",
-            "d9",
-            9,
-            &format!("sha256:{}", "0".repeat(64)),
-            Vec::new(),
-        ),
-        3,
-        ObservationStatus::Unsupported,
-        Vec::new(),
-        Vec::new(),
-        None,
-        Some("not this attempt".to_owned()),
-    );
-    let temporary = folder.join("observations/.000003.json.tmp");
-    std::fs::write(&temporary, foreign.canonical_bytes()).unwrap();
-    std::fs::rename(&temporary, folder.join("observations/000003.json")).unwrap();
+    drop_foreign_observation(&desk, "demo-build:slow-optional:a1");
     let listed = desk.wait_for("observes another request (task demo-build)");
     assert!(listed.contains("Rejected files (1)"), "{listed}");
 
@@ -361,4 +335,36 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     assert!(desk.path().join("target/valp-demo/notes.txt").is_file());
     let verified = valp_in(desk.path(), None, &["verify"]).unwrap();
     assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+}
+
+/// Writes, into the observations of `attempt_id`'s folder, a valid observation of another
+/// attempt (renamed into place, as an adapter writes).
+fn drop_foreign_observation(desk: &Desk, attempt_id: &str) {
+    let folder = desk
+        .path()
+        .join(".valp/runtime/process/attempts")
+        .join(attempt_folder(attempt_id));
+    let foreign = AdapterObservation::new(
+        AdapterRequest::new(
+            Operation::Submit,
+            "another-installation",
+            1,
+            "demo-build",
+            "slow-optional",
+            "demo-build:slow-optional:a9",
+            "d9",
+            9,
+            &format!("sha256:{}", "0".repeat(64)),
+            Vec::new(),
+        ),
+        3,
+        ObservationStatus::Unsupported,
+        Vec::new(),
+        Vec::new(),
+        None,
+        Some("not this attempt".to_owned()),
+    );
+    let temporary = folder.join("observations/.000003.json.tmp");
+    std::fs::write(&temporary, foreign.canonical_bytes()).unwrap();
+    std::fs::rename(&temporary, folder.join("observations/000003.json")).unwrap();
 }
