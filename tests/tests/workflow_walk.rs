@@ -2,7 +2,10 @@
 //! graph, requirements, budgets and adapter outcomes, `workflow::decide` never proposes an event
 //! the kernel refuses, and every task comes to rest (done, blocked or failed) in a bounded
 //! number of steps. The adapters are simulated (each launched attempt reports `accepted`, then
-//! `completed` or `blocked` at random); the Leader passes every review.
+//! `completed` or `blocked` at random); the Leader passes every review and, in a second walk,
+//! also interrupts, resumes, cancels work items or the task and redirects at random moments
+//! (built by the console's own `control::event_for`; the kernel may refuse those, never the
+//! System's proposals).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
@@ -11,6 +14,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use valp_console::adapter::abi::ObservationStatus;
+use valp_console::clock::Timestamp;
+use valp_console::runtime::control::{Actor, Operation, event_for};
 use valp_console::runtime::workflow::{
     AttemptReport, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait, decide,
 };
@@ -125,9 +130,47 @@ fn apply(state: &State, event: &Event, evidence: &[Evidence], context: &str) -> 
     }
 }
 
+/// A random operation of the Leader on the task, applied when the kernel accepts it.
+fn leader_acts(state: &State, rng: &mut Rng, counter: &mut u64) -> Option<State> {
+    let items = &state.body.work_items;
+    let item = items[usize::try_from(rng.below(items.len() as u64)).unwrap()]
+        .work_item_id
+        .value()
+        .to_owned();
+    let operation = match rng.below(20) {
+        0..=5 => Operation::Interrupt,
+        6..=11 => Operation::CancelItem(item),
+        12..=18 => Operation::Redirect {
+            superseded: vec![item],
+            intent: b"new intent".to_vec(),
+        },
+        _ => Operation::CancelTask,
+    };
+    authorized(state, &operation, counter)
+}
+
+/// `operation` with its authority (and, for a redirect, intent) evidence; `None` when the
+/// kernel refuses it or it cannot be built for this State.
+fn authorized(state: &State, operation: &Operation, counter: &mut u64) -> Option<State> {
+    let actor = Actor {
+        principal: "user:leader".to_owned(),
+        at: Timestamp::from_millis(0),
+        note: String::new(),
+    };
+    let mut evidence = evidence(&EvidenceNeed::Request, counter);
+    let event = event_for(&state.body, operation, &actor, &evidence[0]).ok()?;
+    if matches!(operation, Operation::Redirect { .. }) {
+        evidence.extend(self::evidence(&EvidenceNeed::Request, counter));
+    }
+    match reduce(state, &event, &evidence) {
+        Outcome::Accepted(accepted) => Some(accepted.state),
+        _ => None,
+    }
+}
+
 /// Drives one random task to rest; returns its final status and whether every attempt
-/// completed.
-fn walk(seed: u64) -> (TaskStatus, bool) {
+/// completed. With `leader`, the Leader also acts at random moments.
+fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
     let mut rng = Rng(seed);
     let text = random_plan(&mut rng);
     let context = format!("(seed {seed}, plan:\n{text})");
@@ -152,6 +195,13 @@ fn walk(seed: u64) -> (TaskStatus, bool) {
     let mut all_completed = true;
     let mut verified = false;
     for _ in 0..2_000 {
+        if leader && rng.below(12) == 0 {
+            if let Some(next) = leader_acts(&state, &mut rng, &mut counter) {
+                state = next;
+                all_completed = false;
+            }
+            continue;
+        }
         let step = decide(&state.body, &policy, &reports, verified);
         let (event, evidence) = match step {
             Step::Propose(proposal) => (
@@ -192,6 +242,11 @@ fn walk(seed: u64) -> (TaskStatus, bool) {
             {
                 (event_of(&state, EventKind::ReviewPassed, None), Vec::new())
             }
+            Step::Wait(Wait::Interrupted) => {
+                state = authorized(&state, &Operation::Resume, &mut counter)
+                    .unwrap_or_else(|| panic!("the resume was refused {context}"));
+                continue;
+            }
             Step::Wait(Wait::Finished(status)) => return (status, all_completed),
             Step::Wait(Wait::Leader(_)) => {
                 return (state.body.status.known().unwrap(), all_completed);
@@ -209,7 +264,7 @@ fn walk(seed: u64) -> (TaskStatus, bool) {
 fn decisions_are_always_accepted_and_every_task_comes_to_rest() {
     let mut ends: BTreeMap<&str, usize> = BTreeMap::new();
     for seed in 0..400 {
-        let (status, all_completed) = walk(seed);
+        let (status, all_completed) = walk(seed, false);
         assert!(
             matches!(
                 status,
@@ -230,5 +285,25 @@ fn decisions_are_always_accepted_and_every_task_comes_to_rest() {
     // The walks cover every way to rest, so the property is not vacuous.
     for status in ["done", "blocked"] {
         assert!(ends.get(status).copied().unwrap_or(0) > 10, "{ends:?}");
+    }
+}
+
+#[test]
+fn the_leaders_operations_at_any_moment_never_lead_the_system_astray() {
+    let mut ends: BTreeMap<&str, usize> = BTreeMap::new();
+    for seed in 0..400 {
+        let (status, _) = walk(seed, true);
+        assert!(
+            matches!(
+                status,
+                TaskStatus::Done | TaskStatus::Blocked | TaskStatus::Cancelled | TaskStatus::Fixing
+            ),
+            "seed {seed} rests in {}",
+            status.as_str()
+        );
+        *ends.entry(status.as_str()).or_default() += 1;
+    }
+    for status in ["done", "blocked", "cancelled"] {
+        assert!(ends.get(status).copied().unwrap_or(0) > 5, "{ends:?}");
     }
 }

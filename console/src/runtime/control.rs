@@ -225,7 +225,9 @@ pub fn apply(
 }
 
 /// The event for an operation, with exactly the slots its kind requires.
-fn event_for(
+/// The event `operation` stands for on the task `body`, with `authority` as its authority
+/// evidence: what [`apply`] proposes (its id and the slots the kernel checks).
+pub fn event_for(
     body: &StateBody,
     operation: &Operation,
     actor: &Actor,
