@@ -102,8 +102,19 @@ impl Walk {
     }
 
     /// A walk like [`Walk::new`] over a task with the given identities (installation kind
-    /// `installation`, task kind `task`).
+    /// `installation`, task kind `task`), bound to Leader epoch 1.
     pub fn for_task(config: WalkConfig, installation: Identity, task: Identity) -> Self {
+        Self::for_task_at(config, installation, 1, task)
+    }
+
+    /// A walk like [`Walk::for_task`] over a task bound to Leader epoch `leader_epoch` (the
+    /// demo binds its task to the installation's active epoch, which a rotation moves past 1).
+    pub fn for_task_at(
+        config: WalkConfig,
+        installation: Identity,
+        leader_epoch: Int,
+        task: Identity,
+    ) -> Self {
         let mut rng = SplitMix64(config.seed);
         let items: Vec<WorkItem> = (0..config.work_items)
             .map(|index| {
@@ -135,7 +146,7 @@ impl Walk {
                 }
             })
             .collect();
-        let state = State::genesis(installation, 1, task, items);
+        let state = State::genesis(installation, leader_epoch, task, items);
         Self {
             config,
             genesis: GenesisRoot {

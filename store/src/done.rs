@@ -51,7 +51,8 @@ use crate::blobs::BlobStore;
 use crate::error::StoreError;
 use crate::machine::{Guard, Refusal};
 
-/// The task journal's guard: the Done gate, over the control root's evidence store.
+/// The Done gate over the control root's evidence store; with the epoch fence, the task
+/// journal's guard ([`TaskGuard`](crate::machine::TaskGuard)).
 #[derive(Debug, Clone, Default)]
 pub struct DoneGuard {
     /// Where policy and closure blobs are read; without one every gated `recording_completed`

@@ -22,6 +22,9 @@ pub enum StoreCode {
     Io,
     /// The Done gate refused a proposal the kernel accepts (`kernel/DEVIATIONS.md`, D2).
     DoneGate,
+    /// The epoch fence refused a proposal the kernel accepts: the task is bound to a Leader
+    /// epoch that is not the installation's active one.
+    EpochFenced,
 }
 
 impl StoreCode {
@@ -35,6 +38,7 @@ impl StoreCode {
             Self::DurabilityUnknownOrCommitted => "VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED",
             Self::Io => "VALP-E-STORE-IO",
             Self::DoneGate => "VALP-E-DONE-GATE",
+            Self::EpochFenced => "VALP-E-EPOCH-FENCED",
         }
     }
 }
@@ -135,6 +139,22 @@ pub enum StoreError {
         /// The blocking reasons, in the gate's order (see `valp_kernel::done`).
         reasons: Vec<String>,
     },
+    /// The epoch fence refused the proposal: the installation ledger's active epoch is not the
+    /// one the task is bound to (see [`fence`](crate::fence)); nothing was written to the
+    /// journal and the refusal was logged to `rejections.jsonl`.
+    #[error(
+        "{code}: {path}: the task is bound to Leader epoch {task_epoch}, the active epoch is \
+         {active_epoch}: nothing written (hand the task over with `valp task handoff`)",
+        code = StoreCode::EpochFenced
+    )]
+    EpochFenced {
+        /// The journal.
+        path: PathBuf,
+        /// The Leader epoch of the task's genesis.
+        task_epoch: i128,
+        /// The installation's active epoch.
+        active_epoch: i128,
+    },
     /// Any other I/O failure.
     #[error("{code}: {path}: {operation}: {source}", code = StoreCode::Io)]
     Io {
@@ -163,6 +183,7 @@ impl StoreError {
             }
             Self::Io { .. } | Self::Invalid(_) => StoreCode::Io,
             Self::DoneGate { .. } => StoreCode::DoneGate,
+            Self::EpochFenced { .. } => StoreCode::EpochFenced,
         }
     }
 

@@ -2,7 +2,8 @@
 //! hash-chained. A task journal (`tasks/<task>/journal.jsonl`) replays the task kernel; the
 //! installation ledger (`installation/journal.jsonl`) the authority lane (see
 //! [`Machine`](crate::machine::Machine)). The machine's [`Guard`] adds the store's own rules
-//! (for task journals the Done gate, see [`done`](crate::done)) to both append and open.
+//! (for task journals the epoch fence on append, see [`fence`](crate::fence), and the Done gate
+//! on append and open, see [`done`](crate::done)).
 //!
 //! **Format.** [`chain`](crate::chain) lines: line 0 carries the canonical genesis, line N ≥ 1
 //! the canonical compact entry (Event, sorted EvidenceSet, the accepted Result without its
@@ -135,8 +136,9 @@ pub struct Journal<M: Machine = LiveState> {
 
 impl<M: Machine> Journal<M> {
     /// Opens and verifies the journal in `dir` with the machine's default guard (for a task
-    /// journal: a Done gate without an evidence store, which refuses every gated Done; a
-    /// [`ControlRoot`](crate::ControlRoot) opens task journals with its evidence store).
+    /// journal: no epoch fence and a Done gate without an evidence store, which refuses every
+    /// gated Done; a [`ControlRoot`](crate::ControlRoot) opens task journals with its ledger
+    /// and its evidence store).
     /// `quarantine` receives torn tails (writers only).
     pub fn open(
         dir: &Path,
@@ -282,8 +284,8 @@ impl<M: Machine> Journal<M> {
         &self.live
     }
 
-    /// The guard, as it stands after the verified entries (for a task journal: the frozen Done
-    /// policy and whether a Done was recorded without one).
+    /// The guard, as it stands after the verified entries (for a task journal: its Done gate
+    /// holds the frozen Done policy and whether a Done was recorded without one).
     pub fn guard(&self) -> &M::Guard {
         &self.guard
     }
@@ -368,6 +370,20 @@ fn guard_failure(path: &Path, line: &ChainLine, refusal: Refusal) -> StoreError 
             reason: format!(
                 "done gate: the recorded recording_completed does not pass: {}",
                 reasons.join("; ")
+            ),
+        },
+        // Verification never checks the fence (history holds entries of epochs that were
+        // active then); named for completeness.
+        Refusal::EpochFenced {
+            task_epoch,
+            active_epoch,
+        } => StoreError::Corrupt {
+            path: path.to_owned(),
+            line: line.seq + 1,
+            byte: line.start,
+            reason: format!(
+                "epoch fence: the task is bound to Leader epoch {task_epoch}, the active epoch \
+                 is {active_epoch}"
             ),
         },
         Refusal::Store(error) => error,

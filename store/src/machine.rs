@@ -4,8 +4,9 @@
 //! recovery.
 //!
 //! A machine's [`Guard`] holds the store's own rules for its journals, checked before an
-//! accepted proposal is written and again for every recorded entry on open: the Done gate for
-//! task journals ([`DoneGuard`]), nothing for the ledger ([`NoGuard`]).
+//! accepted proposal is written and, where they judge history, again for every recorded entry
+//! on open: for task journals the epoch fence and the Done gate ([`TaskGuard`]), nothing for the
+//! ledger ([`NoGuard`]).
 
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
@@ -20,6 +21,7 @@ use valp_kernel::{Event, Evidence, Identity, Int};
 
 use crate::done::DoneGuard;
 use crate::error::StoreError;
+use crate::fence::EpochFence;
 
 /// A kernel state machine a journal can replay and extend.
 pub trait Machine: Sized + std::fmt::Debug {
@@ -59,7 +61,7 @@ impl Machine for LiveState {
     type Genesis = GenesisRoot;
     type Entry = CompactEntry;
     type Event = Event;
-    type Guard = DoneGuard;
+    type Guard = TaskGuard;
 
     fn decode_genesis(value: &Value) -> Result<GenesisRoot, DecodeError> {
         decode_genesis_root(value)
@@ -166,6 +168,13 @@ impl Machine for InstallationLive {
 pub enum Refusal {
     /// The Done gate does not pass; the blocking reasons (see [`valp_kernel::done`]).
     DoneGate(Vec<String>),
+    /// The task's Leader epoch is fenced (see [`fence`](crate::fence)).
+    EpochFenced {
+        /// The Leader epoch of the task's genesis.
+        task_epoch: Int,
+        /// The installation ledger's active epoch.
+        active_epoch: Int,
+    },
     /// The rule could not be checked: an I/O failure other than a missing or damaged blob.
     Store(StoreError),
 }
@@ -196,4 +205,76 @@ impl<M: Machine> Guard<M> for NoGuard {
     }
 
     fn observe(&mut self, _: u64, _: &M::Event, _: &[Evidence]) {}
+}
+
+/// The task journal's guard: the epoch fence ([`EpochFence`]) then the Done gate
+/// ([`DoneGuard`]) on append; only the Done gate on open (the fence judges the present, not
+/// history). [`Default`] has neither a fence nor an evidence store: it fences nothing and
+/// refuses every gated Done; [`ControlRoot::task_guard`](crate::ControlRoot::task_guard) gives
+/// both.
+#[derive(Debug, Clone, Default)]
+pub struct TaskGuard {
+    fence: Option<EpochFence>,
+    done: DoneGuard,
+}
+
+impl TaskGuard {
+    /// A guard enforcing `fence` and `done` (which must not have observed any entry yet).
+    pub fn new(fence: EpochFence, done: DoneGuard) -> Self {
+        Self {
+            fence: Some(fence),
+            done,
+        }
+    }
+
+    /// The Done gate, as it stands after the verified entries (the frozen Done policy and
+    /// whether a Done was recorded without one).
+    pub fn done(&self) -> &DoneGuard {
+        &self.done
+    }
+
+    /// The epoch fence, if this guard has one.
+    pub fn fence(&self) -> Option<&EpochFence> {
+        self.fence.as_ref()
+    }
+
+    /// The same fence and evidence store, nothing observed yet (to re-verify a journal from its
+    /// start).
+    #[must_use]
+    pub fn restart(&self) -> Self {
+        Self {
+            fence: self.fence.clone(),
+            done: self.done.restart(),
+        }
+    }
+}
+
+impl Guard<LiveState> for TaskGuard {
+    fn admit(
+        &self,
+        live: &LiveState,
+        event: &Event,
+        evidence_set: &[Evidence],
+    ) -> Result<(), Refusal> {
+        // The fence first: nothing is written to a fenced task, whatever the Done gate says.
+        if let Some(fence) = &self.fence {
+            fence.admit(live, event, evidence_set)?;
+        }
+        self.done.admit(live, event, evidence_set)
+    }
+
+    fn verify(
+        &self,
+        live: &LiveState,
+        event: &Event,
+        evidence_set: &[Evidence],
+    ) -> Result<(), Refusal> {
+        // Not the fence: a journal's history holds entries of epochs that were active when
+        // they were written.
+        self.done.verify(live, event, evidence_set)
+    }
+
+    fn observe(&mut self, seq: u64, event: &Event, evidence_set: &[Evidence]) {
+        self.done.observe(seq, event, evidence_set);
+    }
 }

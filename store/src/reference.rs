@@ -153,7 +153,7 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
         .map_err(|reason| corrupt(&genesis_path, 1, 0, reason))?;
     let mut replayer = Replayer::from_genesis(&genesis)
         .map_err(|error| corrupt(&genesis_path, 1, 0, error.to_string()))?;
-    let mut guard = root.done_guard();
+    let mut guard = root.task_guard();
     let (mut lines, mut prior) = encode_line(0, None, &genesis);
     let replay_path = dir.join(REPLAY_FILE);
     let file =
@@ -209,6 +209,14 @@ fn refusal_text(refusal: &Refusal) -> String {
         Refusal::DoneGate(reasons) => format!(
             "done gate: the recorded recording_completed does not pass: {}",
             reasons.join("; ")
+        ),
+        // Verification never checks the fence; named for completeness.
+        Refusal::EpochFenced {
+            task_epoch,
+            active_epoch,
+        } => format!(
+            "epoch fence: the task is bound to Leader epoch {task_epoch}, the active epoch is \
+             {active_epoch}"
         ),
         Refusal::Store(error) => error.to_string(),
     }

@@ -14,19 +14,23 @@ use crate::blobs::BlobStore;
 use crate::chain::encode_line;
 use crate::done::DoneGuard;
 use crate::error::StoreError;
+use crate::fence::EpochFence;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::installation::Installation;
 use crate::io::Storage;
 use crate::journal::{Access, JOURNAL_FILE, Journal, LOCK_FILE};
 use crate::layout::{FOLDERS, Layout};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
+use crate::machine::TaskGuard;
 
-/// An opened control root.
+/// An opened control root. Its clones share one read-only ledger handle for the epoch fence of
+/// their task journals (see [`fence`](crate::fence)).
 #[derive(Debug, Clone)]
 pub struct ControlRoot {
     layout: Layout,
     installation: Installation,
     storage: Arc<dyn Storage>,
+    fence: EpochFence,
 }
 
 impl ControlRoot {
@@ -55,11 +59,7 @@ impl ControlRoot {
             &layout.installation_file(),
             &installation.canonical_bytes(),
         )?;
-        let root = Self {
-            layout,
-            installation,
-            storage,
-        };
+        let root = Self::assemble(layout, installation, storage);
         root.ledger()?;
         Ok(root)
     }
@@ -141,11 +141,21 @@ impl ControlRoot {
         for folder in FOLDERS {
             create_dir_durably(storage.as_ref(), &root.join(folder))?;
         }
-        Ok(Self {
+        Ok(Self::assemble(layout, installation, storage))
+    }
+
+    fn assemble(layout: Layout, installation: Installation, storage: Arc<dyn Storage>) -> Self {
+        let fence = EpochFence::new(
+            layout.installation_dir(),
+            layout.quarantine_dir(),
+            Arc::clone(&storage),
+        );
+        Self {
             layout,
             installation,
             storage,
-        })
+            fence,
+        }
     }
 
     /// The folder layout.
@@ -193,7 +203,7 @@ impl ControlRoot {
 
     /// Creates the journal of a new task from its GenesisRoot, which must be a valid empty
     /// Task State of this installation. Refuses a task that already has a journal. Task
-    /// journals enforce the Done gate ([`ControlRoot::done_guard`]).
+    /// journals enforce the epoch fence and the Done gate ([`ControlRoot::task_guard`]).
     pub fn create_task(&self, genesis: &GenesisRoot) -> Result<Journal, StoreError> {
         let (line, _) = encode_line(0, None, genesis);
         self.create_task_with_lines(genesis, &line)
@@ -224,14 +234,15 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
-            self.done_guard(),
+            self.task_guard(),
         )
     }
 
-    /// The guard every task journal of this root is opened with: the Done gate over the root's
+    /// The guard every task journal of this root is opened with: the epoch fence over the
+    /// installation ledger (see [`fence`](crate::fence)) and the Done gate over the root's
     /// evidence store (see [`done`](crate::done)).
-    pub fn done_guard(&self) -> DoneGuard {
-        DoneGuard::new(self.blobs())
+    pub fn task_guard(&self) -> TaskGuard {
+        TaskGuard::new(self.fence.clone(), DoneGuard::new(self.blobs()))
     }
 
     fn check_genesis(&self, genesis: &GenesisRoot) -> Result<(), StoreError> {
@@ -261,7 +272,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.done_guard(),
+            self.task_guard(),
         )
     }
 
@@ -290,7 +301,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.done_guard(),
+            self.task_guard(),
         )
     }
 }

@@ -89,7 +89,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             Ok(journal) => {
                 let mut warnings: Vec<String> =
                     journal.warnings().iter().map(ToString::to_string).collect();
-                if let Some(revision) = journal.guard().ungated_done() {
+                if let Some(revision) = journal.guard().done().ungated_done() {
                     warnings.push(format!(
                         "entry {revision}: recording_completed without a Done policy (accepted under \
                          the reference's rule, e.g. an imported reference store): no Done gate \

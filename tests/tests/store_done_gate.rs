@@ -456,6 +456,7 @@ fn a_passing_closure_is_accepted_and_reopens_verified() {
     let gate = task
         .journal
         .guard()
+        .done()
         .gate(task.journal.live().body(), &set)
         .unwrap();
     assert!(gate.passed, "{gate:?}");
@@ -486,8 +487,8 @@ fn a_passing_closure_is_accepted_and_reopens_verified() {
 
     let reopened = task.root.open_task(TASK, Access::ReadOnly).unwrap();
     assert_eq!(reopened.len(), seq);
-    assert_eq!(reopened.guard().frozen_policy(), [policy]);
-    assert_eq!(reopened.guard().ungated_done(), None);
+    assert_eq!(reopened.guard().done().frozen_policy(), [policy]);
+    assert_eq!(reopened.guard().done().ungated_done(), None);
     let verification = verify(&task.root).unwrap();
     assert_eq!(verification.problems(), 0, "{verification:?}");
     assert!(
@@ -744,7 +745,7 @@ fn the_policy_frozen_at_revision_one_must_be_a_readable_policy() {
         journal.append(&event, std::slice::from_ref(&good)).unwrap(),
         Appended::Accepted { seq: 1, .. }
     ));
-    assert_eq!(journal.guard().frozen_policy(), [good]);
+    assert_eq!(journal.guard().done().frozen_policy(), [good]);
 }
 
 #[test]
@@ -822,8 +823,8 @@ fn a_reference_store_done_without_a_policy_imports_under_the_reference_rule() {
 
     let imported = reference::import(&root, &source).unwrap();
     assert_eq!(imported.len(), 7);
-    assert_eq!(imported.guard().ungated_done(), Some(7));
-    assert!(imported.guard().frozen_policy().is_empty());
+    assert_eq!(imported.guard().done().ungated_done(), Some(7));
+    assert!(imported.guard().done().frozen_policy().is_empty());
     drop(imported);
     let reopened = root.open_task(TASK, Access::ReadOnly).unwrap();
     assert_eq!(reopened.warnings(), []);

@@ -48,7 +48,16 @@ pub(super) fn run(
         work_items: args.work_items,
         may_terminate: false,
     };
-    let mut walk = Walk::for_task(config, root.installation().installation_id.clone(), task);
+    // The task is bound to the active epoch, or to epoch 1 before any Leader (which the first
+    // selection then activates): after a rotation a task of epoch 1 would be fenced from birth,
+    // and the store refuses appends to a fenced task.
+    let active = root.ledger_read_only()?.live().state().active_epoch;
+    let mut walk = Walk::for_task_at(
+        config,
+        root.installation().installation_id.clone(),
+        active.max(1),
+        task,
+    );
     let mut journal = root.create_task(walk.genesis())?;
     for step in walk.by_ref().take(args.entries) {
         match journal.append(&step.event, &step.evidence_set)? {

@@ -29,8 +29,8 @@ pub enum Appended {
         prior_result_digest: String,
     },
     /// The kernel refused the event; nothing was written to the journal and the refusal was
-    /// logged to `rejections.jsonl`. (A refusal by the store's own rules, the Done gate, is
-    /// logged the same way and returned as [`StoreError::DoneGate`].)
+    /// logged to `rejections.jsonl`. (A refusal by the store's own rules is logged the same way
+    /// and returned as an error: [`StoreError::DoneGate`], [`StoreError::EpochFenced`].)
     Rejected {
         /// The kernel's code.
         error_code: ErrorCode,
@@ -68,9 +68,33 @@ impl<M: Machine> Journal<M> {
         self.follow(reader, Some(&lock))?;
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
-            let reasons = match refusal {
-                Refusal::DoneGate(reasons) => reasons,
+            // A refusal by the store's own rules writes nothing to the journal and is logged
+            // like the kernel's refusals; an error while checking is returned as it is.
+            let (code, reason, error) = match refusal {
                 Refusal::Store(error) => return Err(error),
+                Refusal::DoneGate(reasons) => (
+                    StoreCode::DoneGate,
+                    format!("refused by the Done gate: {}", reasons.join("; ")),
+                    StoreError::DoneGate {
+                        path: self.path.clone(),
+                        reasons,
+                    },
+                ),
+                Refusal::EpochFenced {
+                    task_epoch,
+                    active_epoch,
+                } => (
+                    StoreCode::EpochFenced,
+                    format!(
+                        "the task is bound to Leader epoch {task_epoch}, the active epoch is \
+                         {active_epoch} (hand the task over with `valp task handoff`)"
+                    ),
+                    StoreError::EpochFenced {
+                        path: self.path.clone(),
+                        task_epoch,
+                        active_epoch,
+                    },
+                ),
             };
             rejections::record(
                 &self.dir.join(REJECTIONS_FILE),
@@ -78,14 +102,11 @@ impl<M: Machine> Journal<M> {
                     revision,
                     event: event.clone(),
                     evidence_set: evidence_set.to_vec(),
-                    error_code: StoreCode::DoneGate.as_str(),
-                    reason: format!("refused by the Done gate: {}", reasons.join("; ")),
+                    error_code: code.as_str(),
+                    reason,
                 },
             )?;
-            return Err(StoreError::DoneGate {
-                path: self.path.clone(),
-                reasons,
-            });
+            return Err(error);
         }
         let appended = match self.live.apply(event, evidence_set) {
             Verdict::Accepted(record) => self.write(event, evidence_set, record)?,

@@ -28,7 +28,7 @@ pub struct Rejection<E = Event> {
     /// Its evidence.
     pub evidence_set: Vec<Evidence>,
     /// The kernel's code (an [`ErrorCode`](valp_kernel::ErrorCode)), or the store's for a
-    /// refusal by its own rules (`VALP-E-DONE-GATE`).
+    /// refusal by its own rules (`VALP-E-DONE-GATE`, `VALP-E-EPOCH-FENCED`).
     pub error_code: &'static str,
     /// A human explanation.
     pub reason: String,
