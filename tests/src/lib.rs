@@ -2,6 +2,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod observations;
 pub mod project;
 pub mod schemas;
 pub mod store;

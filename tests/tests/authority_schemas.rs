@@ -18,10 +18,7 @@ use jsonschema::Validator;
 use serde_json::{Value, json};
 use valp_console::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
 use valp_console::clock::{Clock, FixedClock, Timestamp};
-use valp_console::doctor::{
-    Candidate, Health, HealthStatus, Observation, ObserveOptions, Session, Surface, SurfaceStatus,
-    observe,
-};
+use valp_console::doctor::{Candidate, Observation, ObserveOptions, Session, observe};
 use valp_kernel::canonical::Canonical;
 use valp_kernel::installation::{
     InstallationEvent, InstallationLive, InstallationState, decode_installation_entry,
@@ -30,6 +27,7 @@ use valp_kernel::installation::{
 use valp_kernel::{Evidence, Identity, IdentityKind, InstallationEventKind, Outcome};
 use valp_store::io::OsStorage;
 use valp_store::{Appended, ControlRoot, Journal};
+use valp_tests::observations::{human_of, with_pane};
 use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::workspace_root;
 
@@ -166,48 +164,6 @@ fn refused_code(result: Result<impl std::fmt::Debug, AuthorityError>) -> String 
         Err(AuthorityError::Refused { code, .. }) => code,
         other => panic!("expected a refusal by the kernel, got {other:?}"),
     }
-}
-
-fn human_of(observation: &Observation) -> &Candidate {
-    observation
-        .candidates
-        .iter()
-        .find(|candidate| matches!(candidate.session, Session::Human { .. }))
-        .expect("the local human operator is observed")
-}
-
-/// The observation plus a tmux pane on a server at `socket`, observed at the same time.
-fn with_pane(observation: &Observation, socket: &str) -> Observation {
-    let human = human_of(observation);
-    let account = human.principal_id.strip_prefix("user:").unwrap();
-    let mut pane = Candidate::new(
-        format!("tmux:{socket}:%3"),
-        format!("tmux:{account}"),
-        Session::TmuxPane {
-            socket: socket.to_owned(),
-            server_pid: 4242,
-            server_start_ticks: Some(1_000),
-            pane_id: "%3".to_owned(),
-            pane_pid: 4343,
-            pane_start_ticks: Some(1_200),
-            boot_id: observation.host.boot_id.clone(),
-        },
-        Health {
-            status: HealthStatus::Live,
-            observed_at: observation.observed_at,
-            reason: None,
-        },
-        "receives keystrokes in tmux pane %3; no approval authority unless selected".to_owned(),
-    );
-    pane.labels = vec!["agent:claude".to_owned()];
-    let mut observation = observation.clone();
-    observation.surfaces.push(Surface {
-        surface: format!("tmux:{socket}"),
-        status: SurfaceStatus::Available,
-        detail: "1 pane".to_owned(),
-    });
-    observation.candidates.push(pane);
-    observation
 }
 
 /// The observation with its human operator replaced by another OS account (a new session of

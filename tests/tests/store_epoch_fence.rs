@@ -17,13 +17,12 @@ use std::sync::Arc;
 use valp_console::authority::handoff::hand_over;
 use valp_console::authority::{self, Approval, Confirmation};
 use valp_console::clock::{Clock, FixedClock, Timestamp};
-use valp_console::doctor::{
-    Candidate, Health, HealthStatus, Observation, ObserveOptions, Session, observe,
-};
+use valp_console::doctor::{Observation, ObserveOptions, observe};
 use valp_kernel::{ErrorCode, Event, EventKind, Identity, IdentityKind};
 use valp_store::io::OsStorage;
 use valp_store::{Access, Appended, ControlRoot, Journal, StoreCode, StoreError};
 use valp_tests::cli::valp_in;
+use valp_tests::observations::{human_of, with_pane};
 use valp_tests::schemas::{errors, validator};
 use valp_tests::store::{History, TASK_ID, append_step, create_journal, installation_id};
 
@@ -93,7 +92,10 @@ impl Lab {
         let root = self.root();
         let mut ledger = root.ledger().unwrap();
         let before = ledger.live().state().active_epoch;
-        let observation = with_pane(&observe(&self.clock, &self.options));
+        let observation = with_pane(
+            &observe(&self.clock, &self.options),
+            "/tmp/valp-fence/tmux.sock",
+        );
         authority::record_observation(&root, &mut ledger, &observation).unwrap();
         let pane = observation.candidates[1].candidate_id.clone();
         authority::rotate(&root, &mut ledger, &pane, &self.approval(&observation)).unwrap();
@@ -126,45 +128,6 @@ impl Lab {
     fn ledger_path(&self) -> PathBuf {
         self.folder.join("installation/journal.jsonl")
     }
-}
-
-fn human_of(observation: &Observation) -> &Candidate {
-    observation
-        .candidates
-        .iter()
-        .find(|candidate| matches!(candidate.session, Session::Human { .. }))
-        .expect("the local human operator is observed")
-}
-
-/// The observation plus a tmux pane of the same account, observed at the same time.
-fn with_pane(observation: &Observation) -> Observation {
-    let account = human_of(observation)
-        .principal_id
-        .strip_prefix("user:")
-        .unwrap()
-        .to_owned();
-    let pane = Candidate::new(
-        "tmux:/tmp/valp-fence/tmux.sock:%3".to_owned(),
-        format!("tmux:{account}"),
-        Session::TmuxPane {
-            socket: "/tmp/valp-fence/tmux.sock".to_owned(),
-            server_pid: 4242,
-            server_start_ticks: Some(1_000),
-            pane_id: "%3".to_owned(),
-            pane_pid: 4343,
-            pane_start_ticks: Some(1_200),
-            boot_id: observation.host.boot_id.clone(),
-        },
-        Health {
-            status: HealthStatus::Live,
-            observed_at: observation.observed_at,
-            reason: None,
-        },
-        "receives keystrokes in tmux pane %3; no approval authority unless selected".to_owned(),
-    );
-    let mut observation = observation.clone();
-    observation.candidates.push(pane);
-    observation
 }
 
 /// The lines of a task's `rejections.jsonl`.
