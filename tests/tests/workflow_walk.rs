@@ -23,23 +23,7 @@ use valp_kernel::canonical::sha256_digest;
 use valp_kernel::{
     Event, EventKind, Evidence, Identity, IdentityKind, Outcome, State, TaskStatus, reduce,
 };
-
-/// SplitMix64: a seeded, reproducible source of choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use valp_tests::store::Rng;
 
 /// A random valid plan: 1 to 7 items, each depending on earlier ones with random kinds.
 fn random_plan(rng: &mut Rng) -> String {
@@ -49,11 +33,11 @@ fn random_plan(rng: &mut Rng) -> String {
     );
     let items = 1 + rng.below(7);
     for index in 0..items {
-        let requirement = ["required", "optional", "soft"][usize::try_from(rng.below(3)).unwrap()];
+        let requirement = ["required", "optional", "soft"][rng.below(3)];
         let mut dependencies = Vec::new();
         for earlier in 0..index {
             if rng.below(3) == 0 {
-                let kind = ["hard", "soft", "optional"][usize::try_from(rng.below(3)).unwrap()];
+                let kind = ["hard", "soft", "optional"][rng.below(3)];
                 dependencies.push(format!("{{ id = \"i{earlier}\", kind = \"{kind}\" }}"));
             }
         }
@@ -133,7 +117,7 @@ fn apply(state: &State, event: &Event, evidence: &[Evidence], context: &str) -> 
 /// A random operation of the Leader on the task, applied when the kernel accepts it.
 fn leader_acts(state: &State, rng: &mut Rng, counter: &mut u64) -> Option<State> {
     let items = &state.body.work_items;
-    let item = items[usize::try_from(rng.below(items.len() as u64)).unwrap()]
+    let item = items[rng.below(items.len())]
         .work_item_id
         .value()
         .to_owned();
@@ -171,7 +155,7 @@ fn authorized(state: &State, operation: &Operation, counter: &mut u64) -> Option
 /// Drives one random task to rest; returns its final status and whether every attempt
 /// completed. With `leader`, the Leader also acts at random moments.
 fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let text = random_plan(&mut rng);
     let context = format!("(seed {seed}, plan:\n{text})");
     let plan = valp_console::plan::parse(Path::new("walk.toml"), text.as_bytes())
