@@ -2,6 +2,7 @@
 
 pub mod child;
 pub mod cli;
+pub mod leader_project;
 pub mod observations;
 pub mod project;
 pub mod schemas;

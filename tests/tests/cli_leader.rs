@@ -4,64 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
-use std::path::{Path, PathBuf};
+use valp_tests::leader_project::LeaderProject;
 
-use valp_tests::cli::{Run, valp_answering};
-use valp_tests::tmux::TmuxServer;
-
-struct Project {
-    temp: tempfile::TempDir,
-    socket: PathBuf,
+/// A project of installation `inst-cli`.
+fn new_project() -> LeaderProject {
+    LeaderProject::new("inst-cli")
 }
 
-impl Project {
-    fn new() -> Self {
-        let temp = tempfile::tempdir().unwrap();
-        std::fs::create_dir(temp.path().join("tmux")).unwrap();
-        let socket = temp.path().join("lead.sock");
-        let project = Self { temp, socket };
-        let init = project.run(&["init", "--installation-id", "inst-cli"], "");
-        assert_eq!(init.code, Some(0), "{}", init.stderr);
-        project
-    }
-
-    fn path(&self) -> &Path {
-        self.temp.path()
-    }
-
-    fn server(&self) -> TmuxServer {
-        TmuxServer::start(&self.socket, "work", self.path(), &["sh"])
-    }
-
-    /// `valp` with the Doctor limited to the project's socket, answering prompts with `stdin`.
-    fn run(&self, args: &[&str], stdin: &str) -> Run {
-        let socket = self.socket.to_str().unwrap();
-        let mut all = vec!["--no-default-sockets", "--tmux-socket", socket];
-        all.extend_from_slice(args);
-        valp_answering(self.path(), &self.path().join("tmux"), &all, stdin).unwrap()
-    }
-
-    fn pane(&self, pane: &str) -> String {
-        format!(
-            "tmux:{}:{pane}",
-            std::fs::canonicalize(&self.socket).unwrap().display()
-        )
-    }
-
-    fn human(&self) -> String {
-        let listed = self.run(&["leader", "candidates"], "");
-        let first = listed.stdout.lines().next().unwrap();
-        first
-            .split_whitespace()
-            .nth(1)
-            .filter(|id| id.starts_with("human:uid-"))
-            .unwrap_or_else(|| panic!("{}", listed.stdout))
-            .to_owned()
-    }
-
-    fn binding(&self) -> Option<String> {
-        std::fs::read_to_string(self.path().join(".valp/leader/binding.json")).ok()
-    }
+fn binding(project: &LeaderProject) -> Option<String> {
+    std::fs::read_to_string(project.path().join(".valp/leader/binding.json")).ok()
 }
 
 fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
@@ -72,7 +23,7 @@ fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 #[test]
 fn selection_needs_the_typed_candidate_id() {
-    let project = Project::new();
+    let project = new_project();
     let _server = project.server();
     let pane = project.pane("%0");
 
@@ -107,7 +58,7 @@ fn selection_needs_the_typed_candidate_id() {
             refused.stderr,
             format!("valp: not confirmed (the typed text was not {pane:?}); no Leader was bound\n")
         );
-        assert_eq!(project.binding(), None);
+        assert_eq!(binding(&project), None);
     }
     let shown = project.run(&["leader", "show"], "");
     assert_eq!(
@@ -125,7 +76,7 @@ fn selection_needs_the_typed_candidate_id() {
         selected.stdout
     );
     assert!(selected.stdout.contains("), epoch 1\n"));
-    let binding = project.binding().unwrap();
+    let binding = binding(&project).unwrap();
     assert!(binding.contains("\"epoch\":1,"));
     assert!(binding.contains("\"schema_version\":\"valp-leader-binding.v1\""));
 
@@ -152,7 +103,7 @@ fn selection_needs_the_typed_candidate_id() {
 
 #[test]
 fn show_says_when_the_binding_is_not_proven_and_changes_nothing() {
-    let project = Project::new();
+    let project = new_project();
     let server = project.server();
     let pane = project.pane("%0");
     let selected = project.run(&["leader", "select", &pane, "--yes"], "");
@@ -175,7 +126,7 @@ fn show_says_when_the_binding_is_not_proven_and_changes_nothing() {
 
 #[test]
 fn the_kernel_refuses_unobserved_candidates_with_its_code() {
-    let project = Project::new();
+    let project = new_project();
     let _server = project.server();
     let bogus = project.pane("%7");
     let refused = project.run(&["leader", "select", &bogus, "--yes"], "");
@@ -187,7 +138,7 @@ fn the_kernel_refuses_unobserved_candidates_with_its_code() {
              among the candidates just observed (`valp leader candidates` lists them)\n"
         )
     );
-    assert_eq!(project.binding(), None);
+    assert_eq!(binding(&project), None);
 
     let pane = project.pane("%0");
     project.run(&["leader", "select", &pane, "--yes"], "");
@@ -215,7 +166,7 @@ fn the_kernel_refuses_unobserved_candidates_with_its_code() {
 
 #[test]
 fn a_fenced_task_continues_only_through_a_confirmed_handoff() {
-    let project = Project::new();
+    let project = new_project();
     let _server = project.server();
     let demo = project.run(&["demo", "--entries", "60"], "");
     assert_eq!(demo.code, Some(0), "{}", demo.stderr);
@@ -280,7 +231,7 @@ fn a_fenced_task_continues_only_through_a_confirmed_handoff() {
 
 #[test]
 fn a_handoff_needs_a_re_proven_leader() {
-    let project = Project::new();
+    let project = new_project();
     let server = project.server();
     project.run(&["demo", "--entries", "10"], "");
     project.run(&["leader", "select", &project.pane("%0"), "--yes"], "");
@@ -298,7 +249,7 @@ fn a_handoff_needs_a_re_proven_leader() {
 
 #[test]
 fn help_explains_the_authority_commands() {
-    let project = Project::new();
+    let project = new_project();
     let help = project.run(&["leader", "--help"], "");
     for command in ["candidates", "select", "rotate", "show"] {
         assert!(
@@ -316,7 +267,7 @@ fn help_explains_the_authority_commands() {
 
 #[test]
 fn a_handed_over_planned_task_runs_its_unfinished_work_under_the_new_epoch() {
-    let project = Project::new();
+    let project = new_project();
     let _server = project.server();
     project.run(&["leader", "select", &project.pane("%0"), "--yes"], "");
     std::fs::write(

@@ -19,58 +19,38 @@ use valp_kernel::{EventKind, TaskStatus};
 use valp_store::chain::ChainReader;
 use valp_store::io::OsStorage;
 use valp_store::{Access, ControlRoot};
-use valp_tests::cli::{Run, valp_answering};
+use valp_tests::cli::Run;
+use valp_tests::leader_project::LeaderProject;
 use valp_tests::schemas::{errors, validator};
-use valp_tests::tmux::TmuxServer;
 use valp_tests::workspace_root;
 
 const BUNDLE: &str = "examples/plans/docs-bundle.toml";
 const MINIMAL: &str = "examples/plans/minimal.toml";
 
-struct Project {
-    temp: tempfile::TempDir,
-    socket: PathBuf,
-}
+struct Project(LeaderProject);
 
 impl Project {
     /// An initialised control root, no Leader bound.
     fn new() -> Self {
-        let temp = tempfile::tempdir().unwrap();
-        std::fs::create_dir(temp.path().join("tmux")).unwrap();
-        let socket = temp.path().join("lead.sock");
-        let project = Self { temp, socket };
-        let init = project.run(&["init", "--installation-id", "inst-publish"]);
-        assert_eq!(init.code, Some(0), "{}", init.stderr);
-        project
+        Self(LeaderProject::new("inst-publish"))
     }
 
     /// An initialised control root whose Leader is the OS account.
     fn with_leader() -> Self {
         let project = Self::new();
-        let listed = project.run(&["leader", "candidates"]);
-        let human = listed
-            .stdout
-            .lines()
-            .next()
-            .and_then(|line| line.split_whitespace().nth(1))
-            .filter(|id| id.starts_with("human:uid-"))
-            .unwrap_or_else(|| panic!("{}", listed.stdout))
-            .to_owned();
+        let human = project.0.human();
         let selected = project.run(&["leader", "select", &human, "--yes"]);
         assert_eq!(selected.code, Some(0), "{}", selected.stderr);
         project
     }
 
     fn path(&self) -> &Path {
-        self.temp.path()
+        self.0.path()
     }
 
     /// `valp` with the Doctor limited to the project's own tmux socket.
     fn run(&self, args: &[&str]) -> Run {
-        let socket = self.socket.to_str().unwrap();
-        let mut all = vec!["--no-default-sockets", "--tmux-socket", socket];
-        all.extend_from_slice(args);
-        valp_answering(self.path(), &self.path().join("tmux"), &all, "").unwrap()
+        self.0.run(args, "")
     }
 
     /// `valp task publish` of a plan file written into the project.
@@ -218,11 +198,8 @@ fn publishing_needs_a_bound_and_re_proven_leader() {
     assert_eq!(project.root().task_dirs().unwrap(), Vec::<PathBuf>::new());
 
     // A tmux pane bound as Leader, then its server gone: the session is not re-proven.
-    let server = TmuxServer::start(&project.socket, "work", project.path(), &["sh"]);
-    let pane = format!(
-        "tmux:{}:%0",
-        std::fs::canonicalize(&project.socket).unwrap().display()
-    );
+    let server = project.0.server();
+    let pane = project.0.pane("%0");
     let selected = project.run(&["leader", "select", &pane, "--yes"]);
     assert_eq!(selected.code, Some(0), "{}", selected.stderr);
     server.kill();
