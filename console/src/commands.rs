@@ -60,6 +60,37 @@ pub enum CommandError {
     /// The command cannot run as asked.
     #[error("{0}")]
     Usage(String),
+    /// `valp task status` or `valp run` served every task it could read, but `count` tasks
+    /// could not be read or driven (each listed on a `problem:` line); exit code 3.
+    #[error(
+        "{count} task{} could not be read (listed above as problem lines)",
+        if *count == 1 { "" } else { "s" }
+    )]
+    Damaged {
+        /// How many.
+        count: usize,
+    },
+}
+
+/// The line that lists a task that could not be read or driven, in place of its output:
+/// `problem: task folder tasks/<folder>: <error>` (or `problem: task <id>: <error>` once its
+/// id is known), sanitized, on one line.
+fn problem_line(task: &str, error: &dyn std::fmt::Display) -> String {
+    format!(
+        "problem: task {}: {}",
+        crate::doctor::sanitize::display_text(task),
+        crate::doctor::sanitize::display_message(&error.to_string()).replace('\n', " ")
+    )
+}
+
+/// How [`problem_line`] names a task folder: `folder tasks/<name>`, relative to the root.
+fn task_folder(root: &ControlRoot, dir: &Path) -> String {
+    format!(
+        "folder {}",
+        dir.strip_prefix(root.layout().root())
+            .unwrap_or(dir)
+            .display()
+    )
 }
 
 /// Runs the parsed command line, reading answers to prompts from `input` and writing its

@@ -774,13 +774,10 @@ impl Driver {
         env: BTreeMap<String, String>,
         expected: Vec<String>,
     ) -> Result<Progress, RuntimeError> {
-        let folder = self.project.join(cwd);
-        std::fs::create_dir_all(&folder).map_err(|error| {
-            RuntimeError::Integrity(format!("cannot create {}: {error}", folder.display()))
-        })?;
-        let folder = std::fs::canonicalize(&folder).map_err(|error| {
-            RuntimeError::Integrity(format!("cannot open {}: {error}", folder.display()))
-        })?;
+        // Created and checked through real folders only, now (a link may have appeared since
+        // the publication).
+        let folder = crate::plan::paths::working_folder(&self.project, cwd)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         let mut spec = RunSpec::new(
             argv,
             folder.display().to_string(),
