@@ -102,7 +102,14 @@ fn two_hundred_concurrent_interrupts_and_resumes_never_collide() {
     let root = project.path().join(".valp");
     let lines = ledger_lines(&root);
     let runs = burst(&project, 200, |index| {
-        vec![if index % 2 == 0 { "interrupt" } else { "resume" }, "t"]
+        vec![
+            if index % 2 == 0 {
+                "interrupt"
+            } else {
+                "resume"
+            },
+            "t",
+        ]
     });
     let mut accepted = 0;
     for (args, run) in &runs {

@@ -96,7 +96,10 @@ fn a_plan_cwd_through_a_symbolic_link_is_refused_at_publish() {
          was published\n"
     );
     assert!(!project.control_root().join("tasks/escape").exists());
-    assert_eq!(valp_tests::entry_names(outside.path()), Vec::<String>::new());
+    assert_eq!(
+        valp_tests::entry_names(outside.path()),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -154,12 +157,17 @@ fn a_cwd_that_became_a_symbolic_link_after_publish_is_refused_at_launch() {
         "valp: 1 task could not be read (listed above as problem lines)\n"
     );
     // Nothing was created or run outside.
-    assert_eq!(valp_tests::entry_names(outside.path()), Vec::<String>::new());
+    assert_eq!(
+        valp_tests::entry_names(outside.path()),
+        Vec::<String>::new()
+    );
 }
 
 /// Damages the first entry of `task`'s journal (one byte of its digest changed).
 fn damage(project: &Project, task: &str) -> String {
-    let journal = project.control_root().join(format!("tasks/{task}/journal.jsonl"));
+    let journal = project
+        .control_root()
+        .join(format!("tasks/{task}/journal.jsonl"));
     let mut bytes = std::fs::read(&journal).unwrap();
     let second_line = bytes.iter().position(|&byte| byte == b'\n').unwrap() + 1;
     let at = second_line + 20;
@@ -198,7 +206,11 @@ fn one_damaged_task_does_not_stop_status_or_run_for_the_others() {
     let run = project.valp(&["run", "--once"]);
     assert_eq!(run.code, Some(3), "{}", run.stderr);
     assert!(run.stdout.contains(problem), "{}", run.stdout);
-    assert!(run.stdout.contains("good  launched good:say:a1"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("good  launched good:say:a1"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(
         run.stderr,
         "valp: 1 task could not be read (listed above as problem lines)\n"
@@ -226,7 +238,12 @@ fn errors_show_operator_input_without_escape_sequences_and_with_visible_bidi_con
     let root = valp_in(
         project.path(),
         None,
-        &["--root", "/nowhere\u{1b}]0;pwned\u{7}/x\u{61c}", "task", "status"],
+        &[
+            "--root",
+            "/nowhere\u{1b}]0;pwned\u{7}/x\u{61c}",
+            "task",
+            "status",
+        ],
     )
     .unwrap();
     assert_eq!(root.code, Some(1));

@@ -61,16 +61,16 @@ fn apply_settled(
     loop {
         journal.refresh()?;
         let before = journal.live().body().revision;
-        let verdict = control::apply(root, journal, active_epoch, operation, actor).map_err(
-            |error| match error {
-                control::ControlError::Store(error) => CommandError::Store(error),
-                control::ControlError::Invalid(message) => CommandError::Usage(message),
-            },
-        )?;
+        let verdict =
+            control::apply(root, journal, active_epoch, operation, actor).map_err(|error| {
+                match error {
+                    control::ControlError::Store(error) => CommandError::Store(error),
+                    control::ControlError::Invalid(message) => CommandError::Usage(message),
+                }
+            })?;
         match verdict {
             Verdict::Refused { .. }
-                if journal.live().body().revision != before
-                    && lost < authority::RACE_RETRIES =>
+                if journal.live().body().revision != before && lost < authority::RACE_RETRIES =>
             {
                 std::thread::sleep(Duration::from_millis(1 << lost.min(5)));
                 lost += 1;

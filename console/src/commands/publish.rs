@@ -16,6 +16,7 @@ use valp_store::ControlRoot;
 use super::CommandError;
 use crate::clock::Clock;
 use crate::doctor::ObserveOptions;
+use crate::doctor::sanitize::display_text;
 use crate::plan::{self, PlanError};
 
 pub(super) fn run(
@@ -55,7 +56,7 @@ pub(super) fn run(
         } else {
             "published"
         },
-        published.task_id,
+        display_text(&published.task_id),
         published.leader_epoch,
         published.work_items,
         if published.work_items == 1 { "" } else { "s" },

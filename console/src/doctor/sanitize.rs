@@ -65,7 +65,11 @@ pub fn display_message(text: &str) -> String {
     text.split('\n')
         .map(|line| {
             let body = line.trim_start_matches(' ');
-            format!("{}{}", &line[..line.len() - body.len()], clean(body, usize::MAX))
+            format!(
+                "{}{}",
+                &line[..line.len() - body.len()],
+                clean(body, usize::MAX)
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -282,7 +286,10 @@ mod tests {
             "l\\u{200e}r\\u{200f}a\\u{61c}z\\u{200b}j\\u{200d}b\\u{feff}"
         );
         for ch in ['\u{ad}', '\u{180e}', '\u{2060}', '\u{2064}', '\u{206f}'] {
-            assert_eq!(display_text(&ch.to_string()), ch.escape_unicode().to_string());
+            assert_eq!(
+                display_text(&ch.to_string()),
+                ch.escape_unicode().to_string()
+            );
             assert!(!is_plain(&ch.to_string()), "{ch:?}");
         }
         for text in ["a\u{202e}b", "a\u{200e}b", "a\u{200f}b", "a\u{61c}b"] {

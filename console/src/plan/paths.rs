@@ -21,13 +21,16 @@
 //! not hold the folders open: someone who can write the project folder and swaps a component
 //! for a link between the check and the supervisor's `chdir` (a window of milliseconds) is not
 //! excluded; closing it needs a handle-based `chdir` (`fchdir` on a descriptor opened with
-//! `O_NOFOLLOW` at each step) in the supervisor. Expected evidence is read later through
-//! [`crate::adapter::files::beneath`], which refuses links below the `cwd` at read time.
+//! `O_NOFOLLOW` at each step) in the supervisor. Expected evidence is looked up at every read
+//! through [`evidence_file`]: the `cwd` checked again, then
+//! [`files::beneath`], which refuses links below it (the same window between the check and
+//! the read applies).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::Plan;
+use crate::adapter::files;
 
 /// Why a path of a plan is refused.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +104,15 @@ pub fn working_folder(project: &Path, cwd: &str) -> Result<PathBuf, PathError> {
     walk(&project, "cwd", cwd, cwd, true)
 }
 
+/// The expected evidence file `relative` of an item whose `cwd` is `cwd`, when the `cwd` lies
+/// beneath `project` through real folders and the file below it is a regular file reached
+/// through real folders ([`files::beneath`]); else `None`, as if missing. Checked at every
+/// read: an external item's `cwd` is never entered by valp, so its launch checks nothing.
+pub fn evidence_file(project: &Path, cwd: &str, relative: &str) -> Option<PathBuf> {
+    walk(project, "cwd", cwd, cwd, false).ok()?;
+    files::beneath(&project.join(cwd), relative)
+}
+
 /// `relative` below `cwd`, as a path relative to the project.
 fn joined(cwd: &str, relative: &str) -> String {
     if cwd == "." {
@@ -112,7 +124,9 @@ fn joined(cwd: &str, relative: &str) -> String {
 
 /// Walks `relative` beneath `project` component by component: each one that exists must not
 /// be a link, and every one but the last must be a folder (the last too when `create`, which
-/// creates the missing ones). `path` is how the plan names it, for errors.
+/// creates the missing ones). `path` is how the plan names it, for errors. Without `create`
+/// the walk stops at the first missing component (nothing below it exists), so only an `Ok`
+/// matters then, not the path returned.
 fn walk(
     project: &Path,
     what: &'static str,
@@ -215,6 +229,22 @@ mod tests {
                 .to_string(),
             "cwd \"file/x\": file is not a folder"
         );
+    }
+
+    #[test]
+    fn evidence_is_not_read_through_a_linked_cwd() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "secret").unwrap();
+        std::os::unix::fs::symlink(outside.path(), project.path().join("out")).unwrap();
+        assert_eq!(evidence_file(project.path(), "out", "secret.txt"), None);
+        std::fs::create_dir(project.path().join("real")).unwrap();
+        std::fs::write(project.path().join("real/notes.txt"), "ok").unwrap();
+        assert_eq!(
+            evidence_file(project.path(), "real", "notes.txt"),
+            Some(project.path().join("real/notes.txt"))
+        );
+        assert_eq!(evidence_file(project.path(), "missing", "notes.txt"), None);
     }
 
     #[test]

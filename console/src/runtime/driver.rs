@@ -43,7 +43,6 @@ use super::workflow::{
 };
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::external::{self, Inbox};
-use crate::adapter::files;
 use crate::adapter::process::{
     self, CONTENT_BOUND_FILE, ContentProof, PROCESS_BOUND_FILE, REQUEST_FILE, RunSpec, STDERR_FILE,
     STDOUT_FILE, Supervisor, SupervisorState,
@@ -465,13 +464,15 @@ impl Driver {
     /// The item's expected evidence files that cannot be read now (below its `cwd`, through
     /// real folders only).
     fn missing_evidence(&self, work_item_id: &str) -> Vec<String> {
-        let cwd = self.item_cwd(work_item_id);
         self.plan
             .work_item(work_item_id)
             .map(|item| {
                 item.expected_evidence
                     .iter()
-                    .filter(|path| files::beneath(&cwd, path).is_none())
+                    .filter(|path| {
+                        crate::plan::paths::evidence_file(&self.project, &item.run.cwd, path)
+                            .is_none()
+                    })
                     .map(|path| display_text(path))
                     .collect()
             })
@@ -611,8 +612,11 @@ impl Driver {
                 evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 let completed = kind == EventKind::AttemptCompleted;
                 let cwd = self.item_cwd(&slots.work_item_id);
-                for path in &self.plan_item(&slots.work_item_id)?.expected_evidence {
-                    match files::read_beneath(&cwd, path) {
+                let item = self.plan_item(&slots.work_item_id)?;
+                for path in &item.expected_evidence {
+                    let file =
+                        crate::plan::paths::evidence_file(&self.project, &item.run.cwd, path);
+                    match file.and_then(|file| std::fs::read(file).ok()) {
                         Some(bytes) => evidence.push(self.store("artifact-", &bytes)?),
                         None if completed => {
                             return Err(RuntimeError::Integrity(format!(
