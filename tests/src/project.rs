@@ -168,6 +168,17 @@ pub fn item(
     work_item(id, requirement, deps, expected, &run)
 }
 
+/// A required `[[work_items]]` table run by the external adapter (a tool outside valp).
+pub fn external_item(id: &str, deps: &[(&str, &str)], expected: &[&str]) -> String {
+    work_item(
+        id,
+        "required",
+        deps,
+        expected,
+        "run = { adapter = \"external\" }\n",
+    )
+}
+
 /// A `[[work_items]]` table whose `run` is the given TOML (one or more lines, each ended by
 /// LF): the part every adapter's items share, so each test only writes what its adapter needs.
 pub fn work_item(

@@ -9,23 +9,12 @@ use std::io::Write as _;
 
 use valp_console::adapter::abi::attempt_folder;
 use valp_tests::cli::valp_in;
-use valp_tests::project::{Project, item, plan, work_item};
-
-/// A required `[[work_items]]` table run by the external adapter.
-fn external_item(id: &str, expected: &[&str]) -> String {
-    work_item(
-        id,
-        "required",
-        &[],
-        expected,
-        "run = { adapter = \"external\" }\n",
-    )
-}
+use valp_tests::project::{Project, external_item, item, plan};
 
 #[test]
 fn a_report_after_a_torn_inbox_line_starts_a_fresh_line_and_is_acted_on() {
     let project = Project::new();
-    project.publish("manual", &plan("manual", &external_item("read", &[])));
+    project.publish("manual", &plan("manual", &external_item("read", &[], &[])));
     project.ok(&["run", "--once"]);
     project.ok(&["report", "manual:read:a1", "accepted"]);
     let relative = format!(
