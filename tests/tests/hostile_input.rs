@@ -56,6 +56,41 @@ fn a_report_after_a_torn_inbox_line_starts_a_fresh_line_and_is_acted_on() {
     );
 }
 
+#[test]
+fn a_record_another_tool_glued_to_a_torn_line_is_not_lost() {
+    let project = Project::new();
+    project.publish("glued", &plan("glued", &external_item("read", &[], &[])));
+    project.ok(&["run", "--once"]);
+    project.ok(&["report", "glued:read:a1", "accepted"]);
+    let relative = format!(
+        "inbox/valp-report/{}.jsonl",
+        attempt_folder("glued:read:a1")
+    );
+    let file = project.control_root().join(&relative);
+    // A tool that does not repair torn lines: a fragment, then the record right after it.
+    let record = std::fs::read(&file).unwrap();
+    let fragment = b"{\"request\":{\"attempt_id\":\"glu";
+    std::fs::write(&file, [&fragment[..], &record].concat()).unwrap();
+
+    let completed = project.ok(&["report", "glued:read:a1", "completed"]);
+    assert_eq!(
+        completed,
+        format!("reported completed for glued:read:a1 as sequence 2: {relative}\n")
+    );
+    let run = project.ok(&["run", "--once"]);
+    assert!(run.contains("glued  attempt_running"), "{run}");
+    assert!(run.contains("glued  attempt_completed"), "{run}");
+    let status = project.ok(&["task", "status", "glued"]);
+    assert!(
+        status.lines().any(|line| line
+            == format!(
+                "  rejected {relative} (line at byte 0): malformed: EOF while parsing a string \
+                 at line 1 column 29"
+            )),
+        "{status}"
+    );
+}
+
 /// A folder outside the project, and a link `name` to it inside the project.
 fn link_outside(project: &Project, name: &str) -> tempfile::TempDir {
     let outside = tempfile::tempdir().unwrap();

@@ -34,6 +34,7 @@ use super::abi::{
 };
 use super::external;
 use super::process::is_final;
+use crate::ingest::glued_record;
 
 /// The inbox folder `valp report` appends to.
 pub const REPORT_DIR: &str = "inbox/valp-report";
@@ -187,8 +188,13 @@ fn earlier_reports(
         Err(error) => return Err(io_error(path)(error)),
     };
     let torn = bytes.last().is_some_and(|&last| last != b'\n');
+    // Lines as the inbox reader sees them: a record glued to a torn line counts.
     let reports = bytes
         .split(|&byte| byte == b'\n')
+        .map(|line| match glued_record(line) {
+            Some(at) => &line[at..],
+            None => line,
+        })
         .filter_map(|line| AdapterObservation::decode(line).ok())
         .filter(|observation| &observation.request == request)
         .collect();
