@@ -104,7 +104,9 @@ pub enum Command {
     ///
     /// Runs headless until every task waits for the Leader or is finished (or, with --once,
     /// takes the steps possible now and returns). Needs the re-proven Leader. Prints one line
-    /// per step: the event proposed and why, or the kernel's refusal with its code.
+    /// per step: the event proposed and why, or the kernel's refusal with its code. Without a
+    /// task named, a task that cannot be read or driven is listed as a `problem:` line and the
+    /// others run; the exit code is then 3.
     Run(RunArgs),
     /// Cancel a task, or one work item (and its running attempt), as the Leader.
     Cancel {
@@ -354,7 +356,9 @@ pub enum AdapterCommand {
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Where a task stands: status, epoch, control, every work item with its attempt and
-    /// frontier position, adapter files that were rejected, and effects.
+    /// frontier position, adapter files that were rejected, and effects. Without a task named,
+    /// a task that cannot be read is listed as a `problem:` line, the others are shown, and the
+    /// exit code is 3.
     Status {
         /// The task (default: every task).
         #[arg(value_name = "TASK")]

@@ -112,7 +112,7 @@ pub(super) fn event(
 }
 
 /// How many times a proposal that lost a race for its revision is built again.
-pub const RACE_RETRIES: u32 = 32;
+pub const RACE_RETRIES: u32 = 100;
 
 /// What a builder of [`propose_with`] proposes: the event and its EvidenceSet, or `None` when
 /// nothing is left to propose.
