@@ -79,17 +79,20 @@ fn problem_line(task: &str, error: &dyn std::fmt::Display) -> String {
     format!(
         "problem: task {}: {}",
         crate::doctor::sanitize::display_text(task),
-        crate::doctor::sanitize::display_message(&error.to_string()).replace('\n', " ")
+        crate::doctor::sanitize::display_line(&error.to_string())
     )
+}
+
+/// A path (often from `--root` or the command line) as output shows it.
+fn shown(path: &Path) -> String {
+    crate::doctor::sanitize::display_line(&path.to_string_lossy())
 }
 
 /// How [`problem_line`] names a task folder: `folder tasks/<name>`, relative to the root.
 fn task_folder(root: &ControlRoot, dir: &Path) -> String {
     format!(
         "folder {}",
-        dir.strip_prefix(root.layout().root())
-            .unwrap_or(dir)
-            .display()
+        shown(dir.strip_prefix(root.layout().root()).unwrap_or(dir))
     )
 }
 

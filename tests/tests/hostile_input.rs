@@ -287,3 +287,29 @@ fn errors_show_operator_input_without_escape_sequences_and_with_visible_bidi_con
     );
     assert!(!report.stderr.contains('\u{1b}'), "{}", report.stderr);
 }
+
+#[test]
+fn output_shows_a_typed_root_without_escape_sequences() {
+    let temp = tempfile::tempdir().unwrap();
+    let typed = temp.path().join("p\u{1b}[31mq\u{202e}r");
+    let init = valp_in(
+        temp.path(),
+        None,
+        &[
+            "--root",
+            typed.to_str().unwrap(),
+            "init",
+            "--installation-id",
+            "inst-typed",
+        ],
+    )
+    .unwrap();
+    assert_eq!(init.code, Some(0), "{}", init.stderr);
+    assert_eq!(
+        init.stdout,
+        format!(
+            "initialised installation inst-typed at {}/pq\\u{{202e}}r/.valp\n",
+            temp.path().display()
+        )
+    );
+}

@@ -75,6 +75,12 @@ pub fn display_message(text: &str) -> String {
         .join("\n")
 }
 
+/// One line of output (a path, an error) made safe to print: as [`display_text`] cleans it
+/// (line breaks become spaces), nothing cut.
+pub fn display_line(text: &str) -> String {
+    clean(text, usize::MAX)
+}
+
 fn clean(text: &str, limit: usize) -> String {
     let mut out = String::with_capacity(text.len().min(limit.saturating_mul(4)));
     let mut kept = Kept {
@@ -310,6 +316,11 @@ mod tests {
         );
         let long = "z".repeat(1000);
         assert_eq!(display_message(&long), long);
+        assert_eq!(
+            display_line("/tmp/a\nb\u{1b}[2J\u{2067}c"),
+            "/tmp/a b\\u{2067}c"
+        );
+        assert_eq!(display_line(&long), long);
     }
 
     #[test]
