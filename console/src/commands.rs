@@ -63,7 +63,7 @@ pub enum CommandError {
     /// `valp task status` or `valp run` served every task it could read, but `count` tasks
     /// could not be read or driven (each listed on a `problem:` line); exit code 3.
     #[error(
-        "{count} task{} could not be read (listed above as problem lines)",
+        "{count} task{} could not be read or driven (listed above as problem lines)",
         if *count == 1 { "" } else { "s" }
     )]
     Damaged {

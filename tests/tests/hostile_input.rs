@@ -178,7 +178,7 @@ fn a_cwd_that_became_a_symbolic_link_after_publish_is_refused_at_launch() {
     );
     assert_eq!(
         all.stderr,
-        "valp: 1 task could not be read (listed above as problem lines)\n"
+        "valp: 1 task could not be read or driven (listed above as problem lines)\n"
     );
     // Nothing was created or run outside.
     assert_eq!(
@@ -224,7 +224,7 @@ fn one_damaged_task_does_not_stop_status_or_run_for_the_others() {
     assert!(status.stdout.contains("task good  "), "{}", status.stdout);
     assert_eq!(
         status.stderr,
-        "valp: 1 task could not be read (listed above as problem lines)\n"
+        "valp: 1 task could not be read or driven (listed above as problem lines)\n"
     );
 
     let run = project.valp(&["run", "--once"]);
@@ -237,7 +237,7 @@ fn one_damaged_task_does_not_stop_status_or_run_for_the_others() {
     );
     assert_eq!(
         run.stderr,
-        "valp: 1 task could not be read (listed above as problem lines)\n"
+        "valp: 1 task could not be read or driven (listed above as problem lines)\n"
     );
 }
 

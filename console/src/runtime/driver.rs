@@ -796,8 +796,13 @@ impl Driver {
             process::supervisor_state(&dir),
             SupervisorState::NotLaunched
         ) {
-            self.supervisors
-                .push(process::launch(&dir, &self.valp_binary)?);
+            match process::launch(&dir, &self.valp_binary) {
+                Ok(supervisor) => self.supervisors.push(supervisor),
+                // Another runner (a second `valp run`, the console) launched it first: the
+                // attempt is running, which is all this step asked for.
+                Err(process::ProcessError::AlreadySupervised { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
         }
         Ok(Progress::Launched {
             attempt_id: slots.attempt_id.clone(),
