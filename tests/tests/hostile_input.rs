@@ -242,6 +242,48 @@ fn one_damaged_task_does_not_stop_status_or_run_for_the_others() {
 }
 
 #[test]
+fn the_console_lists_a_damaged_task_beside_the_others() {
+    use valp_console::view::Backend as _;
+
+    let project = Project::new();
+    let one = |task: &str| plan(task, &item("say", "required", &[], &["true"], &[]));
+    project.publish("good", &one("good"));
+    project.publish("bad", &one("bad"));
+    let journal = damage(&project, "bad");
+    let root = valp_store::ControlRoot::open(
+        &project.control_root(),
+        std::sync::Arc::new(valp_store::io::OsStorage),
+    )
+    .unwrap();
+    let options = valp_console::doctor::ObserveOptions {
+        scan_default_sockets: false,
+        ..valp_console::doctor::ObserveOptions::default()
+    };
+    let clock = valp_console::clock::SystemClock;
+    let mut backend = valp_console::system::SystemBackend::open(root, &clock, options).unwrap();
+    let view = backend.view();
+    let rows: Vec<(&str, &str)> = view
+        .tasks
+        .iter()
+        .map(|row| (row.task_id.as_str(), row.status.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("bad", "unreadable: VALP-E-KERNEL-STORE-CORRUPT"),
+            ("good", "routing_validation")
+        ]
+    );
+    assert!(
+        view.tasks[0]
+            .waiting
+            .starts_with(&format!("VALP-E-KERNEL-STORE-CORRUPT: {journal}:2: byte ")),
+        "{}",
+        view.tasks[0].waiting
+    );
+}
+
+#[test]
 fn errors_show_operator_input_without_escape_sequences_and_with_visible_bidi_controls() {
     let project = Project::new();
     let task = project.valp(&["task", "status", "ev\u{1b}[31mil\u{202e}di"]);
