@@ -89,22 +89,16 @@ pub(super) fn run(
         let mut broken = Vec::new();
         for (index, driver) in drivers.iter_mut().enumerate() {
             let task = display_text(driver.body().task_id.value());
-            for record in driver
-                .reconcile_effects(Duration::from_secs(10))
-                .map_err(|error| CommandError::Usage(error.to_string()))?
-            {
-                writeln!(out, "{task}  effect {record}")?;
-            }
-            let steps = match driver.run_until_idle(active) {
+            let steps = match pass(driver, &task, active, out) {
                 Ok(steps) => steps,
-                Err(error) if isolate => {
+                Err(error) if isolate && !matches!(error, CommandError::Output(_)) => {
                     let problem = super::problem_line(driver.body().task_id.value(), &error);
                     writeln!(out, "{problem}")?;
                     problems.push(problem);
                     broken.push(index);
                     continue;
                 }
-                Err(error) => return Err(runtime_error(error)),
+                Err(error) => return Err(error),
             };
             let (working, refused) = report(&task, &steps, out)?;
             in_flight |= working;
@@ -123,6 +117,23 @@ pub(super) fn run(
     }
     summary(&drivers, out)?;
     finish(failed, problems.len())
+}
+
+/// One pass over a task (`task`: its id as shown): the effects it owes, then every step it
+/// can take now.
+fn pass(
+    driver: &mut Driver,
+    task: &str,
+    active: i128,
+    out: &mut dyn Write,
+) -> Result<Vec<Progress>, CommandError> {
+    for record in driver
+        .reconcile_effects(Duration::from_secs(10))
+        .map_err(|error| CommandError::Usage(error.to_string()))?
+    {
+        writeln!(out, "{task}  effect {record}")?;
+    }
+    driver.run_until_idle(active).map_err(runtime_error)
 }
 
 /// Exit 1 when the kernel refused a proposal, else 3 ([`CommandError::Damaged`]) when some

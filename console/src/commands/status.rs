@@ -1,10 +1,10 @@
 //! `valp task status [TASK]`: where a task stands, read-only. Without TASK, every task; one
 //! that cannot be read is listed as `problem: task folder tasks/<folder>: <error>` in its
-//! place, the others are shown, and the command exits with 3 at the end. Per task: status, revision, epoch (and
-//! whether it is fenced), control, every work item with its attempt and frontier position,
-//! effects, and the inbox observations naming a current external attempt that the runtime
-//! rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime does it; see
-//! [`crate::adapter::external`]).
+//! place, the others are shown, and the command exits with 3 at the end. Per task: status,
+//! revision, epoch (and whether it is fenced), control, every work item with its attempt and
+//! frontier position, effects, and the inbox observations naming a current external attempt
+//! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
+//! does it; see [`crate::adapter::external`]).
 
 use std::io::Write;
 use std::process::ExitCode;
