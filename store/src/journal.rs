@@ -26,7 +26,7 @@
 
 mod append;
 mod rejections;
-mod repair;
+pub(crate) mod repair;
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -245,7 +245,13 @@ impl<M: Machine> Journal<M> {
             Tail::Clean => {}
             Tail::Torn { offset, bytes } => match (self.access, lock) {
                 (Access::Write, Some(_)) => {
-                    let warning = repair::quarantine_tail(self, offset, &bytes)?;
+                    let warning = repair::quarantine_tail(
+                        self.storage.as_ref(),
+                        &self.path,
+                        &self.quarantine,
+                        offset,
+                        &bytes,
+                    )?;
                     self.warnings.push(warning);
                 }
                 (Access::Write, None) => {

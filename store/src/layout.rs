@@ -121,6 +121,18 @@ pub fn task_folder_name(task_id: &str) -> String {
     }
 }
 
+/// Whether `path` is a safe path relative to the control root: non-empty, `/`-separated, no
+/// empty, `.` or `..` component, not absolute, no backslash or control character. Paths read
+/// from files (adapter observations, effect records) must pass before anything joins them.
+pub fn is_safe_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.chars().any(|c| c == '\\' || c.is_control())
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
 /// Where the control root is, in precedence order: an explicit folder (`--root`), then
 /// `VALP_ROOT`, then the nearest `.valp/` holding an `installation.json` from `cwd` upward.
 ///

@@ -15,6 +15,7 @@
 pub mod blobs;
 pub mod chain;
 pub mod done;
+pub mod effects;
 pub mod error;
 pub mod fence;
 mod files;

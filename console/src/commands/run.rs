@@ -72,7 +72,11 @@ pub(super) fn run(
                 .reconcile_effects(Duration::from_secs(10))
                 .map_err(|error| CommandError::Usage(error.to_string()))?
             {
-                writeln!(out, "{task}  effect {record}")?;
+                writeln!(
+                    out,
+                    "{task}  effect {}",
+                    crate::runtime::effects::Shown(&record)
+                )?;
             }
             let steps = driver.run_until_idle(active).map_err(runtime_error)?;
             let (working, refused) = report(&task, &steps, out)?;

@@ -165,17 +165,7 @@ impl<M: Machine> Journal<M> {
                 return Err(error);
             }
         };
-        let written = storage
-            .append(file, &line)
-            .map_err(|source| ("write", source))
-            .and_then(|()| storage.sync(file).map_err(|source| ("sync", source)));
-        if let Err((operation, source)) = written {
-            let error = StoreError::UnknownOrCommitted {
-                path,
-                operation,
-                seq,
-                source,
-            };
+        if let Err(error) = crate::io::append_line(storage.as_ref(), file, &path, seq, &line) {
             self.poisoned = Some(error.to_string());
             self.appender = None;
             return Err(error);
