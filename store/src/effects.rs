@@ -15,9 +15,9 @@
 //! strictly (exact members, types, the status rules of `schemas/console/effect-record.schema.json`,
 //! both chains, the effect id, at most one record per obligation); anything else refuses the
 //! ledger with `VALP-E-KERNEL-STORE-CORRUPT`, file, line and byte, and nothing is rewritten. A
-//! torn tail (bytes without a final LF, NUL residue, one last line that is not JSON: the
-//! chain reader's rule) is reported by readers and, under the lock, copied to `quarantine/` and
-//! cut off by a writer, exactly as for task journals.
+//! torn tail (bytes without a final LF, or NUL residue: the chain reader's rule, the same as
+//! for task journals) is reported by readers and, under the lock, copied to `quarantine/` and
+//! cut off by a writer. A complete line that fails its digest is damage, never quarantined.
 //!
 //! **Append** ([`EffectLedger::append`]): take the ledger's lock (`effect-ledger.lock`), read
 //! and verify what other writers appended, and if the obligation has a record already answer
