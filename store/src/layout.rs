@@ -9,6 +9,8 @@
 //!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained (valp-store-journal.v1)
 //!   tasks/<task>/journal.lock  the writers' lock file (never renamed or deleted)
 //!   tasks/<task>/rejections.jsonl  proposals the kernel refused (valp-store-rejection.v1)
+//!   tasks/<task>/effect-ledger.jsonl  carried-out obligations, chained (see effects)
+//!   tasks/<task>/effect-ledger.lock   the effect ledger's writers' lock
 //!   evidence/sha256/<hex>      content-addressed evidence bytes
 //!   evidence/tmp/              blobs being written (renamed into sha256/ when durable)
 //!   runtime/                   adapter observation files (untrusted input)
