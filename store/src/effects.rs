@@ -46,6 +46,7 @@ use valp_kernel::replay::CompactEntry;
 use crate::chain::{ChainLine, ChainReader, Tail, encode_line};
 use crate::error::StoreError;
 use crate::io::Storage;
+use crate::journal::append::ensure_writable;
 use crate::journal::{Access, JOURNAL_FILE, Warning, repair};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::root::ControlRoot;
@@ -189,30 +190,21 @@ impl EffectLedger {
         }
         let mut applied = self.records.len() - before;
         if let Tail::Torn { offset, bytes } = reader.tail()? {
-            match (self.access, lock) {
-                (Access::ReadOnly, _) => {
-                    let warning = Warning::IncompleteTail {
-                        offset,
-                        len: bytes.len() as u64,
-                    };
-                    if !self.warnings.contains(&warning) {
-                        self.warnings.push(warning);
-                    }
-                }
-                (Access::Write, Some(_)) => {
-                    let storage = Arc::clone(&self.storage);
-                    let warning = repair::quarantine_tail(
-                        storage.as_ref(),
-                        &self.path,
-                        &self.quarantine,
-                        offset,
-                        &bytes,
-                    )?;
-                    self.warnings.push(warning);
-                }
-                // The bytes may be another writer's append in flight: look again under the
-                // lock, when it has completed or is a torn tail for sure.
-                (Access::Write, None) => applied += self.follow(Some(&self.lock()?))?,
+            let file = repair::ChainedFile {
+                storage: self.storage.as_ref(),
+                path: &self.path,
+                quarantine: &self.quarantine,
+            };
+            let locked = lock.is_some();
+            if repair::settle_torn_tail(
+                &file,
+                self.access,
+                locked,
+                offset,
+                &bytes,
+                &mut self.warnings,
+            )? {
+                applied += self.follow(Some(&self.lock()?))?;
             }
         }
         Ok(applied)
@@ -245,18 +237,7 @@ impl EffectLedger {
         obligation: &str,
         outcome: &Outcome,
     ) -> Result<EffectAppended, StoreError> {
-        if self.access != Access::Write {
-            return Err(StoreError::Invalid(format!(
-                "{}: opened read-only; open it for writing to append",
-                self.path.display()
-            )));
-        }
-        if let Some(cause) = &self.poisoned {
-            return Err(StoreError::Poisoned {
-                path: self.path.clone(),
-                cause: cause.clone(),
-            });
-        }
+        ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = self.lock()?;
         self.follow(Some(&lock))?;
         if let Some(record) = self.record_of(obligation) {

@@ -24,7 +24,7 @@
 //! `rejections.jsonl` instead. After an I/O failure past the start of a write the handle refuses
 //! further appends until the journal is reopened.
 
-mod append;
+pub(crate) mod append;
 mod rejections;
 pub(crate) mod repair;
 
@@ -241,41 +241,30 @@ impl<M: Machine> Journal<M> {
             };
             applied += 1;
         }
-        match reader.tail()? {
-            Tail::Clean => {}
-            Tail::Torn { offset, bytes } => match (self.access, lock) {
-                (Access::Write, Some(_)) => {
-                    let warning = repair::quarantine_tail(
-                        self.storage.as_ref(),
-                        &self.path,
-                        &self.quarantine,
-                        offset,
-                        &bytes,
-                    )?;
-                    self.warnings.push(warning);
-                }
-                (Access::Write, None) => {
-                    // Repair only under the lock: the bytes may be another writer's append in
-                    // progress, which will have completed once we hold the lock.
-                    let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-                    let reader = ChainReader::resume(
-                        &self.path,
-                        self.tip.offset,
-                        self.tip.next_seq,
-                        &self.tip.digest,
-                    )?;
-                    applied += self.follow(reader, Some(&lock))?;
-                }
-                (Access::ReadOnly, _) => {
-                    let warning = Warning::IncompleteTail {
-                        offset,
-                        len: bytes.len() as u64,
-                    };
-                    if !self.warnings.contains(&warning) {
-                        self.warnings.push(warning);
-                    }
-                }
-            },
+        if let Tail::Torn { offset, bytes } = reader.tail()? {
+            let file = repair::ChainedFile {
+                storage: self.storage.as_ref(),
+                path: &self.path,
+                quarantine: &self.quarantine,
+            };
+            let locked = lock.is_some();
+            if repair::settle_torn_tail(
+                &file,
+                self.access,
+                locked,
+                offset,
+                &bytes,
+                &mut self.warnings,
+            )? {
+                let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+                let reader = ChainReader::resume(
+                    &self.path,
+                    self.tip.offset,
+                    self.tip.next_seq,
+                    &self.tip.digest,
+                )?;
+                applied += self.follow(reader, Some(&lock))?;
+            }
         }
         Ok(applied)
     }

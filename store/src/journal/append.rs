@@ -46,18 +46,7 @@ impl<M: Machine> Journal<M> {
         event: &M::Event,
         evidence_set: &[Evidence],
     ) -> Result<Appended, StoreError> {
-        if self.access != Access::Write {
-            return Err(StoreError::Invalid(format!(
-                "{}: opened read-only; open it for writing to append",
-                self.path.display()
-            )));
-        }
-        if let Some(cause) = &self.poisoned {
-            return Err(StoreError::Poisoned {
-                path: self.path.clone(),
-                cause: cause.clone(),
-            });
-        }
+        ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
         let reader = ChainReader::resume(
             &self.path,
@@ -177,6 +166,28 @@ impl<M: Machine> Journal<M> {
         };
         self.guard.observe(seq, event, evidence_set);
         Ok(Appended::Accepted { seq, record })
+    }
+}
+
+/// Refuses an append through a handle of the chained file `path` that was opened read-only, or
+/// that an earlier failed write poisoned (`poisoned`: that failure).
+pub(crate) fn ensure_writable(
+    path: &std::path::Path,
+    access: Access,
+    poisoned: Option<&str>,
+) -> Result<(), StoreError> {
+    if access != Access::Write {
+        return Err(StoreError::Invalid(format!(
+            "{}: opened read-only; open it for writing to append",
+            path.display()
+        )));
+    }
+    match poisoned {
+        Some(cause) => Err(StoreError::Poisoned {
+            path: path.to_owned(),
+            cause: cause.to_owned(),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -1,5 +1,6 @@
-//! Moving a torn tail to `quarantine/` and cutting it off. Runs only under the writers' lock of
-//! the chained file (a task journal, the installation ledger, an effect ledger).
+//! What becomes of a torn tail, for every chained file (a task journal, the installation
+//! ledger, an effect ledger): a reader reports it; a writer, under the file's lock, moves it to
+//! `quarantine/` and cuts it off.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -7,19 +8,63 @@ use std::path::{Path, PathBuf};
 use crate::error::StoreError;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::io::Storage;
-use crate::journal::Warning;
+use crate::journal::{Access, Warning};
 
-/// Copies the torn bytes of the chained file `path` to a quarantine file in `quarantine`
-/// (written atomically and durably, or found there already with exactly these bytes), then
-/// truncates the file to `offset` (durably). If the copy cannot be made the file is left
-/// untouched.
-pub(crate) fn quarantine_tail(
-    storage: &dyn Storage,
-    path: &Path,
-    quarantine: &Path,
+/// A chained file as its torn tail's repair sees it.
+pub(crate) struct ChainedFile<'a> {
+    /// The durable operations.
+    pub(crate) storage: &'a dyn Storage,
+    /// The file.
+    pub(crate) path: &'a Path,
+    /// Where torn tails go.
+    pub(crate) quarantine: &'a Path,
+}
+
+/// Deals with the torn tail `bytes` found at `offset` of `file`, opened with `access`: a reader
+/// records it as [`Warning::IncompleteTail`] (once); a writer holding the file's lock
+/// (`locked`) quarantines it and records the repair. Returns `true` when a writer must first
+/// take the lock and read again: the bytes may be another writer's append in flight, which
+/// will have completed once the lock is held.
+pub(crate) fn settle_torn_tail(
+    file: &ChainedFile<'_>,
+    access: Access,
+    locked: bool,
+    offset: u64,
+    bytes: &[u8],
+    warnings: &mut Vec<Warning>,
+) -> Result<bool, StoreError> {
+    match (access, locked) {
+        (Access::ReadOnly, _) => {
+            let warning = Warning::IncompleteTail {
+                offset,
+                len: bytes.len() as u64,
+            };
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+            Ok(false)
+        }
+        (Access::Write, true) => {
+            warnings.push(quarantine_tail(file, offset, bytes)?);
+            Ok(false)
+        }
+        (Access::Write, false) => Ok(true),
+    }
+}
+
+/// Copies the torn bytes of the chained file to a quarantine file (written atomically and
+/// durably, or found there already with exactly these bytes), then truncates the file to
+/// `offset` (durably). If the copy cannot be made the file is left untouched.
+fn quarantine_tail(
+    file: &ChainedFile<'_>,
     offset: u64,
     bytes: &[u8],
 ) -> Result<Warning, StoreError> {
+    let ChainedFile {
+        storage,
+        path,
+        quarantine,
+    } = *file;
     create_dir_durably(storage, quarantine)?;
     let quarantined = quarantine_path(path, quarantine, offset, bytes)?;
     if quarantined.exists() {
