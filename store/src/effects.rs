@@ -43,11 +43,12 @@ use std::time::Duration;
 use valp_kernel::reduce::ADAPTER_CANCEL_PREFIX;
 use valp_kernel::replay::CompactEntry;
 
-use crate::chain::{ChainLine, ChainReader, Tail, encode_line};
+use crate::chain::{ChainLine, ChainReader, encode_line};
 use crate::error::StoreError;
 use crate::io::Storage;
 use crate::journal::append::ensure_writable;
-use crate::journal::{Access, JOURNAL_FILE, Warning, repair};
+use crate::journal::repair::ChainedFile;
+use crate::journal::{Access, JOURNAL_FILE, Warning};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::root::ControlRoot;
 
@@ -74,9 +75,8 @@ pub enum EffectAppended {
 #[derive(Debug)]
 pub struct EffectLedger {
     dir: PathBuf,
-    path: PathBuf,
-    quarantine: PathBuf,
-    storage: Arc<dyn Storage>,
+    /// The ledger file, its quarantine and storage.
+    file: ChainedFile,
     access: Access,
     records: Vec<EffectRecord>,
     /// Byte offset of each record's line.
@@ -112,9 +112,11 @@ impl EffectLedger {
     ) -> Result<Self, StoreError> {
         let mut ledger = Self {
             dir: dir.to_owned(),
-            path: dir.join(EFFECT_LEDGER_FILE),
-            quarantine: quarantine.to_owned(),
-            storage,
+            file: ChainedFile {
+                storage,
+                path: dir.join(EFFECT_LEDGER_FILE),
+                quarantine: quarantine.to_owned(),
+            },
             access,
             records: Vec::new(),
             starts: Vec::new(),
@@ -152,7 +154,7 @@ impl EffectLedger {
 
     /// The ledger file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.file.path
     }
 
     /// Byte length of the verified part of the file.
@@ -173,10 +175,10 @@ impl EffectLedger {
     /// only under `lock`, which a writer takes when it finds one).
     fn follow(&mut self, lock: Option<&LockGuard>) -> Result<usize, StoreError> {
         let mut reader = match &self.tip {
-            None if !self.path.exists() => return Ok(0),
-            None => ChainReader::open(&self.path)?,
+            None if !self.file.path.exists() => return Ok(0),
+            None => ChainReader::open(&self.file.path)?,
             Some((digest, end)) => {
-                ChainReader::resume(&self.path, *end, self.records.len() as u64, digest)?
+                ChainReader::resume(&self.file.path, *end, self.records.len() as u64, digest)?
             }
         };
         let before = self.records.len();
@@ -189,30 +191,20 @@ impl EffectLedger {
             self.tip = Some((line.digest, line.end));
         }
         let mut applied = self.records.len() - before;
-        if let Tail::Torn { offset, bytes } = reader.tail()? {
-            let file = repair::ChainedFile {
-                storage: self.storage.as_ref(),
-                path: &self.path,
-                quarantine: &self.quarantine,
-            };
-            let locked = lock.is_some();
-            if repair::settle_torn_tail(
-                &file,
-                self.access,
-                locked,
-                offset,
-                &bytes,
-                &mut self.warnings,
-            )? {
-                applied += self.follow(Some(&self.lock()?))?;
-            }
+        if self.file.settle(
+            reader.tail()?,
+            self.access,
+            lock.is_some(),
+            &mut self.warnings,
+        )? {
+            applied += self.follow(Some(&self.lock()?))?;
         }
         Ok(applied)
     }
 
     fn verify_line(&self, line: &ChainLine) -> Result<EffectRecord, StoreError> {
         let corrupt = |reason: String| StoreError::Corrupt {
-            path: self.path.clone(),
+            path: self.file.path.clone(),
             line: line.seq + 1,
             byte: line.start,
             reason,
@@ -237,7 +229,7 @@ impl EffectLedger {
         obligation: &str,
         outcome: &Outcome,
     ) -> Result<EffectAppended, StoreError> {
-        ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
+        ensure_writable(&self.file.path, self.access, self.poisoned.as_deref())?;
         let lock = self.lock()?;
         self.follow(Some(&lock))?;
         if let Some(record) = self.record_of(obligation) {
@@ -247,7 +239,7 @@ impl EffectLedger {
         record.check(self.records.last()).map_err(|rule| {
             StoreError::Invalid(format!(
                 "{}: refused to record {obligation:?}: {rule}",
-                self.path.display()
+                self.file.path.display()
             ))
         })?;
         let seq = self.records.len() as u64;
@@ -270,18 +262,18 @@ impl EffectLedger {
     /// Appends and syncs one line; when it creates the file, syncs the folder too, so that an
     /// acknowledged record cannot vanish with its file's name.
     fn write(&self, seq: u64, line: &[u8]) -> Result<(), StoreError> {
-        let created = !self.path.exists();
+        let created = !self.file.path.exists();
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&self.path)
+            .open(&self.file.path)
             .map_err(|source| StoreError::Precommit {
-                path: self.path.clone(),
+                path: self.file.path.clone(),
                 operation: "open",
                 source,
             })?;
-        let storage = self.storage.as_ref();
-        crate::io::append_line(storage, &mut file, &self.path, seq, line)?;
+        let storage = self.file.storage.as_ref();
+        crate::io::append_line(storage, &mut file, &self.file.path, seq, line)?;
         if created {
             storage
                 .sync_dir(&self.dir)
@@ -350,7 +342,7 @@ pub fn verify_against(ledger: &EffectLedger) -> Result<(), StoreError> {
     {
         None => Ok(()),
         Some((index, (_, &byte))) => Err(StoreError::Corrupt {
-            path: ledger.path.clone(),
+            path: ledger.file.path.clone(),
             line: index as u64 + 1,
             byte,
             reason: "the record answers no obligation of the task journal".to_owned(),

@@ -37,7 +37,7 @@ use valp_kernel::decode::DecodeError;
 use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
-use crate::chain::{ChainLine, ChainReader, Tail};
+use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
@@ -197,13 +197,17 @@ impl<M: Machine> Journal<M> {
     /// Returns how many new entries were applied. After an error (the file was damaged under
     /// us) the handle is poisoned: its State may be partly advanced, so appends are refused.
     pub fn refresh(&mut self) -> Result<usize, StoreError> {
-        let reader = ChainReader::resume(
+        self.follow(self.reader()?, None)
+    }
+
+    /// A reader of the lines after the last verified one.
+    fn reader(&self) -> Result<ChainReader, StoreError> {
+        ChainReader::resume(
             &self.path,
             self.tip.offset,
             self.tip.next_seq,
             &self.tip.digest,
-        )?;
-        self.follow(reader, None)
+        )
     }
 
     /// Verifies and applies lines from `reader` to the end; deals with what follows them
@@ -241,30 +245,20 @@ impl<M: Machine> Journal<M> {
             };
             applied += 1;
         }
-        if let Tail::Torn { offset, bytes } = reader.tail()? {
-            let file = repair::ChainedFile {
-                storage: self.storage.as_ref(),
-                path: &self.path,
-                quarantine: &self.quarantine,
-            };
-            let locked = lock.is_some();
-            if repair::settle_torn_tail(
-                &file,
-                self.access,
-                locked,
-                offset,
-                &bytes,
-                &mut self.warnings,
-            )? {
-                let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-                let reader = ChainReader::resume(
-                    &self.path,
-                    self.tip.offset,
-                    self.tip.next_seq,
-                    &self.tip.digest,
-                )?;
-                applied += self.follow(reader, Some(&lock))?;
-            }
+        let file = repair::ChainedFile {
+            storage: Arc::clone(&self.storage),
+            path: self.path.clone(),
+            quarantine: self.quarantine.clone(),
+        };
+        if file.settle(
+            reader.tail()?,
+            self.access,
+            lock.is_some(),
+            &mut self.warnings,
+        )? {
+            // Repair only under the lock: the bytes may be another writer's append in progress.
+            let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+            applied += self.follow(self.reader()?, Some(&lock))?;
         }
         Ok(applied)
     }

@@ -3,7 +3,7 @@
 use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
 
-use crate::chain::{ChainReader, encode_line};
+use crate::chain::encode_line;
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
@@ -48,13 +48,7 @@ impl<M: Machine> Journal<M> {
     ) -> Result<Appended, StoreError> {
         ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-        let reader = ChainReader::resume(
-            &self.path,
-            self.tip.offset,
-            self.tip.next_seq,
-            &self.tip.digest,
-        )?;
-        self.follow(reader, Some(&lock))?;
+        self.follow(self.reader()?, Some(&lock))?;
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
             // A refusal by the store's own rules writes nothing to the journal and is logged

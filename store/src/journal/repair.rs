@@ -4,67 +4,66 @@
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::chain::Tail;
 use crate::error::StoreError;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::io::Storage;
 use crate::journal::{Access, Warning};
 
 /// A chained file as its torn tail's repair sees it.
-pub(crate) struct ChainedFile<'a> {
+#[derive(Debug)]
+pub(crate) struct ChainedFile {
     /// The durable operations.
-    pub(crate) storage: &'a dyn Storage,
+    pub(crate) storage: Arc<dyn Storage>,
     /// The file.
-    pub(crate) path: &'a Path,
+    pub(crate) path: PathBuf,
     /// Where torn tails go.
-    pub(crate) quarantine: &'a Path,
+    pub(crate) quarantine: PathBuf,
 }
 
-/// Deals with the torn tail `bytes` found at `offset` of `file`, opened with `access`: a reader
-/// records it as [`Warning::IncompleteTail`] (once); a writer holding the file's lock
-/// (`locked`) quarantines it and records the repair. Returns `true` when a writer must first
-/// take the lock and read again: the bytes may be another writer's append in flight, which
-/// will have completed once the lock is held.
-pub(crate) fn settle_torn_tail(
-    file: &ChainedFile<'_>,
-    access: Access,
-    locked: bool,
-    offset: u64,
-    bytes: &[u8],
-    warnings: &mut Vec<Warning>,
-) -> Result<bool, StoreError> {
-    match (access, locked) {
-        (Access::ReadOnly, _) => {
-            let warning = Warning::IncompleteTail {
-                offset,
-                len: bytes.len() as u64,
-            };
-            if !warnings.contains(&warning) {
-                warnings.push(warning);
+impl ChainedFile {
+    /// Deals with what follows the file's last verified line (`tail`), the file being open
+    /// with `access`: a reader records a torn tail as [`Warning::IncompleteTail`] (once); a
+    /// writer holding the file's lock (`locked`) quarantines it and records the repair. Returns
+    /// `true` when a writer must first take the lock and read again: the bytes may be another
+    /// writer's append in flight, which will have completed once the lock is held.
+    pub(crate) fn settle(
+        &self,
+        tail: Tail,
+        access: Access,
+        locked: bool,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<bool, StoreError> {
+        let Tail::Torn { offset, bytes } = tail else {
+            return Ok(false);
+        };
+        match (access, locked) {
+            (Access::ReadOnly, _) => {
+                let warning = Warning::IncompleteTail {
+                    offset,
+                    len: bytes.len() as u64,
+                };
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+                Ok(false)
             }
-            Ok(false)
+            (Access::Write, true) => {
+                warnings.push(quarantine_tail(self, offset, &bytes)?);
+                Ok(false)
+            }
+            (Access::Write, false) => Ok(true),
         }
-        (Access::Write, true) => {
-            warnings.push(quarantine_tail(file, offset, bytes)?);
-            Ok(false)
-        }
-        (Access::Write, false) => Ok(true),
     }
 }
 
 /// Copies the torn bytes of the chained file to a quarantine file (written atomically and
 /// durably, or found there already with exactly these bytes), then truncates the file to
 /// `offset` (durably). If the copy cannot be made the file is left untouched.
-fn quarantine_tail(
-    file: &ChainedFile<'_>,
-    offset: u64,
-    bytes: &[u8],
-) -> Result<Warning, StoreError> {
-    let ChainedFile {
-        storage,
-        path,
-        quarantine,
-    } = *file;
+fn quarantine_tail(file: &ChainedFile, offset: u64, bytes: &[u8]) -> Result<Warning, StoreError> {
+    let (storage, path, quarantine) = (file.storage.as_ref(), &file.path, &file.quarantine);
     create_dir_durably(storage, quarantine)?;
     let quarantined = quarantine_path(path, quarantine, offset, bytes)?;
     if quarantined.exists() {
