@@ -191,7 +191,7 @@ pub fn obligation(number: usize) -> String {
 /// An outcome for test obligation `number` written by `writer`: fulfilled for even numbers
 /// (a proof file named after both), blocked with a reason naming both for odd ones.
 pub fn outcome(number: usize, writer: &str) -> Outcome {
-    if number % 2 == 0 {
+    if number.is_multiple_of(2) {
         let proof_ref = format!("runtime/process/attempts/{writer}/observations/{number:06}.json");
         Outcome::Fulfilled {
             proof_digest: valp_kernel::canonical::sha256_digest(proof_ref.as_bytes()),

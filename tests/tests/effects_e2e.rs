@@ -38,14 +38,7 @@ fn effects_of(project: &Project, task: &str, access: Access) -> EffectLedger {
 #[test]
 fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
     let project = Project::new();
-    project.publish(
-        "nap",
-        &plan(
-            "nap",
-            &item("sleep", "required", &[], &["sleep", "60"], &[]),
-        ),
-    );
-    project.run_until("nap", "nap:sleep:a1 g1 running");
+    project.sleeping("nap", "sleep");
     // What a reconciler killed in the middle of recording this very cancel leaves: half of the
     // line it was writing.
     let obligation = cancel_obligation("nap", "sleep");
@@ -143,11 +136,11 @@ fn killed_reconcilers_lose_no_acknowledged_effect() {
     for round in 0..PROJECTS {
         let project = Project::new();
         let names: Vec<String> = (0..ITEMS).map(|index| format!("s{index}")).collect();
-        let mut body: String = names
+        let items: String = names
             .iter()
             .map(|name| item(name, "optional", &[], &["sleep", "60"], &[]))
             .collect();
-        body.push_str(&format!("[execution]\nmax_concurrency = {ITEMS}\n"));
+        let body = format!("{items}[execution]\nmax_concurrency = {ITEMS}\n");
         project.publish("many", &plan("many", &body));
         wait_until("every item running", || {
             project.ok(&["run", "--once"]);

@@ -91,14 +91,7 @@ fn run_to_done(project: &Project) {
 }
 
 fn cancel_a_running_attempt(project: &Project) {
-    project.publish(
-        "nap",
-        &plan(
-            "nap",
-            &item("sleep", "required", &[], &["sleep", "60"], &[]),
-        ),
-    );
-    project.run_until("nap", "nap:sleep:a1 g1 running");
+    project.sleeping("nap", "sleep");
     let cancelled = project.ok(&["cancel", "nap", "--item", "sleep", "--note", "too slow"]);
     assert!(
         cancelled.contains("effect fulfilled: adapter_cancel:"),
@@ -433,7 +426,7 @@ fn broken_effect_ledger_lines_are_refused() {
                 v["entry_digest"] = "sha256:ABC".into();
             }),
             ("a broken record", |v| {
-                remove(&mut v["entry"], "record_digest")
+                remove(&mut v["entry"], "record_digest");
             }),
             ("a task journal entry instead of a record", |v| {
                 v["entry"] = json!({"event": {}});

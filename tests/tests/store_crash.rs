@@ -254,7 +254,7 @@ fn repair(
 fn killed_effect_writers_lose_no_acknowledged_record() {
     let trials = trials();
     let started = Instant::now();
-    let mut rng = Rng::new(SEED ^ 0xEFFE_C7);
+    let mut rng = Rng::new(SEED ^ 0x00EF_FEC7);
     let mut tally = Tally::default();
     let mut trial = 0;
     while trial < trials {

@@ -136,7 +136,7 @@ fn record(ledger: &mut EffectLedger, number: usize) -> EffectRecord {
         .unwrap()
     {
         EffectAppended::Recorded(record) => record,
-        other => panic!("obligation {number}: {other:?}"),
+        other @ EffectAppended::AlreadyRecorded(_) => panic!("obligation {number}: {other:?}"),
     }
 }
 
@@ -386,12 +386,6 @@ fn records_are_checked_strictly_with_exact_errors() {
         )
     );
     // A payload that is not a record at all.
-    struct Text;
-    impl Canonical for Text {
-        fn write_canonical(&self, out: &mut Vec<u8>) {
-            valp_kernel::json::write::write_str(out, "a record");
-        }
-    }
     let (line, _) = valp_store::chain::encode_line(0, None, &Text);
     std::fs::write(&fixture.path, line).unwrap();
     assert!(matches!(
@@ -399,6 +393,15 @@ fn records_are_checked_strictly_with_exact_errors() {
         StoreError::Corrupt { line: 1, ref reason, .. }
             if reason == "not an effect record: an effect record is a JSON object, found string"
     ));
+}
+
+/// A payload that is a JSON string, not a record.
+struct Text;
+
+impl Canonical for Text {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        valp_kernel::json::write::write_str(out, "a record");
+    }
 }
 
 /// What a failed append left in the ledger file.
