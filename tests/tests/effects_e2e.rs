@@ -2,7 +2,8 @@
 //! whose reconciliation meets a torn ledger tail (a crash mid-append) still carries the
 //! obligation out and records it; `valp run` and `valp cancel` killed with SIGKILL at random
 //! points while they reconcile cancels lose no acknowledged effect and never record one twice;
-//! `valp report` killed at random points loses no acknowledged report.
+//! `valp report` killed at random points loses no acknowledged report, and one that follows the
+//! torn remnant of an earlier report is kept.
 //!
 //! An acknowledged effect is one a command printed (`effect fulfilled: …`); an acknowledged
 //! report one whose command printed `reported …`.
@@ -200,24 +201,7 @@ fn killed_reconcilers_lose_no_acknowledged_effect() {
 fn killed_reports_lose_no_acknowledged_report() {
     const TRIALS: usize = 120;
     let project = Project::new();
-    project.publish(
-        "ext",
-        &plan(
-            "ext",
-            &work_item(
-                "job",
-                "required",
-                &[],
-                &[],
-                "run = { adapter = \"external\" }\n",
-            ),
-        ),
-    );
-    project.ok(&["run", "--once"]);
-    let file = project
-        .control_root()
-        .join("inbox/valp-report")
-        .join(format!("{}.jsonl", attempt_folder("ext:job:a1")));
+    let file = external_attempt(&project, "ext");
     let mut rng = Rng::new(0x5E_9047);
     let (mut acked, mut killed) = (Vec::new(), 0);
     for trial in 0..TRIALS {
@@ -252,6 +236,46 @@ fn killed_reports_lose_no_acknowledged_report() {
         acked.len()
     );
     assert!(killed > 0 && !acked.is_empty(), "{killed} killed");
+}
+
+#[test]
+fn a_report_after_a_torn_report_is_kept() {
+    let project = Project::new();
+    let file = external_attempt(&project, "torn");
+    project.ok(&["report", "torn:job:a1", "accepted"]);
+    // What a report killed mid-write leaves: the first bytes of its line, no LF.
+    let first = std::fs::read(&file).unwrap();
+    let mut bytes = first.clone();
+    bytes.extend_from_slice(&first[..first.len() / 3]);
+    std::fs::write(&file, &bytes).unwrap();
+    let second = project.ok(&["report", "torn:job:a1", "waiting"]);
+    assert!(second.contains(" as sequence 2: "), "{second}");
+    let third = project.ok(&["report", "torn:job:a1", "waiting"]);
+    assert!(third.contains(" as sequence 3: "), "{third}");
+    let sequences: Vec<u64> = reports_in(&file).iter().map(|r| r.sequence).collect();
+    assert_eq!(sequences, [1, 2, 3]);
+    assert!(std::fs::read(&file).unwrap().starts_with(&bytes));
+}
+
+/// Publishes `task` with one external item `job` and launches its attempt; returns the file
+/// `valp report` appends that attempt's reports to.
+fn external_attempt(project: &Project, task: &str) -> std::path::PathBuf {
+    let item = work_item(
+        "job",
+        "required",
+        &[],
+        &[],
+        "run = { adapter = \"external\" }\n",
+    );
+    project.publish(task, &plan(task, &item));
+    project.ok(&["run", "--once"]);
+    project
+        .control_root()
+        .join("inbox/valp-report")
+        .join(format!(
+            "{}.jsonl",
+            attempt_folder(&format!("{task}:job:a1"))
+        ))
 }
 
 /// The reports in a report file that decode (a torn last line does not).

@@ -8,7 +8,10 @@
 //! is a `valp-adapter-observation.v1` record carrying the attempt's request exactly as valp
 //! wrote it, the next sequence after the reports already in that file, and one provenance
 //! segment of kind `transport_only` naming the reporter: the report says what the tool
-//! claims, nothing more. The runtime then reads it like any inbox observation.
+//! claims, nothing more. The runtime then reads it like any inbox observation. The line is
+//! synced before the command says it was reported; after the torn remnant of a report that
+//! crashed mid-write, it starts on a line of its own (the remnant is listed as a rejected
+//! line, never glued to the new report).
 //!
 //! Refused before anything is written: an attempt without a request (never launched on the
 //! external adapter), a report after the attempt's final report, a reporter name that is not an
@@ -16,7 +19,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
@@ -132,7 +135,12 @@ pub fn report(
     )?;
     let relative = format!("{REPORT_DIR}/{name}.jsonl");
     let path = control_root.join(&relative);
-    let earlier = earlier_reports(&path, &request)?;
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => return Err(io_error(&path)(error)),
+    };
+    let earlier = earlier_reports(&bytes, &request);
     if let Some(last) = earlier.iter().rfind(|earlier| is_final(earlier.status)) {
         return Err(ReportError::Finished {
             attempt_id: attempt_id.to_owned(),
@@ -151,8 +159,15 @@ pub fn report(
         .append(true)
         .open(&path)
         .map_err(io_error(&path))?;
-    // One write per line, as the inbox contract asks, then durable before we say so.
-    file.write_all(&observation.canonical_bytes())
+    // One write per line, as the inbox contract asks, then durable before we say so. After
+    // the torn remnant of a report that crashed mid-write (no LF), the line starts with an LF:
+    // glued to the remnant, it would not decode and this report would be lost.
+    let mut line = Vec::new();
+    if bytes.last().is_some_and(|&last| last != b'\n') {
+        line.push(b'\n');
+    }
+    line.extend_from_slice(&observation.canonical_bytes());
+    file.write_all(&line)
         .and_then(|()| file.sync_data())
         .map_err(io_error(&path))?;
     Ok(Reported {
@@ -161,22 +176,14 @@ pub fn report(
     })
 }
 
-/// The reports on `request` already in the attempt's report file, in file order (lines of other
-/// requests, or that do not decode, are not ours to count).
-fn earlier_reports(
-    path: &PathBuf,
-    request: &AdapterRequest,
-) -> Result<Vec<AdapterObservation>, ReportError> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(io_error(path)(error)),
-    };
-    Ok(bytes
+/// The reports on `request` already in the attempt's report file (`bytes`), in file order
+/// (lines of other requests, or that do not decode, are not ours to count).
+fn earlier_reports(bytes: &[u8], request: &AdapterRequest) -> Vec<AdapterObservation> {
+    bytes
         .split(|&byte| byte == b'\n')
         .filter_map(|line| AdapterObservation::decode(line).ok())
         .filter(|observation| &observation.request == request)
-        .collect())
+        .collect()
 }
 
 fn observation(
