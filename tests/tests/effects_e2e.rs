@@ -78,6 +78,63 @@ fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
     );
 }
 
+#[test]
+fn concurrent_reconcilers_carry_a_cancel_out_once() {
+    let project = Project::new();
+    project.sleeping("duo", "sleep");
+    // Hold the reconcilers' turn so that the cancel's own reconciler and two others all wait
+    // for it with the obligation outstanding, then let them race.
+    let turn = project.control_root().join("tasks/duo/effects.lock");
+    let held = valp_store::lock::LockGuard::acquire(&turn, Duration::from_secs(5)).unwrap();
+    let spawn = |args: &[&str]| {
+        Command::new(valp_tests::valp_binary().unwrap())
+            .env_remove("VALP_ROOT")
+            .current_dir(project.path())
+            .arg("--no-default-sockets")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let cancel = spawn(&["cancel", "duo", "--item", "sleep"]);
+    wait_until("the cancel to be accepted", || {
+        project.item_status("duo", "sleep") == "cancelled"
+    });
+    // Two more reconcilers in this process (two `valp run` processes started together would
+    // race on the daily start's observation, not on effects).
+    let root = ControlRoot::open(&project.control_root(), Arc::new(OsStorage)).unwrap();
+    let recorded = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let root = root.clone();
+                scope.spawn(move || {
+                    valp_console::runtime::effects::reconcile(&root, "duo", Duration::from_secs(10))
+                        .unwrap()
+                        .len()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(held);
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .sum::<usize>()
+    });
+    let output = cancel.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let printed = recorded + stdout.matches("effect fulfilled: adapter_cancel:").count();
+    assert_eq!(printed, 1, "the effect is carried out and reported once");
+    let effects = effects_of(&project, "duo", Access::ReadOnly);
+    assert_eq!(effects.records().len(), 1);
+    assert_eq!(
+        effects.records()[0].obligation,
+        cancel_obligation("duo", "sleep")
+    );
+}
+
 /// Spawns `valp args…` in the project, kills it after `delay` unless it ended, and returns its
 /// standard output and whether it ended on its own with success.
 fn run_killed(project: &Project, args: &[&str], delay: Duration) -> (String, bool) {
