@@ -15,7 +15,7 @@ use valp_kernel::walk::{Walk, WalkConfig, WalkStep};
 use valp_kernel::{Identity, IdentityKind, State};
 use valp_store::effects::{EffectLedger, Outcome};
 use valp_store::io::{OsStorage, Storage};
-use valp_store::{Access, Appended, ControlRoot, Journal, StoreError};
+use valp_store::{Access, Appended, ControlRoot, Journal, StoreError, Warning};
 
 /// The installation id of every walk genesis.
 pub const INSTALLATION_ID: &str = "inst-1";
@@ -158,6 +158,34 @@ pub fn quarantine_files(root: &ControlRoot) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+/// Checks what a writer that opened a chained file (journal or effect ledger) in `root` did
+/// with the torn tail `torn` at byte `offset`: `warnings` say it was repaired, into the one file
+/// in `quarantine/`, which holds exactly those bytes. Returns that file.
+pub fn assert_repaired(
+    root: &ControlRoot,
+    warnings: &[Warning],
+    offset: u64,
+    torn: &[u8],
+    what: &str,
+) -> PathBuf {
+    let quarantined = quarantine_files(root);
+    assert_eq!(quarantined.len(), 1, "{what}: one quarantine file");
+    assert_eq!(
+        warnings,
+        [Warning::TornTailRepaired {
+            offset,
+            len: torn.len() as u64,
+            quarantined: quarantined[0].clone(),
+        }],
+        "{what}"
+    );
+    assert!(
+        std::fs::read(&quarantined[0]).unwrap() == torn,
+        "{what}: the quarantine copy holds exactly the cut bytes"
+    );
+    quarantined[0].clone()
 }
 
 /// Empties `root`'s `quarantine/`.

@@ -22,8 +22,9 @@ use valp_store::io::{Fault, FaultyStorage, Operation, OsStorage, Storage};
 use valp_store::{Access, ControlRoot, StoreCode, StoreError, Warning};
 use valp_tests::child::Reporter;
 use valp_tests::store::{
-    History, Rng, clear_quarantine, corrupt_location, create_journal, effect_ledger_path,
-    init_root_with, line_ranges, obligation, open_effects, outcome, quarantine_files,
+    History, Rng, assert_repaired, clear_quarantine, corrupt_location, create_journal,
+    effect_ledger_path, init_root_with, line_ranges, obligation, open_effects, outcome,
+    quarantine_files,
 };
 
 /// Records in the ledger under test.
@@ -95,25 +96,11 @@ impl Fixture {
 
         let mut writer = open_effects(&self.root, Access::Write)
             .unwrap_or_else(|error| panic!("{what}: a writer refuses the ledger: {error}"));
-        let quarantined = quarantine_files(&self.root);
-        assert_eq!(quarantined.len(), 1, "{what}");
-        assert_eq!(
-            writer.warnings(),
-            [Warning::TornTailRepaired {
-                offset,
-                len,
-                quarantined: quarantined[0].clone(),
-            }],
-            "{what}"
-        );
-        let name = quarantined[0].file_name().unwrap().to_string_lossy();
+        let quarantined = assert_repaired(&self.root, writer.warnings(), offset, torn, what);
+        let name = quarantined.file_name().unwrap().to_string_lossy();
         assert!(
             name.starts_with(&format!("task-1.effect-ledger.{offset}.")),
             "{name}"
-        );
-        assert!(
-            std::fs::read(&quarantined[0]).unwrap() == torn,
-            "{what}: the quarantine copy holds exactly the cut bytes"
         );
         assert!(std::fs::read(&self.path).unwrap() == good, "{what}");
         record(&mut writer, records);
