@@ -5,6 +5,9 @@
 //! `valp report` killed at random points loses no acknowledged report, and one that follows the
 //! torn remnant of an earlier report is kept.
 //!
+//! `VALP_RECONCILE_ROUNDS` (projects of 8 cancelled items, default 4) and `VALP_REPORT_TRIALS`
+//! (default 120) ask for more trials.
+//!
 //! An acknowledged effect is one a command printed (`effect fulfilled: …`); an acknowledged
 //! report one whose command printed `reported …`.
 
@@ -135,6 +138,15 @@ fn concurrent_reconcilers_carry_a_cancel_out_once() {
     );
 }
 
+/// The number in the environment variable `name` (more trials than the default), or `default`.
+fn count_from_env(name: &str, default: usize) -> usize {
+    std::env::var(name).map_or(default, |value| {
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is a number"))
+    })
+}
+
 /// Spawns `valp args…` in the project, kills it after `delay` unless it ended, and returns its
 /// standard output and whether it ended on its own with success.
 fn run_killed(project: &Project, args: &[&str], delay: Duration) -> (String, bool) {
@@ -188,10 +200,10 @@ fn acknowledged(output: &str, into: &mut BTreeMap<String, String>) {
 #[test]
 fn killed_reconcilers_lose_no_acknowledged_effect() {
     const ITEMS: usize = 8;
-    const PROJECTS: usize = 4;
+    let projects = count_from_env("VALP_RECONCILE_ROUNDS", 4);
     let mut rng = Rng::new(0x0C0F_FEE5);
     let (mut trials, mut killed, mut unacknowledged) = (0, 0, 0);
-    for round in 0..PROJECTS {
+    for round in 0..projects {
         let project = Project::new();
         let names: Vec<String> = (0..ITEMS).map(|index| format!("s{index}")).collect();
         let items: String = names
@@ -256,12 +268,12 @@ fn killed_reconcilers_lose_no_acknowledged_effect() {
 
 #[test]
 fn killed_reports_lose_no_acknowledged_report() {
-    const TRIALS: usize = 120;
+    let trials = count_from_env("VALP_REPORT_TRIALS", 120);
     let project = Project::new();
     let file = external_attempt(&project, "ext");
     let mut rng = Rng::new(0x5E_9047);
     let (mut acked, mut killed) = (Vec::new(), 0);
-    for trial in 0..TRIALS {
+    for trial in 0..trials {
         let delay = Duration::from_micros(rng.below(25_000) as u64);
         let (output, done) = run_killed(&project, &["report", "ext:job:a1", "waiting"], delay);
         if done {
@@ -289,7 +301,7 @@ fn killed_reports_lose_no_acknowledged_report() {
         }
     }
     eprintln!(
-        "{TRIALS} reports, {killed} killed, {} acknowledged: none lost",
+        "{trials} reports, {killed} killed, {} acknowledged: none lost",
         acked.len()
     );
     assert!(killed > 0 && !acked.is_empty(), "{killed} killed");
