@@ -103,13 +103,23 @@ impl EffectLedger {
 
     /// Opens and verifies the effect ledger in the task folder `dir` (missing = empty). A
     /// writer repairs a torn tail under the lock, copying it to `quarantine`; a reader reports
-    /// it.
+    /// it. A folder holding a layout-1 `effects.jsonl` and no effect ledger is refused: its
+    /// records are unknown to this ledger, and an empty one would have every obligation
+    /// carried out again.
     pub fn open(
         dir: &Path,
         quarantine: &Path,
         storage: Arc<dyn Storage>,
         access: Access,
     ) -> Result<Self, StoreError> {
+        let old = dir.join(LAYOUT1_EFFECTS_FILE);
+        if old.exists() && !dir.join(EFFECT_LEDGER_FILE).exists() {
+            return Err(StoreError::Invalid(format!(
+                "{}: a layout-1 effect ledger that was not converted (`valp upgrade` converts \
+                 it); valp neither reads it nor records effects beside it",
+                old.display()
+            )));
+        }
         let mut ledger = Self {
             dir: dir.to_owned(),
             file: ChainedFile {

@@ -151,8 +151,8 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
     Ok(verification)
 }
 
-/// The check of a task folder's effect ledger, when it has one (or a layout-1 `effects.jsonl`
-/// left unconverted, which is a problem: valp no longer reads it).
+/// The check of a task folder's effect ledger, when it has one (a layout-1 `effects.jsonl`
+/// left unconverted is a problem: valp no longer reads it).
 fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
     let check = |entries, warnings, problem| Check {
         kind: "effects",
@@ -161,15 +161,8 @@ fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
         warnings,
         problem,
     };
-    if !dir.join(EFFECT_LEDGER_FILE).is_file() {
-        let old = dir.join(LAYOUT1_EFFECTS_FILE);
-        return old.is_file().then(|| {
-            let problem = StoreError::Invalid(format!(
-                "{}: a layout-1 effect ledger that was not converted (`valp upgrade` converts it)",
-                old.display()
-            ));
-            check(0, Vec::new(), Some(problem))
-        });
+    if !dir.join(EFFECT_LEDGER_FILE).exists() && !dir.join(LAYOUT1_EFFECTS_FILE).exists() {
+        return None;
     }
     let opened = EffectLedger::open(
         dir,

@@ -665,6 +665,13 @@ fn open_folder(dir: &Path, access: Access) -> Result<EffectLedger, StoreError> {
 fn a_layout1_ledger_converts_once_keeping_every_record() {
     let old = layout1_fixture();
     let (_temp, dir) = layout1_folder(&old);
+    // Before the conversion the ledger is refused: empty, it would have every obligation
+    // carried out again.
+    for access in [Access::ReadOnly, Access::Write] {
+        let refused = open_folder(&dir, access).unwrap_err();
+        assert_eq!(refused.to_string(), unconverted(&dir));
+    }
+    assert!(!dir.join(EFFECT_LEDGER_FILE).exists());
     assert_eq!(
         convert_layout1(&dir, &OsStorage).unwrap(),
         Conversion::Converted {
@@ -706,14 +713,31 @@ fn a_layout1_ledger_converts_once_keeping_every_record() {
             .contains("does not start with the records of"),
         "{refused}"
     );
-    // Nothing to convert.
-    let (_empty, none) = layout1_folder(b"");
-    std::fs::remove_file(none.join(LAYOUT1_EFFECTS_FILE)).unwrap();
+    // An empty layout-1 ledger converts to an empty ledger; none, to nothing.
+    let (_empty, empty) = layout1_folder(b"");
     assert_eq!(
-        convert_layout1(&none, &OsStorage).unwrap(),
+        convert_layout1(&empty, &OsStorage).unwrap(),
+        Conversion::Converted {
+            records: 0,
+            torn_tail: None
+        }
+    );
+    assert_eq!(std::fs::read(empty.join(EFFECT_LEDGER_FILE)).unwrap(), b"");
+    assert_eq!(
+        open_folder(&empty, Access::Write).unwrap().records().len(),
+        0
+    );
+    assert_eq!(
+        convert_layout1(&empty, &OsStorage).unwrap(),
+        Conversion::AlreadyConverted { records: 0 }
+    );
+    std::fs::remove_file(empty.join(EFFECT_LEDGER_FILE)).unwrap();
+    std::fs::remove_file(empty.join(LAYOUT1_EFFECTS_FILE)).unwrap();
+    assert_eq!(
+        convert_layout1(&empty, &OsStorage).unwrap(),
         Conversion::Nothing
     );
-    assert!(!none.join(EFFECT_LEDGER_FILE).exists());
+    assert!(!empty.join(EFFECT_LEDGER_FILE).exists());
 }
 
 #[test]
@@ -830,10 +854,16 @@ fn verify_checks_every_record_against_the_task_journal() {
     std::fs::remove_file(&fixture.path).unwrap();
     let old = fixture.path.with_file_name(LAYOUT1_EFFECTS_FILE);
     std::fs::write(&old, layout1_fixture()).unwrap();
-    check(Some(&format!(
-        "{}: a layout-1 effect ledger that was not converted (`valp upgrade` converts it)",
-        old.display()
-    )));
+    check(Some(&unconverted(old.parent().unwrap())));
+}
+
+/// The refusal of a task folder `dir` that holds a layout-1 `effects.jsonl` and no ledger.
+fn unconverted(dir: &Path) -> String {
+    format!(
+        "{}: a layout-1 effect ledger that was not converted (`valp upgrade` converts it); valp \
+         neither reads it nor records effects beside it",
+        dir.join(LAYOUT1_EFFECTS_FILE).display()
+    )
 }
 
 /// A copy of a `Corrupt` error (errors are not `Clone`).

@@ -15,7 +15,7 @@ use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 /// What [`convert_layout1`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conversion {
-    /// The task folder has no layout-1 `effects.jsonl`, or one without a record.
+    /// The task folder has no layout-1 `effects.jsonl`.
     Nothing,
     /// The effect ledger was written with these records.
     Converted {
@@ -51,10 +51,9 @@ pub fn convert_layout1(task_dir: &Path, storage: &dyn Storage) -> Result<Convers
         }
         Err(source) => return Err(StoreError::io(&old, "read", source)),
     };
+    // A layout-1 file without a record still converts, to an empty ledger: the effect ledger
+    // refuses a folder that holds `effects.jsonl` and no ledger.
     let (records, torn_tail) = read_layout1(&old, &bytes)?;
-    if records.is_empty() {
-        return Ok(Conversion::Nothing);
-    }
     let mut converted = Vec::new();
     let mut prior: Option<String> = None;
     for (seq, record) in (0_u64..).zip(&records) {
