@@ -27,6 +27,10 @@
 //! began poisons the handle (`VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED`) until it is reopened, as
 //! for journals.
 //!
+//! **Layout 1.** A folder holding the layout-1 `effects.jsonl` and no ledger is refused until
+//! [`convert_layout1`] (called by `valp upgrade`) has converted it: read as empty, it would have
+//! every obligation carried out again.
+//!
 //! Which obligations exist is the task journal's business: [`obligations`] reads them from it
 //! (chain-verified, not replayed), and [`verify_against`] checks that every record answers one.
 //! Carrying an obligation out (asking an adapter) is the console's (`runtime::effects`).
