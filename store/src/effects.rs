@@ -260,7 +260,10 @@ impl EffectLedger {
         let prior = self.tip.as_ref().map(|(digest, _)| digest.as_str());
         let (line, digest) = encode_line(seq, prior, &record);
         if let Err(error) = self.write(seq, &line) {
-            self.poisoned = Some(error.to_string());
+            // Once the write began, what is on disk is unknown until the file is read again.
+            if matches!(error, StoreError::UnknownOrCommitted { .. }) {
+                self.poisoned = Some(error.to_string());
+            }
             return Err(error);
         }
         let start = self.verified_bytes();
