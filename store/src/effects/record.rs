@@ -154,7 +154,7 @@ impl EffectRecord {
                 (None, _) => return Err(format!("missing member {name:?}")),
                 (Some(Value::Number(Number::Int(number))), true) => {
                     revision = u64::try_from(*number)
-                        .map_err(|_| format!("{name} must be a positive integer"))?;
+                        .map_err(|_| format!("{name} must be a non-negative integer"))?;
                 }
                 (Some(Value::String(text)), false) => {
                     texts.insert(name, text.clone());
@@ -272,4 +272,86 @@ pub fn effect_id(obligation: &str) -> String {
         fields.str("schema_version", "valp-kernel-effect-identity.v1");
         fields.end();
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use valp_kernel::canonical::sha256_digest;
+
+    use super::*;
+
+    #[test]
+    fn the_digest_preimages_are_the_documented_texts() {
+        assert_eq!(
+            effect_id("x"),
+            sha256_digest(
+                b"{\"obligation\":\"x\",\"schema_version\":\"valp-kernel-effect-identity.v1\"}\n"
+            )
+        );
+        assert_ne!(effect_id("adapter_cancel:a"), effect_id("adapter_cancel:b"));
+        assert_eq!(
+            empty_ledger_digest(),
+            sha256_digest(
+                b"{\"records\":[],\"schema_version\":\"valp-kernel-effect-ledger.v1\"}\n"
+            )
+        );
+    }
+
+    #[test]
+    fn a_new_record_chains_and_checks() {
+        let outcome = Outcome::Blocked {
+            reason: "why".to_owned(),
+        };
+        let first = EffectRecord::new("adapter_cancel:a", &outcome, None);
+        let second = EffectRecord::new("adapter_cancel:b", &outcome, Some(&first));
+        assert_eq!(first.check(None), Ok(()));
+        assert_eq!(second.check(Some(&first)), Ok(()));
+        assert_eq!(
+            (second.ledger_revision, second.prior_record_digest.as_str()),
+            (2, first.record_digest.as_str())
+        );
+        assert_eq!(second.outcome(), outcome);
+        let value = valp_kernel::json::parse(
+            std::str::from_utf8(&second.canonical_bytes())
+                .unwrap()
+                .trim_end(),
+        )
+        .unwrap();
+        assert_eq!(EffectRecord::decode(&value), Ok(second));
+    }
+
+    #[test]
+    fn decoding_names_the_first_bad_member() {
+        let record = EffectRecord::new(
+            "adapter_cancel:a",
+            &Outcome::Blocked {
+                reason: "why".to_owned(),
+            },
+            None,
+        );
+        let text = String::from_utf8(record.canonical_bytes()).unwrap();
+        let decode = |text: &str| {
+            EffectRecord::decode(&valp_kernel::json::parse(text.trim_end()).unwrap()).unwrap_err()
+        };
+        assert_eq!(
+            decode(&text.replacen('{', "{\"attempt_id\":\"x\",", 1)),
+            "unknown member \"attempt_id\""
+        );
+        assert_eq!(
+            decode(&text.replace("\"reason\":\"why\",", "")),
+            "missing member \"reason\""
+        );
+        assert_eq!(
+            decode(&text.replace("\"ledger_revision\":1", "\"ledger_revision\":\"1\"")),
+            "ledger_revision must be an integer, found string"
+        );
+        assert_eq!(
+            decode(&text.replace("\"ledger_revision\":1", "\"ledger_revision\":-1")),
+            "ledger_revision must be a non-negative integer"
+        );
+        assert_eq!(
+            decode(&text.replace("\"reason\":\"why\"", "\"reason\":null")),
+            "reason must be a string, found null"
+        );
+    }
 }
