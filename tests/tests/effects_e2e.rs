@@ -79,6 +79,29 @@ fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
         verified.contains("effects   nap                     1  ok\n"),
         "{verified}"
     );
+    // A flipped bit in the (complete, last) line is damage: `valp verify` names it and fails,
+    // and the next cancel's reconciler refuses the ledger instead of cutting it off.
+    let mut damaged = std::fs::read(&ledger).unwrap();
+    damaged[40] ^= 1;
+    std::fs::write(&ledger, &damaged).unwrap();
+    let run = project.valp(&["verify"]);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "effects   nap                     0  PROBLEM VALP-E-KERNEL-STORE-CORRUPT: {}:1: byte 0: ",
+            ledger.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    let run = project.valp(&["run", "--once"]);
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("VALP-E-KERNEL-STORE-CORRUPT"),
+        "{}",
+        run.stderr
+    );
+    assert!(std::fs::read(&ledger).unwrap() == damaged);
 }
 
 #[test]

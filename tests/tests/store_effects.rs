@@ -515,6 +515,7 @@ fn failed_repairs_change_nothing_and_heal() {
         (Operation::Rename, Fault::Once),
         (Operation::Rename, Fault::Always),
         (Operation::SyncDir, Fault::Once),
+        (Operation::SyncDir, Fault::Always),
     ] {
         let what = format!("{operation:?} {fault:?}");
         let fixture = Fixture::new(RECORDS);
@@ -807,6 +808,21 @@ fn a_layout1_ledger_is_verified_before_anything_is_written() {
             2
         );
     }
+    // A failed folder sync after the rename: the ledger is there, its durability unknown;
+    // running it again finds it converted.
+    let (_temp, dir) = layout1_folder(&old);
+    let storage = FaultyStorage::default();
+    storage.fail(Operation::SyncDir, Fault::Once);
+    let error = convert_layout1(&dir, &storage).unwrap_err();
+    assert_eq!(error.code(), StoreCode::DurabilityUnknownOrCommitted);
+    assert_eq!(
+        convert_layout1(&dir, &storage).unwrap(),
+        Conversion::AlreadyConverted { records: 2 }
+    );
+    assert_eq!(
+        open_folder(&dir, Access::ReadOnly).unwrap().records().len(),
+        2
+    );
 }
 
 #[test]
