@@ -337,21 +337,25 @@ mod tests {
             decode(&text.replacen('{', "{\"attempt_id\":\"x\",", 1)),
             "unknown member \"attempt_id\""
         );
-        assert_eq!(
-            decode(&text.replace("\"reason\":\"why\",", "")),
-            "missing member \"reason\""
-        );
-        assert_eq!(
-            decode(&text.replace("\"ledger_revision\":1", "\"ledger_revision\":\"1\"")),
-            "ledger_revision must be an integer, found string"
-        );
-        assert_eq!(
-            decode(&text.replace("\"ledger_revision\":1", "\"ledger_revision\":-1")),
-            "ledger_revision must be a non-negative integer"
-        );
-        assert_eq!(
-            decode(&text.replace("\"reason\":\"why\"", "\"reason\":null")),
-            "reason must be a string, found null"
-        );
+        for (from, to, error) in [
+            ("\"reason\":\"why\",", "", "missing member \"reason\""),
+            (
+                "\"ledger_revision\":1",
+                "\"ledger_revision\":\"1\"",
+                "ledger_revision must be an integer, found string",
+            ),
+            (
+                "\"ledger_revision\":1",
+                "\"ledger_revision\":-1",
+                "ledger_revision must be a non-negative integer",
+            ),
+            (
+                "\"reason\":\"why\"",
+                "\"reason\":null",
+                "reason must be a string, found null",
+            ),
+        ] {
+            assert_eq!(decode(&text.replace(from, to)), error);
+        }
     }
 }
