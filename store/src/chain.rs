@@ -14,9 +14,9 @@
 //!
 //! [`ChainReader`] reads and verifies lines one at a time (streaming: memory does not grow with
 //! the file) and classifies what it cannot verify: a *torn tail* (what an interrupted append
-//! leaves after the last good line: bytes without an LF, NUL bytes, or one last line that is not
-//! JSON at all) or *damage* (anything else, including a well-formed last line whose digest or
-//! chain is wrong), which is refused with the line and byte.
+//! leaves after the last good line: bytes without an LF, or NUL bytes where data never reached
+//! the disk) or *damage* (anything else, including a complete last line whose digest, chain or
+//! JSON syntax is wrong), which is refused with the line and byte.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -186,9 +186,11 @@ impl ChainReader {
     }
 
     /// A complete line failed verification. It is the torn remnant of an interrupted append
-    /// when it is the last line of the file and an append could have left it: it holds NUL
-    /// bytes (blocks never written) or is not JSON at all (partial). Anything else, or any
-    /// line followed by more data, is damage.
+    /// when it is the last line of the file and holds NUL bytes (blocks that never reached the
+    /// disk), or when it and everything after it are NUL bytes and LFs. Anything else, a
+    /// complete line that is not JSON included (a bit flip in a quote, say), or any line
+    /// followed by more data, is damage: a writer never quarantines an entry it may have
+    /// acknowledged.
     fn torn_or_damaged(
         &mut self,
         start: u64,
@@ -203,10 +205,7 @@ impl ChainReader {
             .iter()
             .chain(&rest)
             .all(|&byte| byte == 0 || byte == b'\n');
-        let has_nul = line.contains(&0);
-        let is_json = std::str::from_utf8(&line[..line.len() - 1])
-            .is_ok_and(|text| valp_kernel::json::parse(text).is_ok());
-        if only_nul_and_lf || (rest.is_empty() && (has_nul || !is_json)) {
+        if only_nul_and_lf || (rest.is_empty() && line.contains(&0)) {
             let mut bytes = std::mem::take(&mut self.buffer);
             bytes.extend_from_slice(&rest);
             self.tail = Some(Tail::Torn {

@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::error::StoreError;
+
 /// The operations whose failure matters for durability.
 pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Writes all of `bytes` at the end of `file` (opened for appending).
@@ -16,6 +18,29 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes a directory's entries durable (after a create or rename in it).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Writes one chained line at the end of `file` (`path`) and makes it durable: the append of
+/// every chained file (journals, effect ledgers). Line `seq` is named in the error, which is
+/// always [`StoreError::UnknownOrCommitted`]: once the write began, the line may or may not be
+/// on disk, and only a re-read under the lock can tell.
+pub(crate) fn append_line(
+    storage: &dyn Storage,
+    file: &mut File,
+    path: &Path,
+    seq: u64,
+    line: &[u8],
+) -> Result<(), StoreError> {
+    storage
+        .append(file, line)
+        .map_err(|source| ("write", source))
+        .and_then(|()| storage.sync(file).map_err(|source| ("sync", source)))
+        .map_err(|(operation, source)| StoreError::UnknownOrCommitted {
+            path: path.to_owned(),
+            operation,
+            seq,
+            source,
+        })
 }
 
 /// The operating system.

@@ -24,9 +24,9 @@
 //! `rejections.jsonl` instead. After an I/O failure past the start of a write the handle refuses
 //! further appends until the journal is reopened.
 
-mod append;
+pub(crate) mod append;
 mod rejections;
-mod repair;
+pub(crate) mod repair;
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ use valp_kernel::decode::DecodeError;
 use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
-use crate::chain::{ChainLine, ChainReader, Tail};
+use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
@@ -197,13 +197,17 @@ impl<M: Machine> Journal<M> {
     /// Returns how many new entries were applied. After an error (the file was damaged under
     /// us) the handle is poisoned: its State may be partly advanced, so appends are refused.
     pub fn refresh(&mut self) -> Result<usize, StoreError> {
-        let reader = ChainReader::resume(
+        self.follow(self.reader()?, None)
+    }
+
+    /// A reader of the lines after the last verified one.
+    fn reader(&self) -> Result<ChainReader, StoreError> {
+        ChainReader::resume(
             &self.path,
             self.tip.offset,
             self.tip.next_seq,
             &self.tip.digest,
-        )?;
-        self.follow(reader, None)
+        )
     }
 
     /// Verifies and applies lines from `reader` to the end; deals with what follows them
@@ -241,35 +245,20 @@ impl<M: Machine> Journal<M> {
             };
             applied += 1;
         }
-        match reader.tail()? {
-            Tail::Clean => {}
-            Tail::Torn { offset, bytes } => match (self.access, lock) {
-                (Access::Write, Some(_)) => {
-                    let warning = repair::quarantine_tail(self, offset, &bytes)?;
-                    self.warnings.push(warning);
-                }
-                (Access::Write, None) => {
-                    // Repair only under the lock: the bytes may be another writer's append in
-                    // progress, which will have completed once we hold the lock.
-                    let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-                    let reader = ChainReader::resume(
-                        &self.path,
-                        self.tip.offset,
-                        self.tip.next_seq,
-                        &self.tip.digest,
-                    )?;
-                    applied += self.follow(reader, Some(&lock))?;
-                }
-                (Access::ReadOnly, _) => {
-                    let warning = Warning::IncompleteTail {
-                        offset,
-                        len: bytes.len() as u64,
-                    };
-                    if !self.warnings.contains(&warning) {
-                        self.warnings.push(warning);
-                    }
-                }
-            },
+        let file = repair::ChainedFile {
+            storage: Arc::clone(&self.storage),
+            path: self.path.clone(),
+            quarantine: self.quarantine.clone(),
+        };
+        if file.settle(
+            reader.tail()?,
+            self.access,
+            lock.is_some(),
+            &mut self.warnings,
+        )? {
+            // Repair only under the lock: the bytes may be another writer's append in progress.
+            let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+            applied += self.follow(self.reader()?, Some(&lock))?;
         }
         Ok(applied)
     }

@@ -9,12 +9,14 @@
 //! next writer moves to `quarantine/` and cuts off. Nothing is ever deleted silently.
 //!
 //! See [`layout`] for the folder structure, [`chain`] for the line format, [`journal`] for
-//! open/verify/append, [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
+//! open/verify/append, [`effects`] for the task's effect ledger (the same line format, lock and
+//! recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
 //! [`fence`] for the epoch fence the store enforces on task journals.
 
 pub mod blobs;
 pub mod chain;
 pub mod done;
+pub mod effects;
 pub mod error;
 pub mod fence;
 mod files;

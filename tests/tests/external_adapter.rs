@@ -506,17 +506,17 @@ fn running_external_attempt(project: &Project) -> AdapterRequest {
     request
 }
 
-/// The records of the task's effect ledger.
+/// The records of the task's effect ledger (each line's entry).
 fn effect_records(project: &Project, task: &str) -> Vec<serde_json::Value> {
     let path = project
         .control_root()
         .join("tasks")
         .join(task)
-        .join("effects.jsonl");
+        .join("effect-ledger.jsonl");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["entry"].clone())
         .collect()
 }
 

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use valp_store::{Access, ControlRoot, StoreError, Warning};
 use valp_tests::store::{
-    History, Rng, clear_quarantine, corrupt_location, create_journal, init_root, journal_path,
-    line_ranges, open_task, quarantine_files,
+    History, Rng, assert_repaired, clear_quarantine, corrupt_location, create_journal, init_root,
+    journal_path, line_ranges, open_task, quarantine_files,
 };
 
 /// Entries in the journal under test (its last line is entry `ENTRIES`).
@@ -95,21 +95,7 @@ impl Fixture {
 
         let mut writer = open_task(&self.root, Access::Write)
             .unwrap_or_else(|error| panic!("{what}: a writer refuses the journal: {error}"));
-        let quarantined = quarantine_files(&self.root);
-        assert_eq!(quarantined.len(), 1, "{what}: one quarantine file");
-        assert_eq!(
-            writer.warnings(),
-            [Warning::TornTailRepaired {
-                offset,
-                len,
-                quarantined: quarantined[0].clone(),
-            }],
-            "{what}"
-        );
-        assert!(
-            std::fs::read(&quarantined[0]).unwrap() == torn,
-            "{what}: the quarantine copy holds exactly the cut bytes"
-        );
+        assert_repaired(&self.root, writer.warnings(), offset, torn, what);
         assert!(
             std::fs::read(&self.path).unwrap() == good,
             "{what}: the journal ends at its last good line"

@@ -8,7 +8,8 @@
 //! is a `valp-adapter-observation.v1` record carrying the attempt's request exactly as valp
 //! wrote it, the next sequence after the reports already in that file, and one provenance
 //! segment of kind `transport_only` naming the reporter: the report says what the tool
-//! claims, nothing more. The runtime then reads it like any inbox observation.
+//! claims, nothing more. The runtime then reads it like any inbox observation. The line is
+//! synced before the command says it was reported.
 //!
 //! A report always starts on a fresh line: when the file ends without an LF (a tool or a
 //! `valp report` died halfway through a line), the report's one write is an LF and then the
@@ -22,7 +23,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
@@ -177,7 +178,7 @@ pub fn report(
 /// requests, or that do not decode, are not ours to count), and whether the file ends in a
 /// partial line.
 fn earlier_reports(
-    path: &PathBuf,
+    path: &Path,
     request: &AdapterRequest,
 ) -> Result<(Vec<AdapterObservation>, bool), ReportError> {
     let bytes = match std::fs::read(path) {

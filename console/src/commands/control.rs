@@ -125,7 +125,7 @@ pub(super) fn run(
                 let records = effects::reconcile(root, task_id, CANCEL_PATIENCE)
                     .map_err(|error| CommandError::Usage(error.to_string()))?;
                 for record in records {
-                    writeln!(out, "effect {record}")?;
+                    writeln!(out, "effect {}", effects::Shown(&record))?;
                 }
             }
             Ok(ExitCode::SUCCESS)

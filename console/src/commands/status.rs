@@ -110,11 +110,10 @@ fn write_task(
             display_text(&attempt)
         )?;
     }
-    let ledger = root.layout().task_dir(task).join(effects::EFFECTS_FILE);
-    match effects::read_ledger(&ledger) {
+    match effects::read_ledger(root, task) {
         Ok(records) => {
-            for record in records {
-                writeln!(out, "  effect {record}")?;
+            for record in &records {
+                writeln!(out, "  effect {}", effects::Shown(record))?;
             }
         }
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,
