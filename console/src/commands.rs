@@ -10,10 +10,12 @@ mod interop;
 mod leader;
 mod leadership;
 mod publish;
+mod recover;
 mod report;
 mod run;
 mod status;
 mod task;
+mod upgrade;
 mod verify;
 
 use std::io::{BufRead, IsTerminal as _, Write};
@@ -151,6 +153,14 @@ pub fn run(
             init::run(&init_target(root.as_deref())?, installation_id, out)
         }
         Command::Verify => verify::run(&open_root(root.as_deref())?, out),
+        Command::Upgrade { yes } => upgrade::run(&existing_root(root.as_deref())?, yes, input, out),
+        Command::Recover { task, ledger: _, yes } => recover::run(
+            &open_root(root.as_deref())?,
+            task.as_deref(),
+            yes,
+            input,
+            out,
+        ),
         Command::Export {
             reference: _,
             task,
@@ -305,13 +315,21 @@ fn find_root(explicit: Option<&Path>) -> Result<Option<PathBuf>, CommandError> {
 
 /// Opens the control root named by --root, `VALP_ROOT` or found from the current folder up.
 fn open_root(explicit: Option<&Path>) -> Result<ControlRoot, CommandError> {
+    Ok(ControlRoot::open(
+        &existing_root(explicit)?,
+        Arc::new(OsStorage),
+    )?)
+}
+
+/// The control root named by --root, `VALP_ROOT` or found from the current folder up, without
+/// opening it.
+fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
     let cwd = current_dir()?;
-    let found = find_root(explicit)?.ok_or_else(|| {
+    find_root(explicit)?.ok_or_else(|| {
         CommandError::Usage(format!(
             "no valp control root found from {} upward (looked for {ROOT_DIR}/installation.json); \
              run `valp init`, or name one with --root DIR or {ROOT_ENV}",
             cwd.display()
         ))
-    })?;
-    Ok(ControlRoot::open(&found, Arc::new(OsStorage))?)
+    })
 }

@@ -18,14 +18,17 @@ pub mod done;
 pub mod error;
 pub mod fence;
 mod files;
+pub mod head;
 pub mod installation;
 pub mod io;
 pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod machine;
+pub mod recover;
 pub mod reference;
 pub mod root;
+pub mod upgrade;
 pub mod verify;
 
 pub use error::{StoreCode, StoreError};

@@ -6,7 +6,8 @@ use valp_kernel::{ErrorCode, Evidence, Identity};
 use crate::chain::{ChainReader, encode_line};
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
-use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
+use crate::head;
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
 
@@ -59,6 +60,7 @@ impl<M: Machine> Journal<M> {
             });
         }
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+        self.check_not_shortened()?;
         let reader = ChainReader::resume(
             &self.path,
             self.tip.offset,
@@ -186,7 +188,45 @@ impl<M: Machine> Journal<M> {
             offset: self.tip.offset + line.len() as u64,
         };
         self.guard.observe(seq, event, evidence_set);
+        // The entry is durable: from here on it is acknowledged whatever happens to the head.
+        // A head that cannot be rewritten lags, as after a crash, until the next append.
+        let head = self.tip_head();
+        match head::write(storage.as_ref(), &self.head_path, &head, false) {
+            Ok(()) => self.head = Some(head),
+            Err(error) => {
+                self.warnings
+                    .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
+                self.warnings.push(Warning::HeadNotUpdated {
+                    seq,
+                    error: error.to_string(),
+                });
+            }
+        }
         Ok(Appended::Accepted { seq, record })
+    }
+
+    /// Refuses to append when the file is shorter than what this handle verified: it was cut
+    /// under us, and a line appended now would not chain to what is left.
+    fn check_not_shortened(&mut self) -> Result<(), StoreError> {
+        let length = std::fs::metadata(&self.path)
+            .map_err(|source| StoreError::io(&self.path, "stat", source))?
+            .len();
+        if length >= self.tip.offset {
+            return Ok(());
+        }
+        let error = StoreError::HeadMismatch {
+            path: self.path.clone(),
+            head: self.head_path.clone(),
+            seq: self.tip.next_seq - 1,
+            reason: format!(
+                "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
+                 truncated under an open writer",
+                self.tip.offset,
+                self.tip.next_seq - 1
+            ),
+        };
+        self.poisoned = Some(error.to_string());
+        Err(error)
     }
 }
 
