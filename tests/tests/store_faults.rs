@@ -227,8 +227,10 @@ fn failed_installation_writes_commit_nothing() {
         let attempts = if fault == Fault::Always { 2 } else { 1 };
         for _ in 0..attempts {
             let result = ControlRoot::init(&dir, installation_id(), storage.clone());
+            // installation.json is linked into place (exclusive), not renamed.
+            let failing = if failing == "rename" { "link" } else { failing };
             let failed = precommit_path(result, failing);
-            let written_in = if failing == "rename" {
+            let written_in = if failing == "link" {
                 dir.clone()
             } else {
                 dir.join("evidence/tmp")
@@ -255,9 +257,10 @@ fn failed_journal_creations_commit_nothing() {
         storage.fail(operation, fault);
         let attempts = if fault == Fault::Always { 2 } else { 1 };
         for _ in 0..attempts {
+            // The head anchor is written first: the first write, sync or rename is its own.
             let failed = precommit_path(root.create_task(history.genesis()), failing);
             if failing == "rename" {
-                assert_eq!(failed, journal_path(&root), "{what}");
+                assert_eq!(failed, task_dir.join("journal.head"), "{what}");
             } else {
                 assert_eq!(failed.parent(), Some(task_dir.as_path()), "{what}");
             }
@@ -275,6 +278,7 @@ fn failed_journal_creations_commit_nothing() {
         let journal = root.create_task(history.genesis()).unwrap();
         assert_eq!((journal.len(), journal.warnings()), (0, &[][..]), "{what}");
         std::fs::remove_file(journal_path(&root)).unwrap();
+        std::fs::remove_file(task_dir.join("journal.head")).unwrap();
     }
 }
 
@@ -315,16 +319,18 @@ fn failed_directory_syncs_are_reported() {
         );
         assert!(!journal_path(&root).exists(), "{what}");
         if fault == Fault::Always {
-            // The folder exists now; the journal is renamed into place, then its folder sync
-            // fails: committed or not, it is there and verifies.
+            // The folder exists now; the head anchor is renamed into place, then its folder
+            // sync fails: the journal is not written (a journal is never durable before its
+            // head), and the next creation replaces the head.
             let error = root.create_task(history.genesis()).unwrap_err();
             assert_eq!(
                 error.code(),
                 StoreCode::DurabilityUnknownOrCommitted,
                 "{what}"
             );
+            assert!(!journal_path(&root).exists(), "{what}");
             storage.heal();
-            let journal = open_task(&root, Access::Write).unwrap();
+            let journal = root.create_task(history.genesis()).unwrap();
             assert_eq!((journal.len(), journal.warnings()), (0, &[][..]), "{what}");
             assert!(matches!(
                 root.create_task(history.genesis()),
@@ -369,7 +375,7 @@ impl TornJournal {
         let lines = valp_tests::store::line_ranges(&full);
         let good = full[..lines[4].end].to_vec();
         let torn = full[lines[5].start..lines[5].start + lines[5].len() / 2].to_vec();
-        std::fs::write(&path, [good.as_slice(), &torn].concat()).unwrap();
+        valp_tests::store::write_anchored(&path, &good, &torn);
         Self {
             _temp: temp,
             storage,
