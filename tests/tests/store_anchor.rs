@@ -242,6 +242,36 @@ fn a_head_that_lags_is_caught_up_by_the_next_append() {
     assert_eq!(head::of_lines(&written).map(|head| head.seq), Some(7));
 }
 
+#[test]
+fn a_damaged_complete_last_line_past_a_lagging_head_is_still_refused() {
+    // Without the head's protection (it names entry 5, as after a crash), a complete,
+    // LF-terminated last line is damage whenever a crash cannot explain it: no NUL bytes.
+    let fixture = Anchored::new(37, 6);
+    let lines = line_ranges(&fixture.journal);
+    let lagging = head::of_lines(&fixture.journal[..lines[5].end])
+        .unwrap()
+        .canonical_bytes();
+    let last = lines[6].clone();
+    let mut rng = Rng::new(0x1A57);
+    let mut refused = 0;
+    for position in last.start..last.end - 1 {
+        let mut damaged = fixture.journal.clone();
+        damaged[position] ^= u8::try_from(1 + rng.below(255)).unwrap();
+        if damaged[position] == 0 || damaged[position] == b'\n' {
+            continue; // a NUL byte is what a crash leaves; an LF splits the line
+        }
+        let what = format!("last line byte {position}");
+        let refusal = fixture.check_refused(&damaged, &lagging, &what);
+        assert!(
+            matches!(&refusal, StoreError::Corrupt { line: 7, .. }),
+            "{what}: {refusal}"
+        );
+        refused += 1;
+    }
+    eprintln!("damaged last lines refused past a lagging head: {refused}");
+    assert!(refused > 900, "{refused}");
+}
+
 /// A journal of 10 entries whose 7th line has a flipped byte.
 fn damaged_at_line_7() -> (Anchored, Vec<u8>) {
     let fixture = Anchored::new(36, 10);
