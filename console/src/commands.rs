@@ -149,18 +149,10 @@ pub fn run(
             )
         }
         Command::Leader(command) => leader(root.as_deref(), command, &clock, &options, input, out),
-        Command::Init { installation_id } => {
-            init::run(&init_target(root.as_deref())?, installation_id, out)
-        }
-        Command::Verify => verify::run(&open_root(root.as_deref())?, out),
-        Command::Upgrade { yes } => upgrade::run(&existing_root(root.as_deref())?, yes, input, out),
-        Command::Recover { task, ledger: _, yes } => recover::run(
-            &open_root(root.as_deref())?,
-            task.as_deref(),
-            yes,
-            input,
-            out,
-        ),
+        Command::Init { .. }
+        | Command::Verify
+        | Command::Upgrade { .. }
+        | Command::Recover { .. } => root_files(root.as_deref(), command, input, out),
         Command::Export {
             reference: _,
             task,
@@ -174,6 +166,26 @@ pub fn run(
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// The commands on the control root's files themselves: create, verify, upgrade, recover.
+fn root_files(
+    root: Option<&Path>,
+    command: Command,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match command {
+        Command::Init { installation_id } => init::run(&init_target(root)?, installation_id, out),
+        Command::Upgrade { yes } => upgrade::run(&existing_root(root)?, yes, input, out),
+        Command::Recover { task, yes, .. } => {
+            recover::run(&open_root(root)?, task.as_deref(), yes, input, out)
+        }
+        Command::Verify => verify::run(&open_root(root)?, out),
+        other => Err(CommandError::Usage(format!(
+            "{other:?} is not a command on the control root's files"
+        ))),
     }
 }
 

@@ -142,7 +142,10 @@ pub fn write(
 /// carry them (the journal is then refused when it is opened anyway).
 pub fn of_lines(lines: &[u8]) -> Option<Head> {
     let body = lines.strip_suffix(b"\n")?;
-    let start = body.iter().rposition(|&byte| byte == b'\n').map_or(0, |at| at + 1);
+    let start = body
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |at| at + 1);
     let Ok(Value::Object(members)) = decode_canonical(&lines[start..]) else {
         return None;
     };
@@ -216,11 +219,15 @@ mod tests {
 
     #[test]
     fn the_head_of_encoded_lines_is_their_last_line() {
-        let (first, digest0) = crate::chain::encode_line(0, None, &Head {
-            seq: 0,
-            entry_digest: String::new(),
-            length: 0,
-        });
+        let (first, digest0) = crate::chain::encode_line(
+            0,
+            None,
+            &Head {
+                seq: 0,
+                entry_digest: String::new(),
+                length: 0,
+            },
+        );
         assert_eq!(
             of_lines(&first),
             Some(Head {
@@ -229,11 +236,15 @@ mod tests {
                 length: first.len() as u64,
             })
         );
-        let (second, digest1) = crate::chain::encode_line(1, Some(&digest0), &Head {
-            seq: 1,
-            entry_digest: String::new(),
-            length: 0,
-        });
+        let (second, digest1) = crate::chain::encode_line(
+            1,
+            Some(&digest0),
+            &Head {
+                seq: 1,
+                entry_digest: String::new(),
+                length: 0,
+            },
+        );
         let both = [first, second].concat();
         assert_eq!(
             of_lines(&both),

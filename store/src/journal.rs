@@ -368,7 +368,11 @@ impl<M: Machine> Journal<M> {
             applied += 1;
         }
         let tail = reader.tail()?;
-        if let Some(head) = self.head.as_ref().filter(|head| head.seq >= self.tip.next_seq) {
+        if let Some(head) = self
+            .head
+            .as_ref()
+            .filter(|head| head.seq >= self.tip.next_seq)
+        {
             let after = match &tail {
                 Tail::Clean => String::new(),
                 Tail::Torn { bytes, .. } => {

@@ -69,13 +69,11 @@ impl Plan {
     /// The plan in words, one line each.
     pub fn describe(&self) -> Vec<String> {
         let mut lines = vec![format!("journal: {}", self.journal.display())];
-        match &self.refusal {
-            Some(refusal) => lines.push(format!("refused: {refusal}")),
-            None => {
-                lines.push("it opens as it is: nothing to recover".to_owned());
-                return lines;
-            }
-        }
+        let Some(refusal) = &self.refusal else {
+            lines.push("it opens as it is: nothing to recover".to_owned());
+            return lines;
+        };
+        lines.push(format!("refused: {refusal}"));
         lines.push(match &self.head {
             Some(head) => format!(
                 "head anchor: seq {} ({}) ending at byte {}",
@@ -200,7 +198,7 @@ fn apply_in<M: Machine>(
     apply::<M>(
         dir,
         &root.layout().quarantine_dir(),
-        Arc::clone(root.storage()),
+        root.storage(),
         guard,
         confirmed,
     )
@@ -242,9 +240,12 @@ pub fn plan<M: Machine>(
     let bytes =
         std::fs::read(&journal).map_err(|source| StoreError::io(&journal, "read", source))?;
     let keep_bytes = salvaged.verified_bytes();
-    let cut = bytes.get(usize::try_from(keep_bytes).unwrap_or(usize::MAX)..).unwrap_or(&[]);
+    let cut = bytes
+        .get(usize::try_from(keep_bytes).unwrap_or(usize::MAX)..)
+        .unwrap_or(&[]);
     let stopped = salvaged.damage().map(ToString::to_string).or_else(|| {
-        (!cut.is_empty()).then(|| "the bytes after the last line are not a complete line".to_owned())
+        (!cut.is_empty())
+            .then(|| "the bytes after the last line are not a complete line".to_owned())
     });
     let head_file = head::head_path(&journal);
     Ok(Plan {
@@ -255,9 +256,14 @@ pub fn plan<M: Machine>(
         keep_entries: salvaged.len(),
         keep_bytes,
         file_bytes: bytes.len() as u64,
-        cut_lines: cut.iter().filter(|&&byte| byte == b'\n').count() as u64,
+        cut_lines: line_count(cut),
         stopped,
     })
+}
+
+/// Complete lines in `bytes`.
+fn line_count(bytes: &[u8]) -> u64 {
+    bytes.split(|&byte| byte == b'\n').count() as u64 - 1
 }
 
 /// Recovers the journal in `dir` as `confirmed` (a [`plan`] shown to the person who confirmed
@@ -265,12 +271,12 @@ pub fn plan<M: Machine>(
 pub fn apply<M: Machine>(
     dir: &Path,
     quarantine: &Path,
-    storage: Arc<dyn Storage>,
+    storage: &Arc<dyn Storage>,
     guard: &dyn Fn() -> M::Guard,
     confirmed: &Plan,
 ) -> Result<Recovered, StoreError> {
     let _lock = LockGuard::acquire(&dir.join(LOCK_FILE), DEFAULT_LOCK_TIMEOUT)?;
-    let now = plan::<M>(dir, quarantine, Arc::clone(&storage), guard)?;
+    let now = plan::<M>(dir, quarantine, Arc::clone(storage), guard)?;
     if &now != confirmed {
         return Err(StoreError::Invalid(format!(
             "{}: the journal or its head changed since the plan was shown; run `valp recover` \
@@ -299,10 +305,7 @@ pub fn apply<M: Machine>(
             .file_name()
             .map_or_else(|| "file".into(), |name| name.to_string_lossy());
         let digest = sha256_digest(&bytes);
-        let backup = quarantine.join(format!(
-            "{folder}.{name}.{}.before-recover",
-            &digest[7..23]
-        ));
+        let backup = quarantine.join(format!("{folder}.{name}.{}.before-recover", &digest[7..23]));
         if std::fs::read(&backup).ok().as_deref() != Some(bytes.as_slice()) {
             write_atomically(storage.as_ref(), quarantine, &backup, &bytes)?;
         }

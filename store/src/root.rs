@@ -103,7 +103,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            Default::default(),
+            crate::machine::NoGuard,
             anchoring,
         )
     }

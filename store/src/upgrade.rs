@@ -89,14 +89,14 @@ pub fn plan(root: &Path, storage: Arc<dyn Storage>) -> Result<Plan, StoreError> 
 }
 
 /// Upgrades the root at `root` (see the module documentation).
-pub fn upgrade(root: &Path, storage: Arc<dyn Storage>) -> Result<Upgraded, StoreError> {
+pub fn upgrade(root: &Path, storage: &Arc<dyn Storage>) -> Result<Upgraded, StoreError> {
     // Two upgrades of one root are kept apart by a lock on its installation.json (not a new
     // file, which the backup would copy); the one that waited then finds layout 2.
     let _lock = LockGuard::acquire(
         &root.join(crate::layout::INSTALLATION_FILE),
         DEFAULT_LOCK_TIMEOUT,
     )?;
-    let opened = open(root, Arc::clone(&storage))?;
+    let opened = open(root, Arc::clone(storage))?;
     if opened.installation().layout_version == LAYOUT_VERSION {
         return Ok(Upgraded {
             backup: None,
@@ -117,7 +117,12 @@ pub fn upgrade(root: &Path, storage: Arc<dyn Storage>) -> Result<Upgraded, Store
         }
     }
     // Every journal again, with its head required, before the version says layout 2.
-    if opened.layout().installation_dir().join(crate::journal::JOURNAL_FILE).is_file() {
+    if opened
+        .layout()
+        .installation_dir()
+        .join(crate::journal::JOURNAL_FILE)
+        .is_file()
+    {
         opened.ledger_anchored(Access::ReadOnly, Anchoring::Required)?;
     }
     for dir in &task_dirs {
@@ -215,8 +220,7 @@ fn copy_tree(from: &Path, to: &Path, storage: &dyn Storage) -> Result<(), StoreE
 
 fn copy_dir(from: &Path, to: &Path, storage: &dyn Storage) -> Result<(), StoreError> {
     std::fs::create_dir(to).map_err(|source| StoreError::io(to, "create directory", source))?;
-    let entries =
-        std::fs::read_dir(from).map_err(|source| StoreError::io(from, "list", source))?;
+    let entries = std::fs::read_dir(from).map_err(|source| StoreError::io(from, "list", source))?;
     for entry in entries {
         let entry = entry.map_err(|source| StoreError::io(from, "list", source))?;
         let source_path = entry.path();

@@ -265,7 +265,10 @@ fn control_root_files_validate() {
     let good_head = read_json(&journal.dir().join("journal.head"));
     assert_eq!(good_head["seq"], 25);
     for (name, break_it) in [
-        ("negative seq", (|head: &mut Value| head["seq"] = (-1).into()) as fn(&mut Value)),
+        (
+            "negative seq",
+            (|head: &mut Value| head["seq"] = (-1).into()) as fn(&mut Value),
+        ),
         ("uppercase digest", |head| {
             head["entry_digest"] = format!("sha256:{}", "A".repeat(64)).into();
         }),

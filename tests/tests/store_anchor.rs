@@ -90,7 +90,11 @@ impl Anchored {
             std::fs::read(&self.head_path).unwrap() == head,
             "{what}: the head was changed"
         );
-        assert_eq!(quarantine_files(&self.root), Vec::<PathBuf>::new(), "{what}");
+        assert_eq!(
+            quarantine_files(&self.root),
+            Vec::<PathBuf>::new(),
+            "{what}"
+        );
         refusal
     }
 
@@ -105,7 +109,8 @@ impl Anchored {
 fn flip_all(fixture: &Anchored, positions: &[usize], journal: bool, rng: &mut Rng) -> usize {
     for &position in positions {
         let mask = u8::try_from(1 + rng.below(255)).unwrap();
-        let (mut damaged_journal, mut damaged_head) = (fixture.journal.clone(), fixture.head.clone());
+        let (mut damaged_journal, mut damaged_head) =
+            (fixture.journal.clone(), fixture.head.clone());
         let target = if journal {
             &mut damaged_journal
         } else {
@@ -190,7 +195,11 @@ fn a_journal_cut_after_any_line_or_rolled_back_is_refused() {
         let (path, head, seq, reason) = mismatch(&refusal);
         assert_eq!(
             (path, head, seq),
-            (fixture.path.as_path(), fixture.head_path.as_path(), ENTRIES as u64),
+            (
+                fixture.path.as_path(),
+                fixture.head_path.as_path(),
+                ENTRIES as u64
+            ),
             "{what}"
         );
         assert!(
@@ -319,16 +328,30 @@ fn recovery_says_what_it_cuts_keeps_copies_and_leaves_a_journal_that_verifies() 
     assert!(std::fs::read(&fixture.path).unwrap() == damaged);
     let done = valp_answering(project, &["recover", "task-1"], "task-1\n");
     assert_eq!(done.code, Some(0), "{done:?}");
-    assert!(done.stdout.contains("LOST: 5 acknowledged entries"), "{}", done.stdout);
     assert!(
-        done.stdout.contains("recovered: 5 entries, anchored at seq 5"),
+        done.stdout.contains("LOST: 5 acknowledged entries"),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout
+            .contains("recovered: 5 entries, anchored at seq 5"),
         "{}",
         done.stdout
     );
     let backups = quarantine_files(&fixture.root);
-    let contents: Vec<Vec<u8>> = backups.iter().map(|path| std::fs::read(path).unwrap()).collect();
-    assert!(contents.contains(&damaged), "the damaged journal is kept: {backups:?}");
-    assert!(contents.contains(&fixture.head), "the old head is kept: {backups:?}");
+    let contents: Vec<Vec<u8>> = backups
+        .iter()
+        .map(|path| std::fs::read(path).unwrap())
+        .collect();
+    assert!(
+        contents.contains(&damaged),
+        "the damaged journal is kept: {backups:?}"
+    );
+    assert!(
+        contents.contains(&fixture.head),
+        "the old head is kept: {backups:?}"
+    );
     assert!(std::fs::read(&fixture.path).unwrap() == fixture.journal[..lines[5].end]);
     assert_eq!(
         head::read(&fixture.head_path).unwrap(),
@@ -346,7 +369,11 @@ fn recovery_says_what_it_cuts_keeps_copies_and_leaves_a_journal_that_verifies() 
     append_step(&mut writer, &mut fixture.history, 5);
     let again = valp_in(project, None, &["recover", "task-1", "--yes"]).unwrap();
     assert_eq!(again.code, Some(0), "{again:?}");
-    assert!(again.stdout.contains("nothing to recover"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("nothing to recover"),
+        "{}",
+        again.stdout
+    );
 }
 
 /// `valp args…` in `project` with `stdin` as its input.

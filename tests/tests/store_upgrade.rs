@@ -110,14 +110,20 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
             "{args:?}"
         );
     }
-    assert!(files(&root) == original, "a refused command changed the root");
+    assert!(
+        files(&root) == original,
+        "a refused command changed the root"
+    );
 
     let tmux = tempfile::tempdir().unwrap();
     let declined =
         valp_tests::cli::valp_answering(dir, tmux.path(), &["upgrade"], "yes\n").unwrap();
     assert_eq!(declined.code, Some(2), "{declined:?}");
     assert!(declined.stderr.contains("the control root was not changed"));
-    assert!(files(&root) == original, "a declined upgrade changed the root");
+    assert!(
+        files(&root) == original,
+        "a declined upgrade changed the root"
+    );
 
     let upgraded = ok(dir, &["upgrade", "--yes"]);
     let backup = dir.join(".valp.layout1-backup-1");
@@ -139,7 +145,10 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         assert!(now.contains_key(Path::new(head)), "{head}");
     }
     let installation = String::from_utf8(now[Path::new("installation.json")].clone()).unwrap();
-    assert!(installation.contains(r#""layout_version":2,"#), "{installation}");
+    assert!(
+        installation.contains(r#""layout_version":2,"#),
+        "{installation}"
+    );
     assert!(ok(dir, &["verify"]).contains("verify: 2 journals ok, 0 problems"));
     assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 2: nothing to upgrade"));
 
@@ -147,7 +156,10 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
     // account uid 0; as that account the task is reviewed and closed through the Done gate,
     // as any other the Leader is rotated to this account and a new plan is published and run.
     let status = ok(dir, &["task", "status", "demo-build"]);
-    assert!(status.starts_with("task demo-build  reviewing  revision 30"), "{status}");
+    assert!(
+        status.starts_with("task demo-build  reviewing  revision 30"),
+        "{status}"
+    );
     if uid() == Some(0) {
         ok(dir, &["review", "demo-build", "pass"]);
         let run = ok(dir, &["run", "--timeout", "60"]);
@@ -184,7 +196,10 @@ fn an_upgrade_interrupted_before_the_version_bump_is_finished_by_running_it_agai
         again.contains(&format!("backup: {}", backup.display())),
         "{again}"
     );
-    assert!(again.contains("verify: 2 journals ok, 0 problems"), "{again}");
+    assert!(
+        again.contains("verify: 2 journals ok, 0 problems"),
+        "{again}"
+    );
     // The second backup is the root as the crash left it: the heads are there.
     assert!(files(&backup).contains_key(Path::new("tasks/demo-build/journal.head")));
     assert!(ok(dir, &["verify"]).contains("verify: 2 journals ok, 0 problems"));
@@ -200,7 +215,10 @@ fn other_layout_versions_are_refused_as_unsupported() {
     for found in ["3", "0", "-1", r#""2""#, "null", "2.5"] {
         std::fs::write(
             &file,
-            text.replace(r#""layout_version":1"#, &format!(r#""layout_version":{found}"#)),
+            text.replace(
+                r#""layout_version":1"#,
+                &format!(r#""layout_version":{found}"#),
+            ),
         )
         .unwrap();
         let refusal = ControlRoot::open(&root, Arc::new(OsStorage)).unwrap_err();
@@ -223,7 +241,11 @@ fn other_layout_versions_are_refused_as_unsupported() {
         for args in [&["task", "status"][..], &["upgrade", "--yes"]] {
             let run = valp(dir, args);
             assert_eq!(run.code, Some(1), "{found} {args:?}: {run:?}");
-            assert_eq!(run.stderr.trim_end(), format!("valp: {message}"), "{args:?}");
+            assert_eq!(
+                run.stderr.trim_end(),
+                format!("valp: {message}"),
+                "{args:?}"
+            );
         }
     }
 }

@@ -40,7 +40,11 @@ pub(super) fn run(
          head anchors",
         planned.task_dirs.len()
     )?;
-    writeln!(out, "  3. set layout_version {}", valp_store::installation::LAYOUT_VERSION)?;
+    writeln!(
+        out,
+        "  3. set layout_version {}",
+        valp_store::installation::LAYOUT_VERSION
+    )?;
     if !yes {
         confirm::typed(
             input,
@@ -50,7 +54,8 @@ pub(super) fn run(
             "the control root was not changed",
         )?;
     }
-    let upgraded = upgrade(root, Arc::new(OsStorage))?;
+    let storage: Arc<dyn valp_store::io::Storage> = Arc::new(OsStorage);
+    let upgraded = upgrade(root, &storage)?;
     if let Some(backup) = &upgraded.backup {
         writeln!(out, "backup: {}", backup.display())?;
     }

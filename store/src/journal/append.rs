@@ -5,8 +5,8 @@ use valp_kernel::{ErrorCode, Evidence, Identity};
 
 use crate::chain::{ChainReader, encode_line};
 use crate::error::{StoreCode, StoreError};
-use crate::journal::rejections::{self, Rejection};
 use crate::head;
+use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
