@@ -529,14 +529,14 @@ impl<M: Machine> Journal<M> {
     }
 }
 
-/// Creates the journal file `dir/journal.jsonl` holding `lines` (complete, encoded chain lines,
-/// the genesis line first) with its head anchor, under the journal lock the caller holds. The
-/// head is written (durably) before the journal, so a crash in between leaves a head without a
-/// journal, which nothing reads (a folder without `journal.jsonl` holds no journal) and the
-/// next creation replaces; never a journal without its head. Every journal of a control root
-/// is created here. Refuses a folder that already holds a journal.
-pub fn create_journal(storage: &dyn Storage, dir: &Path, lines: &[u8]) -> Result<(), StoreError> {
-    let path = dir.join(JOURNAL_FILE);
+/// Creates the journal file `path` (`<folder>/journal.jsonl` for the machines' journals; any
+/// `<stem>.jsonl` gets its head `<stem>.head` the same way) holding `lines` (complete, encoded
+/// chain lines, the genesis line first) with its head anchor, under the journal lock the caller
+/// holds. The head is written (durably) before the journal, so a crash in between leaves a head
+/// without a journal, which nothing reads (a folder without the journal file holds no journal)
+/// and the next creation replaces; never a journal without its head. Every journal of a control
+/// root is created here. Refuses a path that already holds a journal.
+pub fn create_journal(storage: &dyn Storage, path: &Path, lines: &[u8]) -> Result<(), StoreError> {
     if path.exists() {
         return Err(StoreError::Invalid(format!(
             "{} already holds a journal",
@@ -549,8 +549,13 @@ pub fn create_journal(storage: &dyn Storage, dir: &Path, lines: &[u8]) -> Result
             path.display()
         ))
     })?;
-    head::write(storage, &head::head_path(&path), &head, true)?;
-    write_atomically(storage, dir, &path, lines)
+    head::write(storage, &head::head_path(path), &head, true)?;
+    write_atomically(
+        storage,
+        path.parent().unwrap_or(Path::new(".")),
+        path,
+        lines,
+    )
 }
 
 fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {

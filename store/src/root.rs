@@ -120,7 +120,7 @@ impl ControlRoot {
             state: InstallationState::genesis(id.clone()),
         };
         let (line, _) = encode_line(0, None, &genesis);
-        create_journal(self.storage.as_ref(), dir, &line)?;
+        create_journal(self.storage.as_ref(), &path, &line)?;
         drop(lock);
         let mut ledger: Journal<InstallationLive> = Journal::open(
             dir,
@@ -257,7 +257,7 @@ impl ControlRoot {
                 path.display()
             )));
         }
-        create_journal(self.storage.as_ref(), &dir, lines)?;
+        create_journal(self.storage.as_ref(), &path, lines)?;
         Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),

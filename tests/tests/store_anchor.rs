@@ -281,6 +281,31 @@ fn a_damaged_complete_last_line_past_a_lagging_head_is_still_refused() {
     assert!(refused > 900, "{refused}");
 }
 
+#[test]
+fn a_journal_cut_under_an_open_writer_is_not_appended_to() {
+    let mut fixture = Anchored::new(38, 6);
+    let mut writer = open_task(&fixture.root, Access::Write).unwrap();
+    let lines = line_ranges(&fixture.journal);
+    let cut = &fixture.journal[..lines[4].end];
+    std::fs::write(&fixture.path, cut).unwrap();
+    let step = fixture.history.step(6).clone();
+    let refusal = writer.append(&step.event, &step.evidence_set).unwrap_err();
+    let (path, _, seq, reason) = mismatch(&refusal);
+    assert_eq!((path, seq), (fixture.path.as_path(), 6));
+    assert!(
+        reason.contains("truncated under an open writer"),
+        "{reason}"
+    );
+    assert!(
+        std::fs::read(&fixture.path).unwrap() == cut,
+        "nothing was appended"
+    );
+    assert!(matches!(
+        writer.append(&step.event, &step.evidence_set),
+        Err(StoreError::Poisoned { .. })
+    ));
+}
+
 /// A journal of 10 entries whose 7th line has a flipped byte.
 fn damaged_at_line_7() -> (Anchored, Vec<u8>) {
     let fixture = Anchored::new(36, 10);

@@ -141,6 +141,54 @@ fn check_failed_append(operation: Operation, fault: Fault, failing: &str, left: 
     assert_eq!(reopened.live().to_state(), history.state_after(entries + 1));
 }
 
+#[test]
+fn a_failed_head_write_after_a_durable_line_leaves_the_head_behind_until_the_next_append() {
+    // In an append only the head is renamed (the line is written, synced, then the head's
+    // temporary is written, synced and renamed), so a rename fault hits the head alone.
+    for fault in [Fault::Once, Fault::Always] {
+        let what = format!("Rename {fault:?}");
+        let temp = tempfile::tempdir().unwrap();
+        let (storage, root) = faulty_root(temp.path());
+        let path = journal_path(&root);
+        let head_path = valp_store::head::head_path(&path);
+        let mut history = History::new(25, WORK_ITEMS);
+        let mut journal = create_journal(&root, &mut history, 3);
+        let before = std::fs::read(&head_path).unwrap();
+        storage.fail(Operation::Rename, fault);
+        let step = history.step(3).clone();
+        let appended = journal.append(&step.event, &step.evidence_set).unwrap();
+        assert!(
+            matches!(appended, valp_store::Appended::Accepted { seq: 4, .. }),
+            "{what}: the entry is durable and acknowledged: {appended:?}"
+        );
+        let [Warning::HeadNotUpdated { seq: 4, error }] = journal.warnings() else {
+            panic!("{what}: {:?}", journal.warnings());
+        };
+        assert!(error.contains("injected Rename failure"), "{what}: {error}");
+        assert_eq!(
+            std::fs::read(&head_path).unwrap(),
+            before,
+            "{what}: the head lags"
+        );
+        assert_eq!(
+            entry_names(path.parent().unwrap()),
+            ["journal.head", "journal.jsonl", "journal.lock"],
+            "{what}: no temporary is left"
+        );
+        let reopened = open_task(&root, Access::ReadOnly).unwrap();
+        assert_eq!(
+            (reopened.len(), reopened.warnings()),
+            (4, &[][..]),
+            "{what}"
+        );
+        storage.heal();
+        append_step(&mut journal, &mut history, 4);
+        assert_eq!(journal.warnings(), [], "{what}: the head caught up");
+        let head = valp_store::head::read(&head_path).unwrap().unwrap();
+        assert_eq!(head.seq, 5, "{what}");
+    }
+}
+
 /// The operations of a whole-file write that come before its rename, with the operation name
 /// a failure reports, and the faults to try on each.
 fn precommit_faults() -> Vec<(Operation, &'static str, Fault)> {

@@ -191,16 +191,15 @@ impl<M: Machine> Journal<M> {
         // The entry is durable: from here on it is acknowledged whatever happens to the head.
         // A head that cannot be rewritten lags, as after a crash, until the next append.
         let head = self.tip_head();
-        match head::write(storage.as_ref(), &self.head_path, &head, false) {
+        let written = head::write(storage.as_ref(), &self.head_path, &head, false);
+        self.warnings
+            .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
+        match written {
             Ok(()) => self.head = Some(head),
-            Err(error) => {
-                self.warnings
-                    .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
-                self.warnings.push(Warning::HeadNotUpdated {
-                    seq,
-                    error: error.to_string(),
-                });
-            }
+            Err(error) => self.warnings.push(Warning::HeadNotUpdated {
+                seq,
+                error: error.to_string(),
+            }),
         }
         Ok(Appended::Accepted { seq, record })
     }
