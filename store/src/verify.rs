@@ -1,4 +1,6 @@
-//! Verifying a whole control root: every task journal (full replay) and every evidence blob.
+//! Verifying a whole control root: every task journal (full replay, against its head anchor)
+//! and every evidence blob. A head that lags its journal (a crash between an append's line and
+//! its head; the next append catches it up) is a warning, not a problem.
 
 use crate::error::StoreError;
 use crate::journal::Access;
@@ -53,6 +55,20 @@ impl Verification {
     }
 }
 
+/// A journal's warnings, and whether its head lags.
+fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> Vec<String> {
+    let mut warnings: Vec<String> = journal.warnings().iter().map(ToString::to_string).collect();
+    if let Some(head) = journal.head().filter(|head| head.seq < journal.len()) {
+        warnings.push(format!(
+            "the head anchor names entry {} of {} (it lags after a crash; the next append \
+             catches it up)",
+            head.seq,
+            journal.len()
+        ));
+    }
+    warnings
+}
+
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
@@ -68,7 +84,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
                 kind: "ledger",
                 name: "installation".to_owned(),
                 entries: ledger.len(),
-                warnings: ledger.warnings().iter().map(ToString::to_string).collect(),
+                warnings: journal_warnings(&ledger),
                 problem: None,
             },
             Err(problem) => Check {
@@ -87,8 +103,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .unwrap_or_default();
         let check = match root.open_task_dir(&dir, Access::ReadOnly) {
             Ok(journal) => {
-                let mut warnings: Vec<String> =
-                    journal.warnings().iter().map(ToString::to_string).collect();
+                let mut warnings = journal_warnings(&journal);
                 if let Some(revision) = journal.guard().done().ungated_done() {
                     warnings.push(format!(
                         "entry {revision}: recording_completed without a Done policy (accepted under \

@@ -149,6 +149,22 @@ fn flipped_bytes_in_the_last_lines_the_head_and_anywhere_are_refused() {
         last_two.len()
     );
     assert!(journal_flips > 3_000, "{journal_flips}");
+    // `valp verify` itself, on flips in the complete last line.
+    let last = lines[lines.len() - 1].clone();
+    for position in (last.start..last.end).step_by(last.len() / 20) {
+        let mut damaged = fixture.journal.clone();
+        damaged[position] ^= 0x20;
+        std::fs::write(&fixture.path, &damaged).unwrap();
+        let run = valp_in(fixture.temp.path(), None, &["verify"]).unwrap();
+        assert_eq!(run.code, Some(1), "byte {position}: {run:?}");
+        assert!(
+            run.stdout.contains("verify: 1 journals ok, 1 problems"),
+            "byte {position}: {}",
+            run.stdout
+        );
+        assert!(std::fs::read(&fixture.path).unwrap() == damaged);
+    }
+    fixture.restore();
     let reopened = open_task(&fixture.root, Access::ReadOnly).unwrap();
     assert_eq!((reopened.len(), reopened.warnings()), (12, &[][..]));
 }
@@ -242,7 +258,28 @@ fn a_head_that_lags_is_caught_up_by_the_next_append() {
     std::fs::write(&fixture.head_path, lagging.canonical_bytes()).unwrap();
     let mut writer = open_task(&fixture.root, Access::Write).unwrap();
     assert_eq!((writer.len(), writer.warnings()), (6, &[][..]));
+    let verification = verify(&fixture.root).unwrap();
+    assert_eq!(verification.problems(), 0);
+    let journal_check = verification
+        .checks
+        .iter()
+        .find(|check| check.kind == "journal")
+        .unwrap();
+    assert_eq!(
+        journal_check.warnings,
+        [
+            "the head anchor names entry 4 of 6 (it lags after a crash; the next append catches \
+          it up)"
+        ]
+    );
     append_step(&mut writer, &mut fixture.history, 6);
+    let verification = verify(&fixture.root).unwrap();
+    assert!(
+        verification
+            .checks
+            .iter()
+            .all(|check| check.warnings.is_empty())
+    );
     let written = std::fs::read(&fixture.path).unwrap();
     assert_eq!(
         head::read(&fixture.head_path).unwrap(),
