@@ -31,6 +31,7 @@ use valp_kernel::canonical::{Canonical, decode_canonical};
 use valp_kernel::json::write::Fields;
 use valp_kernel::json::{Number, Value};
 
+use crate::chain::ChainLine;
 use crate::error::StoreError;
 use crate::files::replace_under_lock;
 use crate::io::Storage;
@@ -135,6 +136,135 @@ pub fn write(
     sync_dir: bool,
 ) -> Result<(), StoreError> {
     replace_under_lock(storage, path, &head.canonical_bytes(), sync_dir)
+}
+
+/// The head anchor of one chained file, as its reader and writer use it: [`Anchor::read`] before
+/// reading the file, [`Anchor::check_line`] on every verified line, [`Anchor::check_end`] once
+/// the verified lines end, [`Anchor::advance`] after a durable append. Any chained file of the
+/// store (task journals and the ledger through [`Journal`](crate::Journal), and any other file
+/// of [`chain`](crate::chain) lines) gets truncation and rollback detection from these four
+/// calls.
+#[derive(Debug, Clone)]
+pub struct Anchor {
+    file: PathBuf,
+    path: PathBuf,
+    head: Option<Head>,
+}
+
+impl Anchor {
+    /// Reads the head of the chained file `file`. With `required`, a file that exists without
+    /// a head is refused ([`StoreError::HeadMissing`]); otherwise (a layout-1 file, or a reader
+    /// that ignores the head) it is anchored nowhere.
+    pub fn read(file: &Path, required: bool) -> Result<Self, StoreError> {
+        let path = head_path(file);
+        let head = read(&path)?;
+        if head.is_none() && required && file.is_file() {
+            return Err(StoreError::HeadMissing {
+                path: file.to_owned(),
+                head: path,
+            });
+        }
+        Ok(Self {
+            file: file.to_owned(),
+            path,
+            head,
+        })
+    }
+
+    /// An anchor that checks nothing (for reading as far as the lines verify).
+    pub fn ignored(file: &Path) -> Self {
+        Self {
+            file: file.to_owned(),
+            path: head_path(file),
+            head: None,
+        }
+    }
+
+    /// The head as read, or as last advanced.
+    pub fn head(&self) -> Option<&Head> {
+        self.head.as_ref()
+    }
+
+    /// The head file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuses `line` when it is the anchored one but has another digest or end (a rollback or
+    /// a replaced file).
+    pub fn check_line(&self, line: &ChainLine) -> Result<(), StoreError> {
+        match &self.head {
+            Some(head)
+                if head.seq == line.seq
+                    && (head.entry_digest != line.digest || head.length != line.end) =>
+            {
+                Err(self.mismatch(format!(
+                    "line {} has entry_digest {} and ends at byte {}, the anchor names {} ending \
+                     at byte {}: rolled back or replaced",
+                    line.seq + 1,
+                    line.digest,
+                    line.end,
+                    head.entry_digest,
+                    head.length
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses a file whose verified lines end (at `next_seq`, byte `offset`, followed by
+    /// `unverified` bytes that are not a line) before the anchored line: truncated or rolled
+    /// back. Call before deciding anything about those bytes (a torn tail at or before the
+    /// anchored line is not one).
+    pub fn check_end(&self, next_seq: u64, offset: u64, unverified: u64) -> Result<(), StoreError> {
+        let Some(head) = self.head.as_ref().filter(|head| head.seq >= next_seq) else {
+            return Ok(());
+        };
+        let after = if unverified == 0 {
+            String::new()
+        } else {
+            format!(", followed by {unverified} bytes that are not a line")
+        };
+        let last = match next_seq.checked_sub(1) {
+            Some(seq) => format!("line {next_seq} (seq {seq})"),
+            None => "no line".to_owned(),
+        };
+        Err(self.mismatch(format!(
+            "the file's lines end with {last} at byte {offset}{after}, the anchor names seq {} \
+             ending at byte {}: truncated or rolled back",
+            head.seq, head.length
+        )))
+    }
+
+    /// Rewrites the head after line `seq` (digest `entry_digest`, ending at byte `length`) was
+    /// made durable, under the file's lock (see [`write`] for `sync_dir`).
+    pub fn advance(
+        &mut self,
+        storage: &dyn Storage,
+        seq: u64,
+        entry_digest: &str,
+        length: u64,
+        sync_dir: bool,
+    ) -> Result<(), StoreError> {
+        let head = Head {
+            seq,
+            entry_digest: entry_digest.to_owned(),
+            length,
+        };
+        write(storage, &self.path, &head, sync_dir)?;
+        self.head = Some(head);
+        Ok(())
+    }
+
+    /// A refusal naming the file, its head and the anchored seq.
+    pub fn mismatch(&self, reason: String) -> StoreError {
+        StoreError::HeadMismatch {
+            path: self.file.clone(),
+            head: self.path.clone(),
+            seq: self.head.as_ref().map_or(0, |head| head.seq),
+            reason,
+        }
+    }
 }
 
 /// The head of already encoded journal `lines` (complete lines, each with its LF): the last

@@ -46,7 +46,7 @@ use valp_kernel::replay::ReplayError;
 use crate::chain::{ChainLine, ChainReader, Tail};
 use crate::error::StoreError;
 use crate::files::write_atomically;
-use crate::head::{self, Head};
+use crate::head::{self, Anchor, Head};
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::{Guard, Machine, Refusal};
@@ -155,9 +155,8 @@ pub(crate) enum Anchoring {
 pub struct Journal<M: Machine = LiveState> {
     dir: PathBuf,
     path: PathBuf,
-    head_path: PathBuf,
     /// The head as read on open, then as written by this handle.
-    head: Option<Head>,
+    anchor: Anchor,
     anchoring: Anchoring,
     /// With [`Anchoring::Salvage`]: the first problem found, where reading stopped.
     damage: Option<StoreError>,
@@ -213,17 +212,11 @@ impl<M: Machine> Journal<M> {
         let path = dir.join(JOURNAL_FILE);
         // The head first: it is only ever rewritten after the journal bytes it names are
         // there, so read before the journal it can never be ahead of what we read.
-        let head_path = head::head_path(&path);
-        let head = match anchoring {
-            Anchoring::Salvage => None,
-            Anchoring::Required | Anchoring::Optional => head::read(&head_path)?,
+        let anchor = match anchoring {
+            Anchoring::Salvage => Anchor::ignored(&path),
+            Anchoring::Required => Anchor::read(&path, true)?,
+            Anchoring::Optional => Anchor::read(&path, false)?,
         };
-        if head.is_none() && anchoring == Anchoring::Required && path.is_file() {
-            return Err(StoreError::HeadMissing {
-                path,
-                head: head_path,
-            });
-        }
         let mut reader = ChainReader::open(&path)?;
         let genesis_line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
             path: path.clone(),
@@ -253,19 +246,18 @@ impl<M: Machine> Journal<M> {
             appender: None,
             poisoned: None,
             path,
-            head_path,
-            head,
+            anchor,
             anchoring,
             damage: None,
         };
-        journal.check_head(&genesis_line)?;
+        journal.anchor.check_line(&genesis_line)?;
         journal.follow(reader, None)?;
         Ok(journal)
     }
 
     /// Verifies one line against the head, the machine and the guard, and applies it.
     fn apply_line(&mut self, line: &ChainLine) -> Result<(), StoreError> {
-        self.check_head(line)?;
+        self.anchor.check_line(line)?;
         let entry = M::decode_entry(&line.entry)
             .map_err(|error| decode_failure(&self.path, line, &error))?;
         let (event, evidence_set) = M::parts(&entry);
@@ -292,39 +284,6 @@ impl<M: Machine> Journal<M> {
     /// With [`Anchoring::Salvage`]: where and why reading stopped before the end.
     pub(crate) fn damage(&self) -> Option<&StoreError> {
         self.damage.as_ref()
-    }
-
-    /// Refuses `line` when it is the anchored one but not as anchored (a rollback).
-    fn check_head(&self, line: &ChainLine) -> Result<(), StoreError> {
-        match &self.head {
-            Some(head)
-                if head.seq == line.seq
-                    && (head.entry_digest != line.digest || head.length != line.end) =>
-            {
-                Err(self.head_mismatch(
-                    head,
-                    format!(
-                        "line {} has entry_digest {} and ends at byte {}, the anchor names {} \
-                         ending at byte {}: rolled back or replaced",
-                        line.seq + 1,
-                        line.digest,
-                        line.end,
-                        head.entry_digest,
-                        head.length
-                    ),
-                ))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn head_mismatch(&self, head: &Head, reason: String) -> StoreError {
-        StoreError::HeadMismatch {
-            path: self.path.clone(),
-            head: self.head_path.clone(),
-            seq: head.seq,
-            reason,
-        }
     }
 
     /// Reads and verifies lines appended since the last read (by this or another process).
@@ -368,29 +327,14 @@ impl<M: Machine> Journal<M> {
             applied += 1;
         }
         let tail = reader.tail()?;
-        if let Some(head) = self
-            .head
-            .as_ref()
-            .filter(|head| head.seq >= self.tip.next_seq)
+        let unverified = match &tail {
+            Tail::Clean => 0,
+            Tail::Torn { bytes, .. } => bytes.len() as u64,
+        };
+        if let Err(error) = self
+            .anchor
+            .check_end(self.tip.next_seq, self.tip.offset, unverified)
         {
-            let after = match &tail {
-                Tail::Clean => String::new(),
-                Tail::Torn { bytes, .. } => {
-                    format!(", followed by {} bytes that are not a line", bytes.len())
-                }
-            };
-            let error = self.head_mismatch(
-                head,
-                format!(
-                    "the journal's lines end with line {} (seq {}) at byte {}{after}, the anchor \
-                     names seq {} ending at byte {}: truncated or rolled back",
-                    self.tip.next_seq,
-                    self.tip.next_seq - 1,
-                    self.tip.offset,
-                    head.seq,
-                    head.length
-                ),
-            );
             self.poisoned = Some(error.to_string());
             return Err(error);
         }
@@ -446,16 +390,7 @@ impl<M: Machine> Journal<M> {
     /// The head anchor as read on open or last written by this handle (`None` only for a
     /// journal of layout 1 opened by [`upgrade`](crate::upgrade)).
     pub fn head(&self) -> Option<&Head> {
-        self.head.as_ref()
-    }
-
-    /// The head anchor of the verified journal as it stands.
-    pub fn tip_head(&self) -> Head {
-        Head {
-            seq: self.tip.next_seq - 1,
-            entry_digest: self.tip.digest.clone(),
-            length: self.tip.offset,
-        }
+        self.anchor.head()
     }
 
     /// Takes the lock, catches up with what other writers appended (repairing a torn tail
@@ -470,10 +405,23 @@ impl<M: Machine> Journal<M> {
             &self.tip.digest,
         )?;
         self.follow(reader, Some(&lock))?;
-        let head = self.tip_head();
-        head::write(self.storage.as_ref(), &self.head_path, &head, true)?;
-        self.head = Some(head);
-        Ok(())
+        self.advance_anchor(true)
+    }
+
+    /// Rewrites the head anchor at the verified tip (the caller holds the lock).
+    fn advance_anchor(&mut self, sync_dir: bool) -> Result<(), StoreError> {
+        let Tip {
+            next_seq,
+            digest,
+            offset,
+        } = &self.tip;
+        self.anchor.advance(
+            self.storage.as_ref(),
+            next_seq - 1,
+            digest,
+            *offset,
+            sync_dir,
+        )
     }
 
     /// Warnings raised while opening or following.

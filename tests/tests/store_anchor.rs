@@ -220,7 +220,7 @@ fn a_journal_cut_after_any_line_or_rolled_back_is_refused() {
         );
         assert!(
             reason.starts_with(&format!(
-                "the journal's lines end with line {} (seq {index}) at byte {}, the anchor \
+                "the file's lines end with line {} (seq {index}) at byte {}, the anchor \
                  names seq {ENTRIES}",
                 index + 1,
                 line.end
@@ -435,6 +435,90 @@ fn recovery_says_what_it_cuts_keeps_copies_and_leaves_a_journal_that_verifies() 
         again.stdout.contains("nothing to recover"),
         "{}",
         again.stdout
+    );
+}
+
+#[test]
+fn recovery_of_a_truncated_journal_or_a_missing_head_reanchors_what_is_there() {
+    let fixture = Anchored::new(39, 8);
+    let lines = line_ranges(&fixture.journal);
+    let cut = fixture.journal[..lines[5].end].to_vec();
+    std::fs::write(&fixture.path, &cut).unwrap();
+    let plan = valp_store::recover::task_plan(&fixture.root, valp_tests::store::TASK_ID).unwrap();
+    assert_eq!(
+        (
+            plan.keep_entries,
+            plan.keep_bytes,
+            plan.cut_lines,
+            plan.acknowledged_lost()
+        ),
+        (5, cut.len() as u64, 0, 3)
+    );
+    let described = plan.describe().join("\n");
+    assert!(described.contains("cut: nothing"), "{described}");
+    assert!(
+        described.contains("LOST: 3 acknowledged entries (seq 6..=8)"),
+        "{described}"
+    );
+    // A plan is carried out only on the journal it was made for.
+    let mut stale = plan.clone();
+    stale.keep_bytes += 1;
+    let refused = valp_store::recover::recover_task(&fixture.root, "task-1", &stale).unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("changed since the plan was shown"),
+        "{refused}"
+    );
+    let recovered = valp_store::recover::recover_task(&fixture.root, "task-1", &plan).unwrap();
+    assert_eq!(recovered.head.seq, 5);
+    assert!(std::fs::read(&fixture.path).unwrap() == cut);
+    assert_eq!(verify(&fixture.root).unwrap().problems(), 0);
+
+    std::fs::remove_file(&fixture.head_path).unwrap();
+    let plan = valp_store::recover::task_plan(&fixture.root, "task-1").unwrap();
+    assert!(
+        plan.refusal.as_deref().unwrap().contains("is missing"),
+        "{plan:?}"
+    );
+    assert_eq!((plan.keep_entries, plan.acknowledged_lost()), (5, 0));
+    valp_store::recover::recover_task(&fixture.root, "task-1", &plan).unwrap();
+    assert_eq!(verify(&fixture.root).unwrap().problems(), 0);
+}
+
+#[test]
+fn the_ledger_is_recovered_with_recover_ledger() {
+    let fixture = Anchored::new(40, 1);
+    let ledger = fixture
+        .root
+        .layout()
+        .installation_dir()
+        .join("journal.jsonl");
+    let bytes = std::fs::read(&ledger).unwrap();
+    let lines = line_ranges(&bytes);
+    std::fs::write(&ledger, &bytes[..lines[0].end]).unwrap();
+    let project = fixture.temp.path();
+    let refused = valp_in(project, None, &["verify"]).unwrap();
+    assert_eq!(refused.code, Some(1), "{refused:?}");
+    assert!(
+        refused.stdout.contains("ledger    installation"),
+        "{}",
+        refused.stdout
+    );
+    let recovered = valp_answering(project, &["recover", "--ledger"], "installation\n");
+    assert_eq!(recovered.code, Some(0), "{recovered:?}");
+    assert!(
+        recovered
+            .stdout
+            .contains("LOST: 1 acknowledged entries (seq 1..=1)"),
+        "{}",
+        recovered.stdout
+    );
+    assert!(
+        valp_in(project, None, &["verify"])
+            .unwrap()
+            .stdout
+            .contains("0 problems")
     );
 }
 

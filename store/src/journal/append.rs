@@ -5,7 +5,6 @@ use valp_kernel::{ErrorCode, Evidence, Identity};
 
 use crate::chain::{ChainReader, encode_line};
 use crate::error::{StoreCode, StoreError};
-use crate::head;
 use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
@@ -190,16 +189,14 @@ impl<M: Machine> Journal<M> {
         self.guard.observe(seq, event, evidence_set);
         // The entry is durable: from here on it is acknowledged whatever happens to the head.
         // A head that cannot be rewritten lags, as after a crash, until the next append.
-        let head = self.tip_head();
-        let written = head::write(storage.as_ref(), &self.head_path, &head, false);
+        let written = self.advance_anchor(false);
         self.warnings
             .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
-        match written {
-            Ok(()) => self.head = Some(head),
-            Err(error) => self.warnings.push(Warning::HeadNotUpdated {
+        if let Err(error) = written {
+            self.warnings.push(Warning::HeadNotUpdated {
                 seq,
                 error: error.to_string(),
-            }),
+            });
         }
         Ok(Appended::Accepted { seq, record })
     }
@@ -213,17 +210,12 @@ impl<M: Machine> Journal<M> {
         if length >= self.tip.offset {
             return Ok(());
         }
-        let error = StoreError::HeadMismatch {
-            path: self.path.clone(),
-            head: self.head_path.clone(),
-            seq: self.tip.next_seq - 1,
-            reason: format!(
-                "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
-                 truncated under an open writer",
-                self.tip.offset,
-                self.tip.next_seq - 1
-            ),
-        };
+        let error = self.anchor.mismatch(format!(
+            "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
+             truncated under an open writer",
+            self.tip.offset,
+            self.tip.next_seq - 1
+        ));
         self.poisoned = Some(error.to_string());
         Err(error)
     }
