@@ -152,13 +152,14 @@ pub struct Anchor {
 }
 
 impl Anchor {
-    /// Reads the head of the chained file `file`. With `required`, a file that exists without
-    /// a head is refused ([`StoreError::HeadMissing`]); otherwise (a layout-1 file, or a reader
-    /// that ignores the head) it is anchored nowhere.
+    /// Reads the head of the chained file `file`. With `required`, a file that holds bytes but
+    /// has no head is refused ([`StoreError::HeadMissing`]); a missing or empty file has no
+    /// line to anchor. Without `required` (a layout-1 file) a missing head anchors nothing.
     pub fn read(file: &Path, required: bool) -> Result<Self, StoreError> {
         let path = head_path(file);
         let head = read(&path)?;
-        if head.is_none() && required && file.is_file() {
+        let holds_bytes = std::fs::metadata(file).is_ok_and(|metadata| metadata.len() > 0);
+        if head.is_none() && required && holds_bytes {
             return Err(StoreError::HeadMissing {
                 path: file.to_owned(),
                 head: path,
@@ -345,6 +346,53 @@ mod tests {
             }
             assert_eq!(decode(&bytes), Err(reason.to_owned()), "{text}");
         }
+    }
+
+    #[test]
+    fn an_anchor_refuses_a_file_without_its_head_or_short_of_it() {
+        let temp = tempfile::tempdir().unwrap();
+        let file = temp.path().join("ledger.jsonl");
+        assert!(
+            Anchor::read(&file, true).unwrap().head().is_none(),
+            "no file"
+        );
+        std::fs::write(&file, b"").unwrap();
+        assert!(Anchor::read(&file, true).unwrap().head().is_none(), "empty");
+        std::fs::write(&file, b"x\n").unwrap();
+        assert!(matches!(
+            Anchor::read(&file, true),
+            Err(StoreError::HeadMissing { path, head }) if path == file
+                && head == temp.path().join("ledger.head")
+        ));
+        let mut anchor = Anchor::read(&file, false).unwrap();
+        anchor
+            .advance(
+                &crate::io::OsStorage,
+                3,
+                &format!("sha256:{}", "0".repeat(64)),
+                400,
+                true,
+            )
+            .unwrap();
+        assert_eq!(Anchor::read(&file, true).unwrap().head(), anchor.head());
+        assert!(anchor.check_end(4, 400, 0).is_ok());
+        let error = anchor.check_end(3, 300, 7).unwrap_err();
+        assert!(matches!(&error, StoreError::HeadMismatch { seq: 3, .. }));
+        assert!(
+            error.to_string().contains(
+                "the file's lines end with line 3 (seq 2) at byte 300, followed by 7 bytes that \
+                 are not a line, the anchor names seq 3 ending at byte 400: truncated or rolled \
+                 back"
+            ),
+            "{error}"
+        );
+        assert!(
+            anchor
+                .check_end(0, 0, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("end with no line at byte 0")
+        );
     }
 
     #[test]
