@@ -77,7 +77,8 @@ pub enum Command {
     /// task id (`installation` for --ledger) or takes --yes; copies the journal and its head to
     /// `quarantine/` first, then cuts the journal and anchors it. Never run automatically.
     Recover {
-        /// The task whose journal to recover.
+        /// The task whose journal to recover (its id, or its folder name as `valp verify`
+        /// lists it).
         #[arg(value_name = "TASK", required_unless_present = "ledger")]
         task: Option<String>,
         /// Recover the installation ledger instead.

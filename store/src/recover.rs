@@ -129,7 +129,7 @@ pub struct Recovered {
     pub head: Head,
 }
 
-/// The journal of a task, by id.
+/// The journal of a task, by id (or by its folder name when that is hashed).
 pub fn task_plan(root: &ControlRoot, task_id: &str) -> Result<Plan, StoreError> {
     let dir = task_dir(root, task_id)?;
     plan_in::<valp_kernel::live::LiveState>(root, &dir, &|| root.task_guard())
@@ -164,8 +164,19 @@ pub fn recover_ledger(root: &ControlRoot, confirmed: &Plan) -> Result<Recovered,
     )
 }
 
+/// The folder of a task, named by its id or, for an id that is not a plain name, by its
+/// folder name (`id-` and 32 hex digits, as `valp verify` lists it).
 fn task_dir(root: &ControlRoot, task_id: &str) -> Result<PathBuf, StoreError> {
-    let dir = root.layout().task_dir(task_id);
+    let hashed_folder = task_id.len() == 35
+        && task_id.strip_prefix("id-").is_some_and(|hex| {
+            hex.bytes()
+                .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+        });
+    let dir = if hashed_folder {
+        root.layout().tasks_dir().join(task_id)
+    } else {
+        root.layout().task_dir(task_id)
+    };
     if dir.join(JOURNAL_FILE).is_file() {
         Ok(dir)
     } else {

@@ -158,7 +158,10 @@ fn flipped_bytes_in_the_last_lines_the_head_and_anywhere_are_refused() {
         let run = valp_in(fixture.temp.path(), None, &["verify"]).unwrap();
         assert_eq!(run.code, Some(1), "byte {position}: {run:?}");
         assert!(
-            run.stdout.contains("verify: 1 journals ok, 1 problems"),
+            run.stdout.ends_with(
+                "to see what can be kept of task-1: valp recover task-1\nverify: 1 journals \
+                 ok, 1 problems\n"
+            ),
             "byte {position}: {}",
             run.stdout
         );
@@ -520,6 +523,33 @@ fn the_ledger_is_recovered_with_recover_ledger() {
             .stdout
             .contains("0 problems")
     );
+}
+
+#[test]
+fn a_task_whose_folder_is_hashed_is_recovered_by_the_name_verify_prints() {
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    let demo = valp_in(dir, None, &["demo", "--task", "a b", "--entries", "6"]).unwrap();
+    assert_eq!(demo.code, Some(0), "{demo:?}");
+    let folder = valp_store::layout::task_folder_name("a b");
+    let journal = dir.join(".valp/tasks").join(&folder).join("journal.jsonl");
+    let bytes = std::fs::read(&journal).unwrap();
+    let lines = line_ranges(&bytes);
+    std::fs::write(&journal, &bytes[..lines[4].end]).unwrap();
+    let verified = valp_in(dir, None, &["verify"]).unwrap();
+    let hint = format!("to see what can be kept of {folder}: valp recover {folder}\n");
+    assert!(verified.stdout.contains(&hint), "{}", verified.stdout);
+    let recovered = valp_in(dir, None, &["recover", &folder, "--yes"]).unwrap();
+    assert_eq!(recovered.code, Some(0), "{recovered:?}");
+    assert!(
+        recovered
+            .stdout
+            .contains("LOST: 2 acknowledged entries (seq 5..=6)"),
+        "{}",
+        recovered.stdout
+    );
+    let again = valp_in(dir, None, &["recover", "a b", "--yes"]).unwrap();
+    assert!(again.stdout.contains("nothing to recover"), "{again:?}");
 }
 
 /// `valp args…` in `project` with `stdin` as its input.
