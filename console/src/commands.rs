@@ -10,10 +10,12 @@ mod interop;
 mod leader;
 mod leadership;
 mod publish;
+mod recover;
 mod report;
 mod run;
 mod status;
 mod task;
+mod upgrade;
 mod verify;
 
 use std::io::{BufRead, IsTerminal as _, Write};
@@ -181,10 +183,10 @@ pub fn run(
             )
         }
         Command::Leader(command) => leader(root.as_deref(), command, &clock, &options, input, out),
-        Command::Init { installation_id } => {
-            init::run(&init_target(root.as_deref())?, installation_id, out)
-        }
-        Command::Verify => verify::run(&open_root(root.as_deref())?, out),
+        Command::Init { .. }
+        | Command::Verify
+        | Command::Upgrade { .. }
+        | Command::Recover { .. } => root_files(root.as_deref(), command, input, out),
         Command::Export {
             reference: _,
             task,
@@ -198,6 +200,26 @@ pub fn run(
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// The commands on the control root's files themselves: create, verify, upgrade, recover.
+fn root_files(
+    root: Option<&Path>,
+    command: Command,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match command {
+        Command::Init { installation_id } => init::run(&init_target(root)?, installation_id, out),
+        Command::Upgrade { yes } => upgrade::run(&existing_root(root)?, yes, input, out),
+        Command::Recover { task, yes, .. } => {
+            recover::run(&open_root(root)?, task.as_deref(), yes, input, out)
+        }
+        Command::Verify => verify::run(&open_root(root)?, out),
+        other => Err(CommandError::Usage(format!(
+            "{other:?} is not a command on the control root's files"
+        ))),
     }
 }
 
@@ -339,13 +361,21 @@ fn find_root(explicit: Option<&Path>) -> Result<Option<PathBuf>, CommandError> {
 
 /// Opens the control root named by --root, `VALP_ROOT` or found from the current folder up.
 fn open_root(explicit: Option<&Path>) -> Result<ControlRoot, CommandError> {
+    Ok(ControlRoot::open(
+        &existing_root(explicit)?,
+        Arc::new(OsStorage),
+    )?)
+}
+
+/// The control root named by --root, `VALP_ROOT` or found from the current folder up, without
+/// opening it.
+fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
     let cwd = current_dir()?;
-    let found = find_root(explicit)?.ok_or_else(|| {
+    find_root(explicit)?.ok_or_else(|| {
         CommandError::Usage(format!(
             "no valp control root found from {} upward (looked for {ROOT_DIR}/installation.json); \
              run `valp init`, or name one with --root DIR or {ROOT_ENV}",
             cwd.display()
         ))
-    })?;
-    Ok(ControlRoot::open(&found, Arc::new(OsStorage))?)
+    })
 }

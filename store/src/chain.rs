@@ -13,10 +13,14 @@
 //! that one member cut out, so verifying a line hashes it once.
 //!
 //! [`ChainReader`] reads and verifies lines one at a time (streaming: memory does not grow with
-//! the file) and classifies what it cannot verify: a *torn tail* (what an interrupted append
-//! leaves after the last good line: bytes without an LF, or NUL bytes where data never reached
-//! the disk) or *damage* (anything else, including a complete last line whose digest, chain or
-//! JSON syntax is wrong), which is refused with the line and byte.
+//! the file) and classifies what it cannot verify: a *torn tail*, what an interrupted append can
+//! leave after the last good line (bytes without an LF; or NUL bytes, from blocks the file grew
+//! by but whose data never reached the disk: only NUL bytes and LFs to the end, or a last line
+//! holding NUL bytes), or *damage*: anything else, including a complete, LF-terminated last line
+//! without NUL bytes that is not JSON or whose digest or chain is wrong (an append writes its
+//! line with one `write`, so a crash cannot leave such a line), which is refused with the line
+//! and byte. Whether a torn tail may be repaired also depends on the journal's head anchor
+//! ([`head`](crate::head)): bytes at or before the anchored line are never a torn tail.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -186,11 +190,10 @@ impl ChainReader {
     }
 
     /// A complete line failed verification. It is the torn remnant of an interrupted append
-    /// when it is the last line of the file and holds NUL bytes (blocks that never reached the
-    /// disk), or when it and everything after it are NUL bytes and LFs. Anything else, a
-    /// complete line that is not JSON included (a bit flip in a quote, say), or any line
-    /// followed by more data, is damage: a writer never quarantines an entry it may have
-    /// acknowledged.
+    /// only when NUL bytes explain it: everything from it to the end is NUL bytes and LFs, or it
+    /// is the last line and holds NUL bytes (blocks the file grew by but whose data never reached
+    /// the disk, with the line's LF in a block that did). Anything else is damage: a complete
+    /// line without NUL bytes is written by one `write`, and a crash cannot leave it half right.
     fn torn_or_damaged(
         &mut self,
         start: u64,

@@ -16,6 +16,9 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn sync(&self, file: &File) -> io::Result<()>;
     /// Atomically renames `from` to `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to` a new name of `from`; fails with `AlreadyExists` when `to` exists (the
+    /// exclusive form of [`Storage::rename`]).
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes a directory's entries durable (after a create or rename in it).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
 }
@@ -60,6 +63,10 @@ impl Storage for OsStorage {
         std::fs::rename(from, to)
     }
 
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
     }
@@ -84,7 +91,7 @@ mod faults {
         Append,
         /// [`Storage::sync`]
         Sync,
-        /// [`Storage::rename`]
+        /// [`Storage::rename`], and [`Storage::link`] (both put a written file into place)
         Rename,
         /// [`Storage::sync_dir`]
         SyncDir,
@@ -159,6 +166,13 @@ mod faults {
         fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
             match self.take(Operation::Rename) {
                 None => OsStorage.rename(from, to),
+                Some(_) => Err(injected(Operation::Rename)),
+            }
+        }
+
+        fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+            match self.take(Operation::Rename) {
+                None => OsStorage.link(from, to),
                 Some(_) => Err(injected(Operation::Rename)),
             }
         }

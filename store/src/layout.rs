@@ -2,11 +2,15 @@
 //!
 //! ```text
 //! .valp/
-//!   installation.json          identity of the installation (valp-installation.v1)
+//!   installation.json          identity of the installation and layout_version 2
+//!                              (valp-installation.v1)
 //!   installation/journal.jsonl the authority lane's ledger (Leader selection, epochs), same
 //!                              format as a task journal
+//!   installation/journal.head  its head anchor (valp-store-head.v1)
 //!   leader/binding.json        projection of the active Leader binding (derived from the ledger)
 //!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained (valp-store-journal.v1)
+//!   tasks/<task>/journal.head  the seq, entry digest and length the journal reached
+//!                              (valp-store-head.v1; `.journal.head.tmp` while it is rewritten)
 //!   tasks/<task>/journal.lock  the writers' lock file (never renamed or deleted)
 //!   tasks/<task>/rejections.jsonl  proposals the kernel refused (valp-store-rejection.v1)
 //!   tasks/<task>/effect-ledger.jsonl  carried-out obligations, chained (see effects)
@@ -15,8 +19,11 @@
 //!   evidence/tmp/              blobs being written (renamed into sha256/ when durable)
 //!   runtime/                   adapter observation files (untrusted input)
 //!   inbox/                     observation files dropped by other tools (untrusted input)
-//!   quarantine/                torn journal tails and rejected files, never deleted silently
+//!   quarantine/                torn journal tails, copies made by `valp recover`, rejected
+//!                              files; never deleted silently
 //! ```
+//!
+//! Beside it, `valp upgrade` leaves `.valp.layout1-backup-<n>/`, the root as it was before.
 
 use std::path::{Path, PathBuf};
 

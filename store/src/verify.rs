@@ -1,6 +1,7 @@
-//! Verifying a whole control root: every task journal (full replay), every effect ledger (its
-//! chain, its records, and that each answers an obligation of its task journal) and every
-//! evidence blob.
+//! Verifying a whole control root: every task journal (full replay, against its head anchor),
+//! every effect ledger (its chain, its records, and that each answers an obligation of its task
+//! journal) and every evidence blob. A head that lags its journal (a crash between an append's
+//! line and its head; the next append catches it up) is a warning, not a problem.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -61,6 +62,20 @@ impl Verification {
     }
 }
 
+/// A journal's warnings, and whether its head lags.
+fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> Vec<String> {
+    let mut warnings: Vec<String> = journal.warnings().iter().map(ToString::to_string).collect();
+    if let Some(head) = journal.head().filter(|head| head.seq < journal.len()) {
+        warnings.push(format!(
+            "the head anchor names entry {} of {} (it lags after a crash; the next append \
+             catches it up)",
+            head.seq,
+            journal.len()
+        ));
+    }
+    warnings
+}
+
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
@@ -76,7 +91,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
                 kind: "ledger",
                 name: "installation".to_owned(),
                 entries: ledger.len(),
-                warnings: ledger.warnings().iter().map(ToString::to_string).collect(),
+                warnings: journal_warnings(&ledger),
                 problem: None,
             },
             Err(problem) => Check {
@@ -96,8 +111,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         let effects = verify_effects(root, &dir, &name);
         let check = match root.open_task_dir(&dir, Access::ReadOnly) {
             Ok(journal) => {
-                let mut warnings: Vec<String> =
-                    journal.warnings().iter().map(ToString::to_string).collect();
+                let mut warnings = journal_warnings(&journal);
                 if let Some(revision) = journal.guard().done().ungated_done() {
                     warnings.push(format!(
                         "entry {revision}: recording_completed without a Done policy (accepted under \

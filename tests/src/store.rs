@@ -135,6 +135,19 @@ pub fn lock_path(root: &ControlRoot) -> PathBuf {
         .join(valp_store::journal::LOCK_FILE)
 }
 
+/// Writes `journal` to the journal file at `path` with the head anchor of its last line, as a
+/// journal holding those lines has after a clean append (or after a crash, for the lines
+/// before a torn tail: the head never names bytes an append had not completed).
+pub fn write_anchored(path: &Path, journal: &[u8], torn: &[u8]) {
+    let head = valp_store::head::of_lines(journal).expect("the journal ends with a line");
+    std::fs::write(
+        valp_store::head::head_path(path),
+        valp_kernel::canonical::Canonical::canonical_bytes(&head),
+    )
+    .unwrap();
+    std::fs::write(path, [journal, torn].concat()).unwrap();
+}
+
 /// The byte ranges of the complete lines (each with its LF) of `bytes`; bytes after the last
 /// LF are not a line.
 pub fn line_ranges(bytes: &[u8]) -> Vec<Range<usize>> {

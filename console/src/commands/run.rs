@@ -131,7 +131,11 @@ fn pass(
         .reconcile_effects(Duration::from_secs(10))
         .map_err(|error| CommandError::Usage(error.to_string()))?
     {
-        writeln!(out, "{task}  effect {}", crate::runtime::effects::Shown(&record))?;
+        writeln!(
+            out,
+            "{task}  effect {}",
+            crate::runtime::effects::Shown(&record)
+        )?;
     }
     driver.run_until_idle(active).map_err(runtime_error)
 }

@@ -6,7 +6,7 @@ use valp_kernel::{ErrorCode, Evidence, Identity};
 use crate::chain::encode_line;
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
-use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
 
@@ -48,6 +48,7 @@ impl<M: Machine> Journal<M> {
     ) -> Result<Appended, StoreError> {
         ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+        self.check_not_shortened()?;
         self.follow(self.reader()?, Some(&lock))?;
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
@@ -159,7 +160,37 @@ impl<M: Machine> Journal<M> {
             offset: self.tip.offset + line.len() as u64,
         };
         self.guard.observe(seq, event, evidence_set);
+        // The entry is durable: from here on it is acknowledged whatever happens to the head.
+        // A head that cannot be rewritten lags, as after a crash, until the next append.
+        let written = self.advance_anchor(false);
+        self.warnings
+            .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
+        if let Err(error) = written {
+            self.warnings.push(Warning::HeadNotUpdated {
+                seq,
+                error: error.to_string(),
+            });
+        }
         Ok(Appended::Accepted { seq, record })
+    }
+
+    /// Refuses to append when the file is shorter than what this handle verified: it was cut
+    /// under us, and a line appended now would not chain to what is left.
+    fn check_not_shortened(&mut self) -> Result<(), StoreError> {
+        let length = std::fs::metadata(&self.path)
+            .map_err(|source| StoreError::io(&self.path, "stat", source))?
+            .len();
+        if length >= self.tip.offset {
+            return Ok(());
+        }
+        let error = self.anchor.mismatch(format!(
+            "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
+             truncated under an open writer",
+            self.tip.offset,
+            self.tip.next_seq - 1
+        ));
+        self.poisoned = Some(error.to_string());
+        Err(error)
     }
 }
 
