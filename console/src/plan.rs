@@ -128,6 +128,7 @@
 
 mod canonical;
 mod check;
+pub mod dimensions;
 mod error;
 mod graph;
 pub mod paths;
@@ -139,6 +140,8 @@ use std::path::Path;
 
 use toml::de::DeTable;
 use valp_kernel::Requirement;
+
+use dimensions::Dimensions;
 
 pub use error::{PlanError, PlanErrors, PlanProblem};
 pub use publication::{
@@ -185,6 +188,8 @@ pub struct Plan {
     pub done: DoneSettings,
     /// How the work runs.
     pub execution: Execution,
+    /// The dimension gates (`[dimensions]`), when the plan declares them.
+    pub dimensions: Option<Dimensions>,
 }
 
 /// An acceptance criterion.
@@ -446,6 +451,10 @@ impl Plan {
                 .collect(),
             skippable_optional_items: self.done.skippable_optional_items,
             degradable_soft_items: self.done.degradable_soft_items.clone(),
+            dimensions: self
+                .dimensions
+                .as_ref()
+                .map(|dimensions| dimensions.policy(&self.task_id)),
         }
     }
 }

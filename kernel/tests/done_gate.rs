@@ -107,6 +107,7 @@ fn policy() -> DonePolicy {
         ],
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-soft".to_owned()],
+        dimensions: None,
     }
 }
 
@@ -128,6 +129,7 @@ fn closure(policy: &DonePolicy) -> DoneClosure {
             claimed("docs", C::Pass, &["ev-docs"]),
             claimed("lint", C::Pass, &[]),
         ],
+        measures: None,
     }
 }
 
@@ -525,11 +527,13 @@ fn a_task_without_work_items_or_criteria_needs_only_the_claim() {
         criteria: Vec::new(),
         skippable_optional_items: false,
         degradable_soft_items: Vec::new(),
+        dimensions: None,
     };
     let closure = DoneClosure {
         policy_digest: policy.digest(),
         completion_claim: C::Pass,
         criteria: Vec::new(),
+        measures: None,
     };
     passes(&recording(Vec::new()), &policy, &closure, &[]);
 }
@@ -552,6 +556,7 @@ fn every_reason_is_reported_in_check_order() {
             claimed("docs", C::NotApplicable, &[]),
             claimed("lint", C::Fail, &[]),
         ],
+        measures: None,
     };
     assert_eq!(
         run(&state, &policy, &closure),

@@ -113,6 +113,7 @@ fn done_policy() -> DonePolicy {
         ],
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-c".to_owned()],
+        dimensions: None,
     }
 }
 
@@ -133,6 +134,7 @@ fn passing_closure() -> DoneClosure {
             claim("tests", ClaimResult::Pass, &["ev-tests"]),
             claim("docs", ClaimResult::NotApplicable, &["ev-no-docs"]),
         ],
+        measures: None,
     }
 }
 

@@ -28,8 +28,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use valp_kernel::canonical::{Canonical, decode_canonical, sha256_digest};
+use valp_kernel::dimension::{DimensionMeasures, GateVerdict};
 use valp_kernel::done::{
-    CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, evaluate_bound,
+    CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, dimension_gates,
+    evaluate_bound,
 };
 use valp_kernel::{
     AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind, StateBody,
@@ -37,10 +39,10 @@ use valp_kernel::{
 };
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
-use super::effects;
 use super::workflow::{
     self, AttemptReport, AttemptSlots, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait,
 };
+use super::{effects, measures};
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::external::{self, Inbox};
 use crate::adapter::process::{
@@ -926,6 +928,16 @@ impl Driver {
     fn record(&mut self, body: &StateBody) -> Result<Progress, RuntimeError> {
         let checks = self.checks();
         let mut evidence = vec![self.policy_evidence.clone(), self.plan_evidence.clone()];
+        let mut round = measures::Round::default();
+        for check in &checks {
+            let slots = self.check_slots(body, check);
+            match state_of(&self.attempt_dir(&slots.attempt_id)) {
+                SupervisorState::Finished {
+                    status: ObservationStatus::Completed,
+                } => round.passed += 1,
+                _ => round.failed += 1,
+            }
+        }
         let mut criteria = Vec::new();
         for criterion in &self.policy.criteria {
             let check = checks
@@ -965,6 +977,7 @@ impl Driver {
             policy_digest: self.policy_evidence.content_digest.clone(),
             completion_claim: ClaimResult::Pass,
             criteria,
+            measures: self.measures(body, round)?,
         };
         let closure_evidence = self.store(CLOSURE_EVIDENCE_PREFIX, &closure.canonical_bytes())?;
         evidence.push(closure_evidence);
@@ -972,9 +985,27 @@ impl Driver {
         evidence.retain(|item| seen.insert(item.evidence_id.clone()));
         let gate = evaluate_bound(body, &evidence, &self.policy, &closure);
         if !gate.passed {
+            // Name each failing dimension gate with its own reasons, beside the matrix's.
+            let dimensions: Vec<String> = dimension_gates(body, &self.policy, &closure)
+                .unwrap_or_default()
+                .iter()
+                .filter(|gate| gate.required && gate.verdict != GateVerdict::Pass)
+                .map(|gate| {
+                    let code = gate
+                        .code()
+                        .map_or_else(String::new, |code| format!(" {code}"));
+                    format!(
+                        "; {} gate {}{code}: {}",
+                        gate.dimension,
+                        gate.verdict,
+                        gate.reasons.join(", ")
+                    )
+                })
+                .collect();
             return Ok(Progress::Waiting(Wait::Leader(format!(
-                "the Done gate refuses: {}",
-                gate.reasons.join(", ")
+                "the Done gate refuses: {}{}",
+                gate.reasons.join(", "),
+                dimensions.concat()
             ))));
         }
         let why = if gate.notes.is_empty() {
@@ -984,6 +1015,25 @@ impl Driver {
         };
         let event = event(body, EventKind::RecordingCompleted)?;
         self.append(&event, &evidence, why)
+    }
+
+    /// The dimension measurement for a v2 Done policy (`None` for v1): what the journal and
+    /// the final verification `round` show, for the frozen dimension policy.
+    fn measures(
+        &self,
+        body: &StateBody,
+        round: measures::Round,
+    ) -> Result<Option<DimensionMeasures>, RuntimeError> {
+        let Some(dimensions) = &self.policy.dimensions else {
+            return Ok(None);
+        };
+        let values = measures::measure(&self.root, body.task_id.value(), round)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        Ok(Some(DimensionMeasures {
+            policy_id: dimensions.policy_id.clone(),
+            policy_digest: dimensions.digest(),
+            values,
+        }))
     }
 
     /// Whether the task is finished.
