@@ -828,15 +828,21 @@ fn the_policy_decoder_is_strict() {
             error("policy.criteria", DecodeErrorKind::Missing),
         ),
         (
-            r#"{"schema_version":"valp-kernel-done-policy.v2","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+            r#"{"schema_version":"valp-kernel-done-policy.v3","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
                 .to_owned(),
             error(
                 "policy.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-policy.v1",
-                    found: "valp-kernel-done-policy.v2".to_owned(),
+                    expected: "valp-kernel-done-policy.v2",
+                    found: "valp-kernel-done-policy.v3".to_owned(),
                 },
             ),
+        ),
+        (
+            // v2 carries the dimension gates (tests/dimension_gates.rs).
+            r#"{"schema_version":"valp-kernel-done-policy.v2","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+                .to_owned(),
+            error("policy.dimensions", DecodeErrorKind::Missing),
         ),
         (
             format!(r#"{{{P},"criteria":[],"skippable_optional_items":1,"degradable_soft_items":[]}}"#),
@@ -1025,7 +1031,7 @@ fn the_closure_decoder_is_strict_and_its_claims_closed() {
             error(
                 "closure.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-closure.v1",
+                    expected: "valp-kernel-done-closure.v2",
                     found: "valp-kernel-done-policy.v1".to_owned(),
                 },
             ),
