@@ -591,7 +591,7 @@ fn the_policy_decoder_refuses_every_malformed_shape() {
         &edited("done-policy.v2", "done-policy.v3"),
         "policy.schema_version",
         &DecodeErrorKind::WrongSchema {
-            expected: "valp-kernel-done-policy.v2",
+            expected: "valp-kernel-done-policy.v1 or .v2",
             found: "valp-kernel-done-policy.v3".to_owned(),
         },
     );

@@ -833,7 +833,7 @@ fn the_policy_decoder_is_strict() {
             error(
                 "policy.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-policy.v2",
+                    expected: "valp-kernel-done-policy.v1 or .v2",
                     found: "valp-kernel-done-policy.v3".to_owned(),
                 },
             ),
@@ -1031,7 +1031,7 @@ fn the_closure_decoder_is_strict_and_its_claims_closed() {
             error(
                 "closure.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-closure.v2",
+                    expected: "valp-kernel-done-closure.v1 or .v2",
                     found: "valp-kernel-done-policy.v1".to_owned(),
                 },
             ),

@@ -793,14 +793,18 @@ impl Reader {
             return gate;
         };
         gate.required = self.flag(&table, "required", false);
+        // Rules that were listed but are wrong are reported where they are, not again here.
+        let mut listed = 0;
         if let Some(node) = table.get("rules") {
-            for (item, field) in self.tables(node, &table.field("rules")) {
+            let rules = self.tables(node, &table.field("rules"));
+            listed = rules.len();
+            for (item, field) in rules {
                 if let Some(rule) = self.rule(item, &field, dimension) {
                     gate.rules.push(rule);
                 }
             }
         }
-        if gate.required && gate.rules.is_empty() {
+        if gate.required && listed == 0 {
             self.problem(
                 table.at,
                 table.field("rules"),

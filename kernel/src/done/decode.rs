@@ -22,7 +22,12 @@ use crate::model::ClaimResult;
 pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
     let path = Path::Root("policy");
     let mut policy = ObjectReader::new(value, &path)?;
-    let v2 = versioned(&mut policy, &path, POLICY_SCHEMA, POLICY_SCHEMA_V2)?;
+    let v2 = versioned(
+        &mut policy,
+        &path,
+        [POLICY_SCHEMA, POLICY_SCHEMA_V2],
+        "valp-kernel-done-policy.v1 or .v2",
+    )?;
     let decoded = DonePolicy {
         criteria: policy.required_list("criteria", policy_criterion_at)?,
         skippable_optional_items: policy.bool("skippable_optional_items")?,
@@ -53,7 +58,12 @@ pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
 pub fn decode_done_closure(value: &Value) -> Result<DoneClosure, DecodeError> {
     let path = Path::Root("closure");
     let mut closure = ObjectReader::new(value, &path)?;
-    let v2 = versioned(&mut closure, &path, CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2)?;
+    let v2 = versioned(
+        &mut closure,
+        &path,
+        [CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2],
+        "valp-kernel-done-closure.v1 or .v2",
+    )?;
     let claim = closure.required("completion_claim")?;
     let decoded = DoneClosure {
         policy_digest: closure.string("policy_digest")?,
@@ -96,12 +106,13 @@ pub fn decode_done_gate(value: &Value) -> Result<DoneGate, DecodeError> {
     Ok(decoded)
 }
 
-/// Reads `schema_version`, which must be `v1` or `v2`; whether it is `v2`.
+/// Reads `schema_version`, which must be one of `[v1, v2]` (`expected` names both in the
+/// error); whether it is `v2`.
 fn versioned(
     record: &mut ObjectReader<'_, '_>,
     path: &Path<'_>,
-    v1: &'static str,
-    v2: &'static str,
+    [v1, v2]: [&'static str; 2],
+    expected: &'static str,
 ) -> Result<bool, DecodeError> {
     let found = record.string("schema_version")?;
     if found == v1 || found == v2 {
@@ -109,10 +120,7 @@ fn versioned(
     } else {
         Err(DecodeError {
             path: path.key("schema_version").to_string(),
-            kind: DecodeErrorKind::WrongSchema {
-                expected: v2,
-                found,
-            },
+            kind: DecodeErrorKind::WrongSchema { expected, found },
         })
     }
 }
