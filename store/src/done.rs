@@ -7,9 +7,9 @@
 //! **Where the gate's inputs are.** The Done policy is frozen with the task's first accepted
 //! entry (revision 1, normally `routing_validation_started`): its EvidenceSet carries the
 //! policy as evidence `done-policy-…`, whose blob (in the root's evidence store) is the
-//! canonical `valp-kernel-done-policy.v1` record. A `recording_completed` must carry that same
+//! canonical `valp-kernel-done-policy.v1` (or `.v2`, with dimension gates) record. A `recording_completed` must carry that same
 //! evidence (id and digest) and exactly one closure, evidence `done-closure-…`, whose blob is a
-//! canonical `valp-kernel-done-closure.v1` record naming the policy's digest. Every evidence id
+//! canonical `valp-kernel-done-closure.v1` (`.v2` for a v2 policy) record naming the policy's digest. Every evidence id
 //! the closure cites must be in the same EvidenceSet.
 //!
 //! **Append.** A proposal the kernel would accept is checked against the State before it: the
