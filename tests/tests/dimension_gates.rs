@@ -18,11 +18,10 @@ use valp_tests::project::{Project, item, plan};
 /// over tokens, which valp does not measure.
 fn gated(task: &str, checks: usize) -> String {
     let mut body = item("work", "required", &[], &["true"], &[]);
-    for index in 0..checks {
-        body.push_str(&format!(
-            "[[verification]]\nid = \"check-{index}\"\nargv = [\"true\"]\n"
-        ));
-    }
+    body.extend(
+        (0..checks)
+            .map(|index| format!("[[verification]]\nid = \"check-{index}\"\nargv = [\"true\"]\n")),
+    );
     body.push_str(
         "[dimensions]\nversion = 1\n\
          [dimensions.quality]\nrequired = true\n\

@@ -894,7 +894,7 @@ fn a_v2_policy_s_required_quality_gate_is_enforced_on_append_and_its_done_verifi
     let root = init_root(temp.path());
     let (policy, failing) = dimension_policy_and_closure(2);
     let policy_evidence = store_evidence(&root, "done-policy-", &policy.canonical_bytes());
-    let mut task = Task::new(root, &[policy_evidence.clone()]);
+    let mut task = Task::new(root, std::slice::from_ref(&policy_evidence));
     task.drive_to_recording();
     let set = task.closure_set(&policy_evidence, &failing);
     refused(&mut task, &set, &strings(&["dimension_gate:quality:fail"]));
