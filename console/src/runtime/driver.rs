@@ -1049,8 +1049,7 @@ fn measurement(
         return Ok(None);
     };
     let round = final_round(root, plan, journal);
-    let values = measures::measure(root, journal.live().body().task_id.value(), round)
-        .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+    let values = measures::measure(root, journal.live().body().task_id.value(), round)?;
     Ok(Some(DimensionMeasures {
         policy_id: dimensions.policy_id.clone(),
         policy_digest: dimensions.digest(),
