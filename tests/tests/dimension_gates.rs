@@ -127,3 +127,36 @@ fn an_unsupported_operator_or_version_is_refused_at_publish_with_its_code() {
     );
     assert_eq!(project.ok(&["task", "status"]), "no tasks\n");
 }
+
+#[test]
+fn timeouts_retries_and_failed_attempts_are_measured_for_stability() {
+    let project = Project::new();
+    let body = format!(
+        "{}[execution]\nretry_budget = 2\n\
+         [dimensions]\nversion = 1\n\
+         [dimensions.stability]\n\
+         rules = [\
+         {{ rule_id = \"no-timeouts\", measure = \"stability.timeouts\", operator = \"eq\", threshold = 0 }}, \
+         {{ rule_id = \"no-retries\", measure = \"stability.retries\", operator = \"eq\", threshold = 0 }}, \
+         {{ rule_id = \"no-failures\", measure = \"stability.attempts_failed\", operator = \"eq\", threshold = 0 }}]\n",
+        item("slow", "required", &[], &["sleep", "30"], &[])
+            .replace("timeout_seconds = 60", "timeout_seconds = 1")
+    );
+    project.publish("slow", &plan("slow", &body));
+    project.ok(&["run", "--timeout", "60"]);
+    assert_eq!(project.item_status("slow", "slow"), "failed");
+    let status = project.ok(&["task", "status", "slow"]);
+    let stability: Vec<&str> = status
+        .lines()
+        .filter(|line| line.starts_with("  gate stability"))
+        .collect();
+    assert_eq!(
+        stability,
+        [
+            "  gate stability  advisory fail: rule_failed:no-timeouts:stability.timeouts=2:eq:0, \
+          rule_failed:no-retries:stability.retries=1:eq:0, \
+          rule_failed:no-failures:stability.attempts_failed=2:eq:0"
+        ],
+        "{status}"
+    );
+}

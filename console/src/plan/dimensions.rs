@@ -82,7 +82,12 @@ pub const MEASURES: &[Measure] = &[
     Measure {
         name: "stability.attempts_failed",
         dimension: Dimension::Stability,
-        meaning: "attempts that failed, timed out or were lost (attempt_failed events)",
+        meaning: "attempts that failed, timed out or were lost (attempt_failed and attempt_fenced)",
+    },
+    Measure {
+        name: "stability.timeouts",
+        dimension: Dimension::Stability,
+        meaning: "failed attempts whose supervisor reported a timeout",
     },
     Measure {
         name: "stability.verification_failures",

@@ -1,6 +1,10 @@
 //! What the System measures for the dimension gates (RFC 0002 §10.1) at closure: the values
 //! of [`crate::plan::dimensions::MEASURES`] that the task's journal and its final verification
-//! round show. Only accepted entries count (the journal holds nothing else). A measure valp
+//! round show. Only accepted entries count (the journal holds nothing else). A failed attempt
+//! is an `attempt_failed` (budget spent) or an `attempt_fenced` (the runtime fences an attempt
+//! only when it failed with budget left, or a soft item degrades); a timeout is a failed attempt
+//! whose evidence holds the process supervisor's observation `blocked` with reason `timeout`
+//! (read back from the evidence store, checked as an observation). A measure valp
 //! cannot take (`cost.*`: no agent channel reports cost or tokens) is left out, so a rule over
 //! it makes its gate `unverifiable`; it is never reported as zero.
 
@@ -8,6 +12,8 @@ use std::collections::BTreeMap;
 
 use valp_kernel::{EventKind, Int};
 use valp_store::{ControlRoot, StoreError};
+
+use crate::adapter::abi::{AdapterObservation, ObservationStatus};
 
 /// How the final verification round ended: checks that passed and checks that did not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,6 +32,7 @@ pub fn measure(
 ) -> Result<BTreeMap<String, Int>, StoreError> {
     let mut counts: BTreeMap<EventKind, Int> = BTreeMap::new();
     let mut attempts: BTreeMap<String, Int> = BTreeMap::new();
+    let mut failures = Vec::new();
     valp_store::effects::journal_entries(&root.layout().task_dir(task_id), |entry| {
         let Some(kind) = entry.event.kind.known() else {
             return;
@@ -36,7 +43,19 @@ pub fn measure(
         {
             *attempts.entry(item.value().to_owned()).or_default() += 1;
         }
+        if matches!(kind, EventKind::AttemptFailed | EventKind::AttemptFenced) {
+            failures.push(entry.evidence_set);
+        }
     })?;
+    let failed_attempts = Int::try_from(failures.len()).unwrap_or(Int::MAX);
+    let mut timeouts: Int = 0;
+    for evidence_set in failures {
+        let mut timed_out = false;
+        for evidence in evidence_set {
+            timed_out |= is_timeout(&root.blobs().get(&evidence.content_digest)?);
+        }
+        timeouts += Int::from(timed_out);
+    }
     let count = |kind| counts.get(&kind).copied().unwrap_or(0);
     let passed = Int::try_from(round.passed).unwrap_or(Int::MAX);
     let failed = Int::try_from(round.failed).unwrap_or(Int::MAX);
@@ -52,7 +71,8 @@ pub fn measure(
             "stability.retries",
             attempts.values().map(|n| n.saturating_sub(1)).sum(),
         ),
-        ("stability.attempts_failed", count(EventKind::AttemptFailed)),
+        ("stability.attempts_failed", failed_attempts),
+        ("stability.timeouts", timeouts),
         (
             "stability.verification_failures",
             count(EventKind::VerificationFailed),
@@ -69,4 +89,12 @@ pub fn measure(
         .into_iter()
         .map(|(name, value)| (name.to_owned(), value))
         .collect())
+}
+
+/// Whether `bytes` are an adapter observation that reports a timeout.
+fn is_timeout(bytes: &[u8]) -> bool {
+    AdapterObservation::decode(bytes).is_ok_and(|observation| {
+        observation.status == ObservationStatus::Blocked
+            && observation.reason.as_deref() == Some("timeout")
+    })
 }
