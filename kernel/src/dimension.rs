@@ -228,6 +228,29 @@ pub fn evaluate(
         .collect()
 }
 
+/// What in `policy` this kernel does not support: its version, else every rule whose operator
+/// is unsupported, with the gate's reasons. The store refuses to freeze such a policy (no
+/// closure could ever pass its gates); [`evaluate`] fails them closed if one is met anyway.
+pub fn unsupported(policy: &DimensionPolicy) -> Vec<String> {
+    if policy.version != POLICY_VERSION {
+        return vec![unsupported_version(policy)];
+    }
+    Dimension::ALL
+        .iter()
+        .flat_map(|&dimension| &policy.gates.get(dimension).rules)
+        .filter(|rule| Operator::from_wire(&rule.operator).is_none())
+        .map(unsupported_operator)
+        .collect()
+}
+
+fn unsupported_version(policy: &DimensionPolicy) -> String {
+    format!("{UNSUPPORTED_VERSION}:{}", policy.version)
+}
+
+fn unsupported_operator(rule: &DimensionRule) -> String {
+    format!("{UNSUPPORTED_OPERATOR}:{}:{}", rule.rule_id, rule.operator)
+}
+
 /// Why the policy as a whole cannot be evaluated against `measures`, if it cannot.
 fn policy_refusal(
     policy: &DimensionPolicy,
@@ -235,7 +258,7 @@ fn policy_refusal(
     measures: &DimensionMeasures,
 ) -> Option<String> {
     if policy.version != POLICY_VERSION {
-        Some(format!("{UNSUPPORTED_VERSION}:{}", policy.version))
+        Some(unsupported_version(policy))
     } else if policy.scope_task_id != task_id {
         Some(format!("dimension_policy_scope:{}", policy.scope_task_id))
     } else if measures.policy_id != policy.policy_id {
@@ -258,7 +281,7 @@ fn rules(gate: &GatePolicy, measures: &DimensionMeasures) -> (GateVerdict, Vec<S
         let id = &rule.rule_id;
         let Some(operator) = Operator::from_wire(&rule.operator) else {
             unverifiable = true;
-            reasons.push(format!("{UNSUPPORTED_OPERATOR}:{id}:{}", rule.operator));
+            reasons.push(unsupported_operator(rule));
             continue;
         };
         match measures.values.get(&rule.measure) {

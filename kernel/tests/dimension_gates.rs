@@ -12,7 +12,7 @@ use valp_kernel::decode::DecodeErrorKind;
 use valp_kernel::dimension::{
     Dimension, DimensionGates, DimensionMeasures, DimensionPolicy, DimensionRule,
     GATE_UNVERIFIABLE, GatePolicy, GateResult, GateVerdict, Operator, POLICY_VERSION,
-    decode_dimension_measures, decode_dimension_policy, evaluate,
+    decode_dimension_measures, decode_dimension_policy, evaluate, unsupported,
 };
 use valp_kernel::done::{
     self, ClosureCriterion, DoneClosure, DonePolicy, PolicyCriterion, decode_done_closure,
@@ -322,6 +322,27 @@ fn an_unsupported_version_makes_every_gate_unverifiable() {
         );
         assert_eq!(result.code(), Some(GATE_UNVERIFIABLE));
     }
+}
+
+#[test]
+fn unsupported_names_the_version_or_every_unsupported_operator() {
+    assert_eq!(unsupported(&policy()), Vec::<String>::new());
+    let mut operators = policy();
+    operators.gates.quality.rules[0].operator = "approx".to_owned();
+    operators.gates.cost.rules[0].operator = "≤".to_owned();
+    assert_eq!(
+        unsupported(&operators),
+        strings(&[
+            "VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR:q-failed:approx",
+            "VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR:c-tokens:≤",
+        ])
+    );
+    // An unsupported version says nothing about its rules: they may mean something else.
+    operators.version = "v0".to_owned();
+    assert_eq!(
+        unsupported(&operators),
+        strings(&["VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION:v0"])
+    );
 }
 
 #[test]

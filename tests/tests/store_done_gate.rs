@@ -715,7 +715,28 @@ fn the_policy_frozen_at_revision_one_must_be_a_readable_policy() {
         content_digest: format!("sha256:{}", "0".repeat(64)),
     };
     let not_a_policy = store_evidence(&root, "done-policy-", &passing_closure().canonical_bytes());
+    // v2 policies no closure could pass: an unsupported dimension operator, or version.
+    let (mut approx, _) = dimension_policy_and_closure(0);
+    let dimensions = approx.dimensions.as_mut().unwrap();
+    dimensions.gates.quality.rules[0].operator = "approx".to_owned();
+    let approx = store_evidence(&root, "done-policy-", &approx.canonical_bytes());
+    let (mut future, _) = dimension_policy_and_closure(0);
+    future.dimensions.as_mut().unwrap().version = "valp-kernel-dimension-policy.v7".to_owned();
+    let future = store_evidence(&root, "done-policy-", &future.canonical_bytes());
     let cases = [
+        (
+            vec![approx],
+            strings(&[
+                "done_policy_unsupported:VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR:no-failed:approx",
+            ]),
+        ),
+        (
+            vec![future],
+            strings(&[
+                "done_policy_unsupported:VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION:\
+                 valp-kernel-dimension-policy.v7",
+            ]),
+        ),
         (
             vec![good.clone(), second],
             strings(&["done_policy_ambiguous"]),
