@@ -56,6 +56,27 @@ fn a_passing_quality_gate_reaches_done_and_the_journal_verifies() {
     assert_eq!(project.task_status("pass"), "done");
     let verified = project.ok(&["verify"]);
     assert!(verified.ends_with("0 problems\n"), "{verified}");
+    // A plan without [dimensions] freezes v1: no gate lines, no gate errors.
+    project.publish(
+        "plain",
+        &plan("plain", &item("work", "required", &[], &["true"], &[])),
+    );
+    let status = project.ok(&["task", "status", "plain"]);
+    assert!(!status.contains("  gate"), "{status}");
+    // Nor does a task that was never published from a plan (its journal has no first event).
+    let root = ControlRoot::open(&project.control_root(), Arc::new(OsStorage)).unwrap();
+    let installation = root.installation().installation_id.clone();
+    let genesis = valp_kernel::replay::GenesisRoot {
+        state: valp_kernel::State::genesis(
+            installation,
+            1,
+            valp_kernel::Identity::new(valp_kernel::IdentityKind::Task, "bare").unwrap(),
+            Vec::new(),
+        ),
+    };
+    root.create_task(&genesis).unwrap();
+    let status = project.ok(&["task", "status", "bare"]);
+    assert!(!status.contains("  gate"), "{status}");
 }
 
 #[test]

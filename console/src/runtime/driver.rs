@@ -1057,14 +1057,21 @@ fn measurement(
     }))
 }
 
-/// The four dimension gates of a task as the Done gate would see them now (`None` when its
-/// frozen Done policy has no dimension section), read-only, for display.
+/// The four dimension gates of a task as the Done gate would see them now (`None` when it has
+/// no published plan or its frozen Done policy has no dimension section), read-only, for
+/// display.
 pub fn task_gates(
     root: &ControlRoot,
     journal: &Journal,
 ) -> Result<Option<Vec<GateResult>>, RuntimeError> {
     let body = journal.live().body();
-    let (plan, _, policy_evidence) = plan::of_task(root, body.task_id.value())?;
+    let (plan, _, policy_evidence) = match plan::of_task(root, body.task_id.value()) {
+        Ok(published) => published,
+        // A task not published from a plan (an imported reference store, an interrupted
+        // publication) has no frozen Done policy, so no dimension gates.
+        Err(plan::PlanError::NotPublished { .. }) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
     let policy = decode_policy(root, &policy_evidence, body.task_id.value())?;
     let Some(measures) = measurement(root, &plan, &policy, journal)? else {
         return Ok(None);
