@@ -26,8 +26,27 @@ pub fn journal(data: &[u8]) {
     let path = dir.path().join(JOURNAL_FILE);
     std::fs::write(&path, data).unwrap();
     let verified = read_chain(&path, data);
+    anchor_verified_prefix(&path, data);
     open_as::<LiveState>(dir.path(), data, verified);
     open_as::<InstallationLive>(dir.path(), data, verified);
+}
+
+/// Every journal has a head anchor (`store::head`); the fuzzed bytes get the one a writer would
+/// have left at the last complete line that chains from line 0 (none when there is no such
+/// line), so that opening judges the bytes, not a missing head.
+fn anchor_verified_prefix(path: &Path, data: &[u8]) {
+    let mut reader = ChainReader::open(path).unwrap();
+    let mut end = 0;
+    while let Ok(Some(line)) = reader.next_line() {
+        end = usize::try_from(line.end).unwrap();
+    }
+    if let Some(head) = valp_store::head::of_lines(&data[..end]) {
+        std::fs::write(
+            valp_store::head::head_path(path),
+            valp_kernel::canonical::Canonical::canonical_bytes(&head),
+        )
+        .unwrap();
+    }
 }
 
 fn read_chain(path: &Path, data: &[u8]) -> Verified {
@@ -87,6 +106,8 @@ fn open_as<M: Machine>(dir: &Path, data: &[u8], verified: Verified) {
         }
         (Ok(_), None) => panic!("a journal with damage opened"),
         (Err(StoreError::Corrupt { .. }), _) => {}
+        // No complete first line, so no head was written.
+        (Err(StoreError::HeadMissing { .. }), Some((0, _)) | None) => {}
         (Err(other), _) => panic!("opening a journal failed with {other}"),
     }
     let writer = open(Access::Write);
