@@ -1,9 +1,7 @@
 //! What the supervisor asks of the operating system beyond `std::process`: process identity
-//! from `/proc`, and signals, sent with the `kill` program (the workspace forbids `unsafe`, so
-//! there is no direct `kill(2)` call).
-
-use std::path::Path;
-use std::process::{Command, Stdio};
+//! from `/proc`, and signals to a process group through `rustix` (a safe `kill(2)` wrapper: the
+//! workspace forbids `unsafe`, and running a `kill` program found on `PATH` forks for every
+//! signal and trusts whatever `PATH` holds).
 
 use crate::doctor::procfs::parse_boot_id;
 
@@ -87,44 +85,36 @@ pub enum Signal {
 }
 
 impl Signal {
-    const fn name(self) -> &'static str {
+    const fn raw(self) -> rustix::process::Signal {
         match self {
-            Self::Int => "INT",
-            Self::Term => "TERM",
-            Self::Kill => "KILL",
+            Self::Int => rustix::process::Signal::INT,
+            Self::Term => rustix::process::Signal::TERM,
+            Self::Kill => rustix::process::Signal::KILL,
         }
     }
 }
 
-/// The `kill` program: a fixed path when there is one, else whatever `PATH` finds.
-fn kill_program() -> &'static str {
-    ["/usr/bin/kill", "/bin/kill"]
-        .into_iter()
-        .find(|path| Path::new(path).is_file())
-        .unwrap_or("kill")
-}
-
-/// Sends `signal` to every process of group `pgid`; whether `kill` reported success.
+/// Sends `signal` to every process of group `pgid`; whether `kill(2)` succeeded.
 ///
-/// Refuses group ids 0 and 1 and the caller's own group (`kill -- -0` would signal the
+/// Refuses group ids 0 and 1 and the caller's own group (`kill(-0)` would signal the
 /// supervisor itself).
 pub fn signal_group(pgid: u32, signal: Signal) -> bool {
-    let own_group = stat(std::process::id()).map(|stat| stat.pgrp);
-    if pgid <= 1 || own_group == Some(pgid) {
+    let own_group = rustix::process::getpgrp().as_raw_pid();
+    let Some(group) = i32::try_from(pgid)
+        .ok()
+        .filter(|&raw| raw > 1 && raw != own_group)
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
-    }
-    Command::new(kill_program())
-        .args(["-s", signal.name(), "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    };
+    rustix::process::kill_process_group(group, signal.raw()).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
 
     use super::*;
 
@@ -153,5 +143,20 @@ mod tests {
         assert!(!signal_group(1, Signal::Int));
         let own = stat(std::process::id()).unwrap().pgrp;
         assert!(!signal_group(own, Signal::Int));
+        assert!(!signal_group(u32::MAX, Signal::Int));
+    }
+
+    #[test]
+    fn a_group_is_signalled_directly() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        assert!(signal_group(child.id(), Signal::Term));
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(15));
+        // The group is gone: nothing left to signal.
+        assert!(!signal_group(child.id(), Signal::Term));
     }
 }
