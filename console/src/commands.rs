@@ -228,6 +228,10 @@ const DEMO_PLAN: &str = include_str!("../../examples/plans/demo.toml");
 /// How errors name it.
 const DEMO_PLAN_FILE: &str = "examples/plans/demo.toml";
 
+/// The console's clock: the backend moves to a thread of its own, so it lives as long as the
+/// program.
+static CONSOLE_CLOCK: SystemClock = SystemClock;
+
 /// Opens the full-screen console on the control root (the daily start: observe, record,
 /// re-prove the Leader session) and runs it until the user quits.
 pub fn open_console(
@@ -242,11 +246,10 @@ pub fn open_console(
                 .to_owned(),
         ));
     }
-    let clock = SystemClock;
     let root = open_root(root)?;
     let valp = std::env::current_exe()
         .map_err(|error| CommandError::Usage(format!("cannot find the valp binary: {error}")))?;
-    let mut backend = SystemBackend::open(root, &clock, observe_options(observe))
+    let mut backend = SystemBackend::open(root, &CONSOLE_CLOCK, observe_options(observe))
         .map_err(CommandError::from)?
         .with_runtime(valp);
     if demo {
@@ -257,7 +260,11 @@ pub fn open_console(
         .watch(inbox.notifier())
         .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     let config = crate::tui::Config::builtin()?;
-    crate::tui::run(&mut backend, config, inbox)?;
+    // One thread for the UI task; the backend has its own (see `tui::run`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(crate::tui::run(Box::new(backend), config, inbox))?;
     Ok(ExitCode::SUCCESS)
 }
 
