@@ -59,7 +59,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 pub use action::Action;
 pub use app::{App, Notice};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Sources};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
 pub use redirect::MAX_INTENT;

@@ -38,7 +38,14 @@ fn job(effect: Effect) -> Option<Job> {
 fn carry_out(backend: &mut dyn Backend, job: Job) -> Event {
     match job {
         Job::Send { request, quiet } => {
+            let started = std::time::Instant::now();
             let outcome = backend.request(&request);
+            tracing::info!(
+                ?request,
+                ok = outcome.is_ok(),
+                millis = started.elapsed().as_millis(),
+                "backend answered"
+            );
             Event::Answered {
                 request,
                 quiet,
