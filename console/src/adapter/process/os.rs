@@ -3,46 +3,13 @@
 //! workspace forbids `unsafe`, and running a `kill` program found on `PATH` forks for every
 //! signal and trusts whatever `PATH` holds).
 
-use crate::doctor::procfs::parse_boot_id;
+use std::path::Path;
 
-/// The fields of `/proc/<pid>/stat` the supervisor uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), …
-    pub state: char,
-    /// Field 5: the process group.
-    pub pgrp: u32,
-    /// Field 22: the start time in clock ticks since boot.
-    pub start_ticks: u64,
-}
+use crate::doctor::procfs::{ProcStat, parse_boot_id, read_stat};
 
-impl Stat {
-    /// Whether the process still runs (a zombie has ended, it only waits to be reaped).
-    pub fn is_running(self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Parses `/proc/<pid>/stat` (the command name runs from the first `(` to the last `)`).
-pub fn parse_stat(bytes: &[u8]) -> Option<Stat> {
-    let close = bytes.iter().rposition(|&byte| byte == b')')?;
-    let rest = std::str::from_utf8(&bytes[close + 1..]).ok()?;
-    // `rest` starts with field 3; field n is at index n - 3.
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let mut state = fields.first()?.chars();
-    let (Some(state), None) = (state.next(), state.next()) else {
-        return None;
-    };
-    Some(Stat {
-        state,
-        pgrp: fields.get(5 - 3)?.parse().ok()?,
-        start_ticks: fields.get(22 - 3)?.parse().ok()?,
-    })
-}
-
-/// `/proc/<pid>/stat`, if the process exists.
-pub fn stat(pid: u32) -> Option<Stat> {
-    parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+/// `/proc/<pid>/stat`, if the process exists (parsed by the Doctor's parser: one for both).
+pub fn stat(pid: u32) -> Option<ProcStat> {
+    read_stat(Path::new("/proc"), pid)
 }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`).
@@ -119,18 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_lines_parse() {
-        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
-                     987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
-        assert_eq!(
-            parse_stat(line),
-            Some(Stat {
-                state: 'S',
-                pgrp: 4242,
-                start_ticks: 987_654
-            })
-        );
-        assert_eq!(parse_stat(b"1 (x) S 1"), None);
+    fn this_process_runs() {
         let me = stat(std::process::id()).unwrap();
         assert!(me.is_running());
         assert!(is_running(std::process::id(), me.start_ticks, None));
