@@ -284,8 +284,9 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
         backend = backend.with_plan_once_proven(DEMO_PLAN_FILE, DEMO_PLAN);
     }
     let inbox = crate::tui::Inbox::new();
+    let notifier = inbox.notifier();
     backend
-        .watch(inbox.notifier())
+        .watch(move || notifier.changed())
         .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     tracing::info!("console started");
     // One thread for the UI task; the backend has its own (see `tui::run`).

@@ -115,6 +115,27 @@ impl Desk {
         }
     }
 
+    /// Starts `valp demo --console`, selects the only candidate (no agents' server: the OS
+    /// account) and shows the demo task's work items. The demo plan is published once the
+    /// Leader is bound and the System starts running it: processes launched by the adapter,
+    /// their observations arriving through the watcher.
+    fn demo_with_its_leader(&self) {
+        self.start_valp(&["demo", "--console"]);
+        self.wait_for("Candidates (1)");
+        self.keys(&["Enter"]);
+        self.wait_for("as the Leader?");
+        self.keys(&["y"]);
+        self.wait_for("demo-build");
+        self.keys(&["j"]);
+    }
+
+    /// The folder of a process attempt.
+    fn attempt_dir(&self, attempt_id: &str) -> PathBuf {
+        self.path()
+            .join(".valp/runtime/process/attempts")
+            .join(attempt_folder(attempt_id))
+    }
+
     /// Waits until the screen no longer shows `text`.
     fn wait_until_gone(&self, text: &str) {
         let deadline = Instant::now() + PATIENCE;
@@ -273,16 +294,7 @@ fn the_console_needs_a_terminal() {
 #[test]
 fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     let desk = Desk::new();
-    // No agents' server: the OS account is the only candidate.
-    desk.start_valp(&["demo", "--console"]);
-    desk.wait_for("Candidates (1)");
-    desk.keys(&["Enter"]);
-    desk.wait_for("as the Leader?");
-    desk.keys(&["y"]);
-    // The demo plan is published once the Leader is bound and the System starts running it:
-    // processes launched by the adapter, their observations arriving through the watcher.
-    desk.wait_for("demo-build");
-    desk.keys(&["j"]);
+    desk.demo_with_its_leader();
     let running = desk.wait_for("warm-up required running in flight");
     assert!(running.contains("Work items · demo-build (5)"), "{running}");
     // The item is running from its attempt's creation; the adapter's `accepted` observation
@@ -293,9 +305,7 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     // next start (no question asked) takes what it reported.
     desk.quit();
     let warm_up = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder("demo-build:warm-up:a1"))
+        .attempt_dir("demo-build:warm-up:a1")
         .join("observations/000002.json");
     let deadline = Instant::now() + PATIENCE;
     while !warm_up.is_file() {
@@ -372,18 +382,10 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
 #[test]
 fn keys_are_answered_and_q_quits_while_the_backend_waits_on_a_cancel() {
     let desk = Desk::new();
-    desk.start_valp(&["demo", "--console"]);
-    desk.wait_for("Candidates (1)");
-    desk.keys(&["Enter"]);
-    desk.wait_for("as the Leader?");
-    desk.keys(&["y"]);
-    desk.wait_for("demo-build");
-    desk.keys(&["j"]);
+    desk.demo_with_its_leader();
     desk.wait_for("slow-optional optional running in flight");
     let record = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder("demo-build:slow-optional:a1"))
+        .attempt_dir("demo-build:slow-optional:a1")
         .join("supervisor.json");
     let deadline = Instant::now() + PATIENCE;
     while !record.is_file() {
@@ -451,10 +453,7 @@ impl Drop for Signalled {
 /// Writes, into the observations of `attempt_id`'s folder, a valid observation of another
 /// attempt (renamed into place, as an adapter writes).
 fn drop_foreign_observation(desk: &Desk, attempt_id: &str) {
-    let folder = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder(attempt_id));
+    let folder = desk.attempt_dir(attempt_id);
     let foreign = AdapterObservation::new(
         AdapterRequest::new(
             Operation::Submit,
