@@ -19,6 +19,13 @@ pub struct Cli {
     /// Where the Doctor looks for Leader candidates.
     #[command(flatten)]
     pub observe: ObserveArgs,
+    /// The console's configuration file (keymap, theme, refresh period) instead of the one in
+    /// the platform's config folder (`valp doctor` shows where that is).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Colours in the console: `auto` follows `NO_COLOR`; this flag beats it and the config.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// What to do; without a command valp opens the operator console on the control root.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -36,6 +43,28 @@ impl Cli {
             None => true,
             Some(Command::Demo(args)) => args.console,
             Some(_) => false,
+        }
+    }
+}
+
+/// Whether the console draws in colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Unless `NO_COLOR` is set.
+    Auto,
+    /// Even with `NO_COLOR`.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// What the flag decides by itself: `None` leaves it to `NO_COLOR` and the config.
+    pub const fn forced(self) -> Option<bool> {
+        match self {
+            Self::Auto => None,
+            Self::Always => Some(true),
+            Self::Never => Some(false),
         }
     }
 }

@@ -228,13 +228,28 @@ const DEMO_PLAN: &str = include_str!("../../examples/plans/demo.toml");
 /// How errors name it.
 const DEMO_PLAN_FILE: &str = "examples/plans/demo.toml";
 
+/// The console's clock: the backend moves to a thread of its own, so it lives as long as the
+/// program.
+static CONSOLE_CLOCK: SystemClock = SystemClock;
+
+/// What the console is opened with.
+#[derive(Debug, Clone)]
+pub struct ConsoleArgs {
+    /// `--root`.
+    pub root: Option<PathBuf>,
+    /// Where the Doctor looks.
+    pub observe: ObserveArgs,
+    /// `valp demo --console`.
+    pub demo: bool,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--color always|never`.
+    pub color: Option<bool>,
+}
+
 /// Opens the full-screen console on the control root (the daily start: observe, record,
 /// re-prove the Leader session) and runs it until the user quits.
-pub fn open_console(
-    root: Option<&Path>,
-    observe: &ObserveArgs,
-    demo: bool,
-) -> Result<ExitCode, CommandError> {
+pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CommandError::Usage(
             "the console needs a terminal (stdin and stdout are not both one); the commands \
@@ -242,22 +257,43 @@ pub fn open_console(
                 .to_owned(),
         ));
     }
-    let clock = SystemClock;
-    let root = open_root(root)?;
+    let files = crate::userfiles::UserFiles::locate();
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    let config = crate::tui::Config::load(
+        args.config.as_deref(),
+        files.config.as_deref(),
+        args.color,
+        no_color,
+    )?;
+    // The console owns the terminal: what it has to say beyond the screen goes to the log.
+    if let Some(logs) = &files.logs
+        && let Err(error) = crate::userfiles::start_log(logs)
+    {
+        eprintln!(
+            "valp: no console log: {}",
+            crate::doctor::sanitize::display_line(&error)
+        );
+    }
+    let root = open_root(args.root.as_deref())?;
     let valp = std::env::current_exe()
         .map_err(|error| CommandError::Usage(format!("cannot find the valp binary: {error}")))?;
-    let mut backend = SystemBackend::open(root, &clock, observe_options(observe))
+    let mut backend = SystemBackend::open(root, &CONSOLE_CLOCK, observe_options(&args.observe))
         .map_err(CommandError::from)?
         .with_runtime(valp);
-    if demo {
+    if args.demo {
         backend = backend.with_plan_once_proven(DEMO_PLAN_FILE, DEMO_PLAN);
     }
     let inbox = crate::tui::Inbox::new();
+    let notifier = inbox.notifier();
     backend
-        .watch(inbox.notifier())
+        .watch(move || notifier.changed())
         .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
-    let config = crate::tui::Config::builtin()?;
-    crate::tui::run(&mut backend, config, inbox)?;
+    tracing::info!("console started");
+    // One thread for the UI task; the backend has its own (see `tui::run`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(crate::tui::run(Box::new(backend), config, inbox))?;
     Ok(ExitCode::SUCCESS)
 }
 

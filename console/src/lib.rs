@@ -17,4 +17,5 @@ pub mod plan;
 pub mod runtime;
 pub mod system;
 pub mod tui;
+pub mod userfiles;
 pub mod view;

@@ -24,9 +24,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> Result<ExitCode> {
     color_eyre::install()?;
     let cli = Cli::parse();
-    let console = cli
-        .opens_console()
-        .then(|| (cli.root.clone(), cli.observe.clone(), cli.is_demo()));
+    let console = cli.opens_console().then(|| commands::ConsoleArgs {
+        root: cli.root.clone(),
+        observe: cli.observe.clone(),
+        demo: cli.is_demo(),
+        config: cli.config.clone(),
+        color: cli.color.forced(),
+    });
     let code = {
         let mut out = std::io::stdout().lock();
         let mut input = std::io::stdin().lock();
@@ -35,9 +39,7 @@ fn main() -> Result<ExitCode> {
         result
     };
     let code = match (code, console) {
-        (Ok(code), Some((root, observe, demo))) if code == ExitCode::SUCCESS => {
-            commands::open_console(root.as_deref(), &observe, demo)
-        }
+        (Ok(code), Some(console)) if code == ExitCode::SUCCESS => commands::open_console(&console),
         (other, _) => other,
     };
     Ok(code.unwrap_or_else(|error| {

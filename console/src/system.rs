@@ -24,7 +24,6 @@ use crate::doctor::report::shows;
 use crate::doctor::sanitize::display_text;
 use crate::doctor::{self, HealthStatus, Observation, ObserveOptions};
 use crate::runtime::control::{Actor, Operation};
-use crate::tui::Notifier;
 use crate::view::{
     Backend, CandidateRow, ConsoleView, EpochRow, LaneView, LeaderView, Refusal, Request,
 };
@@ -113,11 +112,13 @@ impl<'c> SystemBackend<'c> {
         }
     }
 
-    /// Starts the live observation feed; `notifier` wakes the console when it has news.
-    pub fn watch(&mut self, notifier: Notifier) -> Result<(), crate::ingest::IngestError> {
-        self.feed = Some(feed::Feed::start(self.root.layout().root(), move || {
-            notifier.changed()
-        })?);
+    /// Starts the live observation feed; `wake` tells the screen it has news (and returns
+    /// `false` once nobody listens). A callback, not the UI's type: the System knows no UI.
+    pub fn watch(
+        &mut self,
+        wake: impl Fn() -> bool + Send + 'static,
+    ) -> Result<(), crate::ingest::IngestError> {
+        self.feed = Some(feed::Feed::start(self.root.layout().root(), wake)?);
         Ok(())
     }
 

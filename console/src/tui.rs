@@ -9,10 +9,15 @@
 //!   `intro`, `banner`, `leader`, `candidates`, `footer`, `dialog`, `redirect`, `help`, and the
 //!   task panes `tasks`, `items`, `observations`, `rejections`, `activity`, laid out by `body`
 //!   over the shared `list`; `selection` holds the focus and cursors).
-//! - [`dispatch`] carries out effects against the backend and feeds the answers back.
-//! - [`run`] is the one event loop: terminal keys and resizes, a slow tick that asks for a
-//!   refresh, and whatever a [`Notifier`] sends (something changed on disk) arrive on one
-//!   channel; the screen is drawn only when the app says something changed.
+//! - [`run`] is the one event loop, a tokio task that owns the terminal and the app and never
+//!   waits for the backend: it selects over terminal input (crossterm's `EventStream`), the
+//!   backend's answers, whatever a [`Notifier`] sends (something changed on disk), the slow
+//!   refresh tick, a redraw deadline and SIGTERM/SIGHUP/SIGINT. The backend lives on its own
+//!   thread (`worker`), which carries out requests and view reads in order and sends the
+//!   answers back as events; meanwhile the footer shows the request as pending. Frames are
+//!   drawn only when the app says something changed, at most 60 a second.
+//! - [`dispatch`] is the same work done inline, for tests that drive the app without a
+//!   terminal.
 //! - The [`Keymap`] and [`Theme`] are data: compiled-in TOML files, parsed into
 //!   mode → key → [`Action`] and semantic [`Slot`] → style.
 
@@ -40,32 +45,32 @@ mod tasks;
 mod text;
 mod theme;
 mod title;
+mod worker;
 
-use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crossterm::event::{Event as Terminal, EventStream};
+use futures_util::StreamExt;
 use ratatui::DefaultTerminal;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::time::{Instant, MissedTickBehavior};
 
 pub use action::Action;
 pub use app::{App, Notice};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Sources};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
 pub use redirect::MAX_INTENT;
 pub use selection::Pane;
 pub use theme::{DEFAULT_THEME, Slot, Theme, ThemeError};
+pub use worker::dispatch;
 
 use crate::view::Backend;
 
-/// Events that may wait for the loop before senders block (keys) or give up (notifications).
-const INBOX_CAPACITY: usize = 64;
-/// How often the terminal reader checks whether the loop has ended.
-const READER_POLL: Duration = Duration::from_millis(50);
+/// The shortest time between two frames: at most 60 a second, however fast events come.
+const FRAME: Duration = Duration::from_micros(16_667);
 
 /// Whether the loop goes on after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,23 +81,17 @@ pub enum Flow {
     Quit,
 }
 
-/// What the loop's channel carries.
-enum Input {
-    Event(Event),
-    /// The terminal could not be read.
-    Failed(io::Error),
-}
-
-/// The loop's channel. Create it before [`run`] to hand out [`Notifier`]s.
+/// The loop's change notifications. Create it before [`run`] to hand out [`Notifier`]s.
 pub struct Inbox {
-    sender: SyncSender<Input>,
-    receiver: Receiver<Input>,
+    sender: mpsc::Sender<()>,
+    receiver: mpsc::Receiver<()>,
 }
 
 impl Inbox {
     /// An empty inbox.
     pub fn new() -> Self {
-        let (sender, receiver) = std::sync::mpsc::sync_channel(INBOX_CAPACITY);
+        // One slot: changes that arrive while one waits are the same news (re-read the view).
+        let (sender, receiver) = mpsc::channel(1);
         Self { sender, receiver }
     }
 
@@ -110,25 +109,24 @@ impl Default for Inbox {
 
 /// Tells a running console that something changed on disk, so it re-reads the view.
 #[derive(Clone)]
-pub struct Notifier(SyncSender<Input>);
+pub struct Notifier(mpsc::Sender<()>);
 
 impl Notifier {
-    /// Sends [`Event::Changed`]; it is dropped when the inbox is full (the slow tick refreshes
-    /// anyway). Returns `false` once the console has ended.
+    /// Queues [`Event::Changed`] (coalesced with one already waiting). Returns `false` once the
+    /// console has ended.
     pub fn changed(&self) -> bool {
-        !matches!(
-            self.0.try_send(Input::Event(Event::Changed)),
-            Err(TrySendError::Disconnected(_))
-        )
+        !matches!(self.0.try_send(()), Err(TrySendError::Closed(())))
     }
 }
 
-/// Runs the console full-screen until the user quits.
+/// Runs the console full-screen until the user quits or a signal asks it to end.
 ///
 /// Takes over the terminal (raw mode, alternate screen, and a panic hook that gives it back, so
-/// call this after installing any other panic hook), reads the first view from `backend`, and
-/// restores the terminal on every way out.
-pub fn run(backend: &mut dyn Backend, config: Config, inbox: Inbox) -> io::Result<()> {
+/// call this after installing any other panic hook), moves `backend` to its own thread, and
+/// restores the terminal on every way out. It returns without waiting for a request the
+/// backend is still carrying out: that thread ends with the process (whatever it had not yet
+/// written is redone by the next start, as after any interruption).
+pub async fn run(backend: Box<dyn Backend + Send>, config: Config, inbox: Inbox) -> io::Result<()> {
     let mut terminal = match ratatui::try_init() {
         Ok(terminal) => terminal,
         Err(error) => {
@@ -136,126 +134,82 @@ pub fn run(backend: &mut dyn Backend, config: Config, inbox: Inbox) -> io::Resul
             return Err(error);
         }
     };
-    let result = event_loop(&mut terminal, backend, config, inbox);
+    let result = event_loop(&mut terminal, backend, config, inbox).await;
     ratatui::restore();
     result
 }
 
-/// The one loop: draw when dirty, wait for an input or the tick, dispatch.
-fn event_loop(
+/// The one loop: draw when dirty (at most every [`FRAME`]), else wait for whatever comes first.
+async fn event_loop(
     terminal: &mut DefaultTerminal,
-    backend: &mut dyn Backend,
+    backend: Box<dyn Backend + Send>,
     config: Config,
-    inbox: Inbox,
+    mut inbox: Inbox,
 ) -> io::Result<()> {
-    let tick = config.refresh_every;
-    let mut app = App::new(config, backend.view());
-    let stop = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (sender, stop) = (inbox.sender.clone(), Arc::clone(&stop));
-        thread::spawn(move || read_terminal(&sender, &stop))
+    let tick_every = config.refresh_every;
+    let (mut worker, first_view) = worker::Worker::start(backend)?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut keys = EventStream::new();
+    let view = tokio::select! {
+        view = first_view => view.map_err(|_| io::Error::other("the backend ended before its first view"))?,
+        _ = terminate.recv() => return Ok(()),
+        _ = hangup.recv() => return Ok(()),
+        _ = interrupt.recv() => return Ok(()),
     };
-    let result = pump(terminal, backend, &mut app, &inbox.receiver, tick);
-    stop.store(true, Ordering::Relaxed);
-    // Dropping the receiver also releases a reader blocked on a full inbox.
-    drop(inbox);
-    let _ = reader.join();
-    result
-}
-
-fn pump(
-    terminal: &mut DefaultTerminal,
-    backend: &mut dyn Backend,
-    app: &mut App,
-    inbox: &Receiver<Input>,
-    tick: Duration,
-) -> io::Result<()> {
-    let mut next_tick = Instant::now() + tick;
+    let mut app = App::new(config, view);
+    let mut tick = tokio::time::interval_at(Instant::now() + tick_every, tick_every);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut dirty = app.take_dirty();
+    let mut last_frame: Option<Instant> = None;
     loop {
-        if app.take_dirty() {
-            terminal.draw(|frame| app.render(frame))?;
-        }
-        let first = match inbox.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
-            Ok(input) => input,
-            Err(RecvTimeoutError::Timeout) => {
-                next_tick = Instant::now() + tick;
-                Input::Event(Event::Tick)
+        let next_frame = last_frame.map_or_else(Instant::now, |at| at + FRAME);
+        let event = tokio::select! {
+            biased;
+            () = tokio::time::sleep_until(next_frame), if dirty => {
+                terminal.draw(|frame| app.render(frame))?;
+                last_frame = Some(Instant::now());
+                dirty = false;
+                continue;
             }
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
-        };
-        // Everything already waiting is handled before the next draw.
-        for input in std::iter::once(first).chain(inbox.try_iter()) {
-            match input {
-                Input::Failed(error) => return Err(error),
-                Input::Event(event) => {
-                    if dispatch(app, backend, event) == Flow::Quit {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Forwards terminal keys and resizes to the loop until `stop` is set or the loop is gone.
-fn read_terminal(sender: &SyncSender<Input>, stop: &AtomicBool) {
-    use crossterm::event::{self, Event as Terminal};
-    while !stop.load(Ordering::Relaxed) {
-        let input = match event::poll(READER_POLL) {
-            Ok(false) => continue,
-            Ok(true) => match event::read() {
-                Ok(Terminal::Key(key)) => Input::Event(Event::Key(key)),
-                Ok(Terminal::Resize(..)) => Input::Event(Event::Resize),
-                Ok(_) => continue,
-                Err(error) => Input::Failed(error),
+            _ = terminate.recv() => return Ok(()),
+            _ = hangup.recv() => return Ok(()),
+            _ = interrupt.recv() => return Ok(()),
+            input = keys.next() => match input {
+                None => return Ok(()),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(Terminal::Key(key))) => Event::Key(key),
+                Some(Ok(Terminal::Resize(..))) => Event::Resize,
+                Some(Ok(_)) => continue,
             },
-            Err(error) => Input::Failed(error),
+            Some(event) = worker.answers.recv() => event,
+            Some(()) = inbox.receiver.recv() => Event::Changed,
+            _ = tick.tick() => Event::Tick,
         };
-        let failed = matches!(input, Input::Failed(_));
-        if sender.send(input).is_err() || failed {
-            return;
+        let flow = worker.apply(&mut app, event);
+        dirty |= app.take_dirty();
+        if flow == Flow::Quit {
+            return Ok(());
         }
     }
-}
-
-/// Hands `event` to the app and carries out its effects against `backend`, feeding answers and
-/// re-read views back to the app, until nothing is left to do.
-pub fn dispatch(app: &mut App, backend: &mut dyn Backend, event: Event) -> Flow {
-    let mut pending = VecDeque::from([event]);
-    while let Some(event) = pending.pop_front() {
-        for effect in app.handle(event) {
-            match effect {
-                Effect::Send { request, quiet } => {
-                    let outcome = backend.request(&request);
-                    pending.push_back(Event::Answered {
-                        request,
-                        quiet,
-                        outcome,
-                    });
-                }
-                Effect::Reload => pending.push_back(Event::Loaded(Box::new(backend.view()))),
-                Effect::Quit => return Flow::Quit,
-            }
-        }
-    }
-    Flow::Continue
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-    use super::{Event, Inbox, Input};
+    use super::Inbox;
 
     #[test]
-    fn a_notifier_queues_a_change_until_the_console_is_gone() {
-        let inbox = Inbox::new();
+    fn a_notifier_queues_one_change_until_the_console_is_gone() {
+        let mut inbox = Inbox::new();
         let notifier = inbox.notifier();
         assert!(notifier.changed());
-        assert!(matches!(
-            inbox.receiver.try_recv(),
-            Ok(Input::Event(Event::Changed))
-        ));
+        // A second change while one waits is the same news.
+        assert!(notifier.changed());
+        assert_eq!(inbox.receiver.try_recv(), Ok(()));
+        assert!(inbox.receiver.try_recv().is_err());
         drop(inbox);
         assert!(!notifier.changed());
     }

@@ -19,6 +19,9 @@ use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;
 
+/// Longer than drawing one frame takes, shorter than a person notices.
+const SETTLE: Duration = Duration::from_millis(100);
+
 struct Desk {
     temp: tempfile::TempDir,
     agents_socket: PathBuf,
@@ -96,11 +99,51 @@ impl Desk {
             let screen = self.screen();
             let flat = flatten(&screen);
             if flat.contains(text) {
-                return flat;
+                // A frame is written in several chunks: a capture may catch one half-drawn.
+                // What is still there a moment later is a whole frame.
+                std::thread::sleep(SETTLE);
+                let settled = flatten(&self.screen());
+                if settled.contains(text) {
+                    return settled;
+                }
             }
             assert!(
                 Instant::now() < deadline,
                 "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts `valp demo --console`, selects the only candidate (no agents' server: the OS
+    /// account) and shows the demo task's work items. The demo plan is published once the
+    /// Leader is bound and the System starts running it: processes launched by the adapter,
+    /// their observations arriving through the watcher.
+    fn demo_with_its_leader(&self) {
+        self.start_valp(&["demo", "--console"]);
+        self.wait_for("Candidates (1)");
+        self.keys(&["Enter"]);
+        self.wait_for("as the Leader?");
+        self.keys(&["y"]);
+        self.wait_for("demo-build");
+        self.keys(&["j"]);
+    }
+
+    /// The folder of a process attempt.
+    fn attempt_dir(&self, attempt_id: &str) -> PathBuf {
+        self.path()
+            .join(".valp/runtime/process/attempts")
+            .join(attempt_folder(attempt_id))
+    }
+
+    /// Waits until the screen no longer shows `text`.
+    fn wait_until_gone(&self, text: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while flatten(&self.screen()).contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "the screen kept showing {text:?}:\n{}",
+                self.screen()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -158,8 +201,13 @@ fn select_once_reopen_without_asking_and_rebind_after_a_restart() {
     assert!(dialog.contains("Select tmux:"), "{dialog}");
     assert!(dialog.contains("This starts epoch 1."), "{dialog}");
     desk.keys(&["y"]);
-    let selected = desk.wait_for(&format!("Leader selected: {pane}, epoch 1"));
-    assert!(selected.contains("lane active"), "{selected}");
+    desk.wait_for(&format!("Leader selected: {pane}, epoch 1"));
+    // The answer shows as soon as it comes; the view re-read after it a moment later.
+    let selected = desk.wait_for("lane active");
+    assert!(
+        selected.contains(&format!("Leader selected: {pane}, epoch 1")),
+        "{selected}"
+    );
     assert!(selected.contains("demo-1"), "{selected}");
     desk.quit();
     let bound = desk.binding();
@@ -246,16 +294,7 @@ fn the_console_needs_a_terminal() {
 #[test]
 fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     let desk = Desk::new();
-    // No agents' server: the OS account is the only candidate.
-    desk.start_valp(&["demo", "--console"]);
-    desk.wait_for("Candidates (1)");
-    desk.keys(&["Enter"]);
-    desk.wait_for("as the Leader?");
-    desk.keys(&["y"]);
-    // The demo plan is published once the Leader is bound and the System starts running it:
-    // processes launched by the adapter, their observations arriving through the watcher.
-    desk.wait_for("demo-build");
-    desk.keys(&["j"]);
+    desk.demo_with_its_leader();
     let running = desk.wait_for("warm-up required running in flight");
     assert!(running.contains("Work items · demo-build (5)"), "{running}");
     // The item is running from its attempt's creation; the adapter's `accepted` observation
@@ -266,9 +305,7 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     // next start (no question asked) takes what it reported.
     desk.quit();
     let warm_up = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder("demo-build:warm-up:a1"))
+        .attempt_dir("demo-build:warm-up:a1")
         .join("observations/000002.json");
     let deadline = Instant::now() + PATIENCE;
     while !warm_up.is_file() {
@@ -339,13 +376,84 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     assert_eq!(verified.code, Some(0), "{}", verified.stdout);
 }
 
+/// The backend is kept busy for 10 s: a cancel whose supervisor is stopped (SIGSTOP) never
+/// confirms, so the System waits out its whole patience. Meanwhile the screen shows the cancel
+/// as pending, answers every key, and `q` ends the program within a second.
+#[test]
+fn keys_are_answered_and_q_quits_while_the_backend_waits_on_a_cancel() {
+    let desk = Desk::new();
+    desk.demo_with_its_leader();
+    desk.wait_for("slow-optional optional running in flight");
+    let record = desk
+        .attempt_dir("demo-build:slow-optional:a1")
+        .join("supervisor.json");
+    let deadline = Instant::now() + PATIENCE;
+    while !record.is_file() {
+        assert!(Instant::now() < deadline, "slow-optional never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let supervisor = record["pid"].as_u64().unwrap().to_string();
+    let stopped = Signalled::new(&supervisor, "-STOP");
+
+    desk.keys(&["Tab", "j", "j", "j", "j", "x"]);
+    desk.wait_for("Cancel work item slow-optional of task demo-build?");
+    desk.keys(&["y"]);
+    desk.wait_for("pending: cancelling work item slow-optional of task demo-build");
+    let busy_since = Instant::now();
+    for _ in 0..3 {
+        desk.keys(&["?"]);
+        desk.wait_for("Everywhere");
+        desk.keys(&["Escape"]);
+        desk.wait_until_gone("Everywhere");
+    }
+    let screen = desk.wait_for("pending: cancelling work item slow-optional");
+    assert!(
+        screen.contains("slow-optional optional running in flight"),
+        "{screen}"
+    );
+    let asked = Instant::now();
+    desk.keys(&["q"]);
+    desk.wait_for("valp-exited-0");
+    let quit_after = asked.elapsed();
+    assert!(
+        quit_after <= Duration::from_secs(1),
+        "q took {quit_after:?}"
+    );
+    assert!(
+        busy_since.elapsed() < Duration::from_secs(10),
+        "the backend's patience ran out before the test ended: it proves nothing"
+    );
+    drop(stopped);
+}
+
+/// A signal sent with `kill`; SIGCONT on drop, so a stopped process never outlives the test.
+struct Signalled(String);
+
+impl Signalled {
+    fn new(pid: &str, signal: &str) -> Self {
+        let status = std::process::Command::new("kill")
+            .args([signal, pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Self(pid.to_owned())
+    }
+}
+
+impl Drop for Signalled {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0])
+            .status();
+    }
+}
+
 /// Writes, into the observations of `attempt_id`'s folder, a valid observation of another
 /// attempt (renamed into place, as an adapter writes).
 fn drop_foreign_observation(desk: &Desk, attempt_id: &str) {
-    let folder = desk
-        .path()
-        .join(".valp/runtime/process/attempts")
-        .join(attempt_folder(attempt_id));
+    let folder = desk.attempt_dir(attempt_id);
     let foreign = AdapterObservation::new(
         AdapterRequest::new(
             Operation::Submit,

@@ -23,6 +23,9 @@ pub(super) fn run_doctor(
 ) -> Result<ExitCode, CommandError> {
     let observation = doctor::observe(clock, options);
     report::write_report(&observation, out)?;
+    for line in crate::userfiles::UserFiles::locate().describe() {
+        writeln!(out, "{line}")?;
+    }
     match root {
         Some(root) => {
             let stored = root.blobs().put(&observation.canonical_bytes())?;
@@ -113,11 +116,11 @@ mod tests {
 
         let mut unstored = Vec::new();
         run_doctor(None, &clock(), &options(), &mut unstored).unwrap();
-        assert!(
-            String::from_utf8(unstored)
-                .unwrap()
-                .ends_with("no control root\n")
-        );
+        let unstored = String::from_utf8(unstored).unwrap();
+        assert!(unstored.ends_with("no control root\n"), "{unstored}");
+        // Where the operator's own files are, whether or not they exist.
+        assert!(unstored.contains("\nuser config: "), "{unstored}");
+        assert!(unstored.contains("\nconsole log: "), "{unstored}");
     }
 
     #[test]

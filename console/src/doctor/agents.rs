@@ -111,7 +111,9 @@ mod tests {
         let stat = |pid, ppid, comm: &str| ProcStat {
             pid,
             comm: comm.to_owned(),
+            state: 'S',
             ppid,
+            pgrp: pid,
             start_ticks: 1,
         };
         let table = ProcessTable::from_stats([

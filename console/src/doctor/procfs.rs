@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The fields of `/proc/<pid>/stat` the Doctor uses.
+/// The fields of `/proc/<pid>/stat` the Doctor and the process supervisor use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcStat {
     /// Field 1: the process id.
@@ -12,10 +12,21 @@ pub struct ProcStat {
     /// Field 2: the command name (`comm`, at most 15 bytes, any bytes but NUL; not sanitized:
     /// used for matching, never printed).
     pub comm: String,
+    /// Field 3: `R`, `S`, `D`, `T`, `Z` (zombie), `X` (dead), …
+    pub state: char,
     /// Field 4: the parent's process id.
     pub ppid: u32,
+    /// Field 5: the process group.
+    pub pgrp: u32,
     /// Field 22: the start time, in clock ticks since boot.
     pub start_ticks: u64,
+}
+
+impl ProcStat {
+    /// Whether the process still runs (a zombie has ended, it only waits to be reaped).
+    pub fn is_running(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
 }
 
 /// Parses the contents of `/proc/<pid>/stat`.
@@ -37,13 +48,17 @@ pub fn parse_stat(bytes: &[u8]) -> Option<ProcStat> {
     let rest = std::str::from_utf8(&bytes[close + 1..]).ok()?;
     // `rest` starts with field 3 (state); field n is at index n - 3.
     let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let parent = fields.get(4 - 3)?.parse().ok()?;
-    let start_ticks = fields.get(22 - 3)?.parse().ok()?;
+    let mut state = fields.first()?.chars();
+    let (Some(state), None) = (state.next(), state.next()) else {
+        return None;
+    };
     Some(ProcStat {
         pid,
         comm,
-        ppid: parent,
-        start_ticks,
+        state,
+        ppid: fields.get(4 - 3)?.parse().ok()?,
+        pgrp: fields.get(5 - 3)?.parse().ok()?,
+        start_ticks: fields.get(22 - 3)?.parse().ok()?,
     })
 }
 
@@ -190,7 +205,9 @@ mod tests {
             Some(ProcStat {
                 pid: 17826,
                 comm: "sleep".to_owned(),
+                state: 'S',
                 ppid: 17825,
+                pgrp: 17826,
                 start_ticks: 4_325_912,
             })
         );
@@ -215,10 +232,11 @@ mod tests {
             let parsed = parse_stat(&stat_line(4242, comm, 17, 987_654)).unwrap();
             assert_eq!(parsed.comm, comm);
             assert_eq!(
-                (parsed.pid, parsed.ppid, parsed.start_ticks),
-                (4242, 17, 987_654),
+                (parsed.pid, parsed.state, parsed.ppid, parsed.pgrp),
+                (4242, 'S', 17, 4242),
                 "{comm:?}"
             );
+            assert_eq!(parsed.start_ticks, 987_654, "{comm:?}");
         }
     }
 
@@ -229,6 +247,25 @@ mod tests {
         let parsed = parse_stat(&line).unwrap();
         assert_eq!((parsed.pid, parsed.ppid, parsed.start_ticks), (5, 1, 77));
         assert_eq!(parsed.comm, "bad\u{fffd}\u{fffd}");
+        assert!(parsed.is_running());
+    }
+
+    #[test]
+    fn zombies_and_dead_processes_do_not_run() {
+        for (state, running) in [
+            ('R', true),
+            ('S', true),
+            ('T', true),
+            ('Z', false),
+            ('X', false),
+        ] {
+            let line = format!("7 (z) {state} 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0");
+            assert_eq!(
+                parse_stat(line.as_bytes()).unwrap().is_running(),
+                running,
+                "{state}"
+            );
+        }
     }
 
     #[test]
@@ -241,6 +278,8 @@ mod tests {
             b"12 (sleep) S 1 2 3",
             b"x (sleep) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
             b"12 (sleep) S one 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+            b"12 (sleep) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+            b"12 (sleep) S 1 two 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
         ] {
             assert_eq!(parse_stat(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
@@ -296,7 +335,9 @@ mod tests {
         let stat = |pid, ppid| ProcStat {
             pid,
             comm: format!("p{pid}"),
+            state: 'S',
             ppid,
+            pgrp: pid,
             start_ticks: 1,
         };
         let table = ProcessTable::from_stats([

@@ -1,7 +1,7 @@
 //! The live observation feed: a file watcher over the control root's `runtime/` and `inbox/`
 //! turns every adapter observation file into a row for the console, and every file that fails
 //! the strict decoding or arrives out of order into a rejection row. Each new item pokes the
-//! console (a [`Notifier`]) so the System steps and the screen redraws at once.
+//! console (a wake-up callback) so the System steps and the screen redraws at once.
 //!
 //! Under `runtime/`, only observation files (`…/observations/*.json`) are observations; the
 //! other files of an attempt folder (request, run specification, proofs, control requests)

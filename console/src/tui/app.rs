@@ -40,6 +40,8 @@ const REVIEWING: &str = "reviewing";
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
+    /// A request the user made, on its way: the backend has not answered yet.
+    Pending(Request),
     /// The backend's confirmation.
     Done(String),
     /// The backend's refusal, shown with its code.
@@ -242,12 +244,7 @@ impl App {
         let mode = self.mode();
         match (mode, action) {
             (_, Action::Quit) => return vec![Effect::Quit],
-            (_, Action::Refresh) => {
-                return vec![Effect::Send {
-                    request: Request::Refresh,
-                    quiet: false,
-                }];
-            }
+            (_, Action::Refresh) => return self.send(Request::Refresh),
             (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
             (_, Action::Help) => self.help = true,
             (Mode::Dialog, Action::Confirm) => {
@@ -360,9 +357,9 @@ impl App {
         Vec::new()
     }
 
-    /// Sends a request the user made, clearing the last notice.
+    /// Sends a request the user made; the footer shows it pending until the answer comes.
     fn send(&mut self, request: Request) -> Vec<Effect> {
-        self.notice = None;
+        self.notice = Some(Notice::Pending(request.clone()));
         self.dirty = true;
         vec![Effect::Send {
             request,

@@ -11,6 +11,7 @@ use super::app::{Ctx, Notice};
 use super::keymap::keys_text;
 use super::text::{fit, span};
 use super::theme::Slot;
+use crate::view::Request;
 
 /// Columns between two hints.
 const GAP: &str = "  ";
@@ -68,6 +69,10 @@ fn hint_lines(ctx: &Ctx, width: u16) -> Vec<Line<'static>> {
 
 fn notice_paragraph(ctx: &Ctx, notice: Option<&Notice>) -> Paragraph<'static> {
     let line = match notice {
+        Some(Notice::Pending(request)) => Line::from(span(
+            &format!("pending: {}…", pending_text(request)),
+            ctx.style(Slot::AlertInfo),
+        )),
         Some(Notice::Done(message)) => Line::from(span(message, ctx.style(Slot::AlertInfo))),
         Some(Notice::Refused(refusal)) => Line::from(span(
             &format!("{}: {}", refusal.code, refusal.message),
@@ -76,4 +81,32 @@ fn notice_paragraph(ctx: &Ctx, notice: Option<&Notice>) -> Paragraph<'static> {
         None => Line::default(),
     };
     Paragraph::new(line).wrap(Wrap { trim: true })
+}
+
+/// What a request in flight is doing, in words (ids come sanitized in the view).
+fn pending_text(request: &Request) -> String {
+    match request {
+        Request::Select { candidate_id } => format!("selecting {candidate_id} as the Leader"),
+        Request::Rotate { candidate_id } => format!("rotating the Leader to {candidate_id}"),
+        Request::Refresh => "observing again".to_owned(),
+        Request::Cancel {
+            task_id,
+            work_item_id: Some(item),
+        } => format!("cancelling work item {item} of task {task_id}"),
+        Request::Cancel {
+            task_id,
+            work_item_id: None,
+        } => format!("cancelling task {task_id}"),
+        Request::Interrupt { task_id } => format!("interrupting task {task_id}"),
+        Request::Resume { task_id } => format!("resuming task {task_id}"),
+        Request::Redirect { task_id, .. } => format!("redirecting task {task_id}"),
+        Request::Review {
+            task_id,
+            pass: true,
+        } => format!("passing the review of task {task_id}"),
+        Request::Review {
+            task_id,
+            pass: false,
+        } => format!("rejecting the review of task {task_id}"),
+    }
 }

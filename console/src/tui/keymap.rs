@@ -306,6 +306,23 @@ impl Keymap {
         Ok(Self { bindings })
     }
 
+    /// Lays `other` over this keymap: a key `other` binds in a mode does what `other` says
+    /// there; every other binding stays.
+    pub fn overlay(&mut self, other: Self) {
+        for (mode, keys) in other.bindings {
+            let Some((_, own)) = self.bindings.iter_mut().find(|(bound, _)| *bound == mode) else {
+                self.bindings.push((mode, keys));
+                continue;
+            };
+            for (key, action) in keys {
+                match own.iter_mut().find(|(bound, _)| *bound == key) {
+                    Some(binding) => binding.1 = action,
+                    None => own.push((key, action)),
+                }
+            }
+        }
+    }
+
     fn own(&self, mode: Mode) -> &[(Key, Action)] {
         self.bindings
             .iter()

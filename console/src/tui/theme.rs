@@ -206,6 +206,27 @@ impl Theme {
         Ok(Self { styles })
     }
 
+    /// Lays `other` over this theme: a slot `other` styles takes its style, whole.
+    pub fn overlay(&mut self, other: Self) {
+        for (slot, style) in other.styles {
+            match self.styles.iter_mut().find(|(bound, _)| *bound == slot) {
+                Some(own) => own.1 = style,
+                None => self.styles.push((slot, style)),
+            }
+        }
+    }
+
+    /// This theme in the terminal's own colours: modifiers (bold, reversed, …) stay, so
+    /// focus and alerts still show (`NO_COLOR`, `--color never`).
+    #[must_use]
+    pub fn without_color(mut self) -> Self {
+        for (_, style) in &mut self.styles {
+            style.fg = None;
+            style.bg = None;
+        }
+        self
+    }
+
     /// The style of `slot`, or of `base` when the theme leaves `slot` out.
     pub fn style(&self, slot: Slot) -> Style {
         let find = |wanted: Slot| {

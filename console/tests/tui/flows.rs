@@ -171,6 +171,8 @@ fn refresh_is_a_request_from_g_f5_and_the_slow_tick_which_stays_quiet_unless_ref
     assert_eq!(app.handle(key(KeyCode::Char('g'))), [refresh(false)]);
     assert_eq!(app.handle(key(KeyCode::F(5))), [refresh(false)]);
     assert_eq!(app.handle(Event::Tick), [refresh(true)]);
+    // The user's refresh shows as pending until its own answer comes; the tick's is quiet.
+    assert_eq!(app.notice(), Some(&Notice::Pending(Request::Refresh)));
 
     app.take_dirty();
     assert_eq!(
@@ -181,7 +183,7 @@ fn refresh_is_a_request_from_g_f5_and_the_slow_tick_which_stays_quiet_unless_ref
         }),
         [Effect::Reload]
     );
-    assert_eq!(app.notice(), None);
+    assert_eq!(app.notice(), Some(&Notice::Pending(Request::Refresh)));
     assert!(
         !app.take_dirty(),
         "a quiet refresh with nothing new draws nothing"

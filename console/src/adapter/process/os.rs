@@ -1,50 +1,15 @@
 //! What the supervisor asks of the operating system beyond `std::process`: process identity
-//! from `/proc`, and signals, sent with the `kill` program (the workspace forbids `unsafe`, so
-//! there is no direct `kill(2)` call).
+//! from `/proc`, and signals to a process group through `rustix` (a safe `kill(2)` wrapper: the
+//! workspace forbids `unsafe`, and running a `kill` program found on `PATH` forks for every
+//! signal and trusts whatever `PATH` holds).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use crate::doctor::procfs::parse_boot_id;
+use crate::doctor::procfs::{ProcStat, parse_boot_id, read_stat};
 
-/// The fields of `/proc/<pid>/stat` the supervisor uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
-    /// Field 3: `R`, `S`, `D`, `Z` (zombie), `X` (dead), …
-    pub state: char,
-    /// Field 5: the process group.
-    pub pgrp: u32,
-    /// Field 22: the start time in clock ticks since boot.
-    pub start_ticks: u64,
-}
-
-impl Stat {
-    /// Whether the process still runs (a zombie has ended, it only waits to be reaped).
-    pub fn is_running(self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Parses `/proc/<pid>/stat` (the command name runs from the first `(` to the last `)`).
-pub fn parse_stat(bytes: &[u8]) -> Option<Stat> {
-    let close = bytes.iter().rposition(|&byte| byte == b')')?;
-    let rest = std::str::from_utf8(&bytes[close + 1..]).ok()?;
-    // `rest` starts with field 3; field n is at index n - 3.
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let mut state = fields.first()?.chars();
-    let (Some(state), None) = (state.next(), state.next()) else {
-        return None;
-    };
-    Some(Stat {
-        state,
-        pgrp: fields.get(5 - 3)?.parse().ok()?,
-        start_ticks: fields.get(22 - 3)?.parse().ok()?,
-    })
-}
-
-/// `/proc/<pid>/stat`, if the process exists.
-pub fn stat(pid: u32) -> Option<Stat> {
-    parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+/// `/proc/<pid>/stat`, if the process exists (parsed by the Doctor's parser: one for both).
+pub fn stat(pid: u32) -> Option<ProcStat> {
+    read_stat(Path::new("/proc"), pid)
 }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`).
@@ -87,60 +52,41 @@ pub enum Signal {
 }
 
 impl Signal {
-    const fn name(self) -> &'static str {
+    const fn raw(self) -> rustix::process::Signal {
         match self {
-            Self::Int => "INT",
-            Self::Term => "TERM",
-            Self::Kill => "KILL",
+            Self::Int => rustix::process::Signal::INT,
+            Self::Term => rustix::process::Signal::TERM,
+            Self::Kill => rustix::process::Signal::KILL,
         }
     }
 }
 
-/// The `kill` program: a fixed path when there is one, else whatever `PATH` finds.
-fn kill_program() -> &'static str {
-    ["/usr/bin/kill", "/bin/kill"]
-        .into_iter()
-        .find(|path| Path::new(path).is_file())
-        .unwrap_or("kill")
-}
-
-/// Sends `signal` to every process of group `pgid`; whether `kill` reported success.
+/// Sends `signal` to every process of group `pgid`; whether `kill(2)` succeeded.
 ///
-/// Refuses group ids 0 and 1 and the caller's own group (`kill -- -0` would signal the
+/// Refuses group ids 0 and 1 and the caller's own group (`kill(-0)` would signal the
 /// supervisor itself).
 pub fn signal_group(pgid: u32, signal: Signal) -> bool {
-    let own_group = stat(std::process::id()).map(|stat| stat.pgrp);
-    if pgid <= 1 || own_group == Some(pgid) {
+    let own_group = rustix::process::getpgrp().as_raw_pid();
+    let Some(group) = i32::try_from(pgid)
+        .ok()
+        .filter(|&raw| raw > 1 && raw != own_group)
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
-    }
-    Command::new(kill_program())
-        .args(["-s", signal.name(), "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
+    };
+    rustix::process::kill_process_group(group, signal.raw()).is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+
     use super::*;
 
     #[test]
-    fn stat_lines_parse() {
-        let line = b"4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
-                     987654 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
-        assert_eq!(
-            parse_stat(line),
-            Some(Stat {
-                state: 'S',
-                pgrp: 4242,
-                start_ticks: 987_654
-            })
-        );
-        assert_eq!(parse_stat(b"1 (x) S 1"), None);
+    fn this_process_runs() {
         let me = stat(std::process::id()).unwrap();
         assert!(me.is_running());
         assert!(is_running(std::process::id(), me.start_ticks, None));
@@ -153,5 +99,20 @@ mod tests {
         assert!(!signal_group(1, Signal::Int));
         let own = stat(std::process::id()).unwrap().pgrp;
         assert!(!signal_group(own, Signal::Int));
+        assert!(!signal_group(u32::MAX, Signal::Int));
+    }
+
+    #[test]
+    fn a_group_is_signalled_directly() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        assert!(signal_group(child.id(), Signal::Term));
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(15));
+        // The group is gone: nothing left to signal.
+        assert!(!signal_group(child.id(), Signal::Term));
     }
 }
