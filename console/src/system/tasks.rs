@@ -333,6 +333,9 @@ fn operation_name(operation: &Operation) -> &'static str {
         Operation::Review(false) => "review reject",
         Operation::Approval(true) => "approval grant",
         Operation::Approval(false) => "approval deny",
+        Operation::RequestApproval => "review pass (approval required)",
+        Operation::Retry(_) => "retry",
+        Operation::Recover => "recover",
     }
 }
 
