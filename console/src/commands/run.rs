@@ -57,6 +57,8 @@ pub(super) fn run(
     })
     .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     let mut reported = std::collections::BTreeSet::new();
+    // What each task waits for from the Leader, as its last step said.
+    let mut waits = std::collections::BTreeMap::new();
     let mut failed = false;
     loop {
         for rejection in feed.rows().1.into_iter().rev() {
@@ -75,6 +77,11 @@ pub(super) fn run(
                 writeln!(out, "{task}  effect {record}")?;
             }
             let steps = driver.run_until_idle(active).map_err(runtime_error)?;
+            if let Some(Progress::Waiting(Wait::Leader(why))) = steps.last() {
+                waits.insert(task.clone(), why.clone());
+            } else {
+                waits.remove(&task);
+            }
             let (working, refused) = report(&task, &steps, out)?;
             in_flight |= working;
             failed |= refused;
@@ -87,7 +94,7 @@ pub(super) fn run(
         // could not see.
         let _ = woken.recv_timeout(POLL);
     }
-    summary(&drivers, out)?;
+    summary(&drivers, &waits, out)?;
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -127,8 +134,13 @@ fn report(
     Ok((in_flight, refused_any))
 }
 
-/// Where every task ended, and the adapter files that were not acted on.
-fn summary(drivers: &[Driver], out: &mut dyn Write) -> Result<(), CommandError> {
+/// Where every task ended, what it waits for from the Leader, and the adapter files that were
+/// not acted on.
+fn summary(
+    drivers: &[Driver],
+    waits: &std::collections::BTreeMap<String, String>,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
     for driver in drivers {
         let body = driver.body();
         writeln!(
@@ -138,6 +150,9 @@ fn summary(drivers: &[Driver], out: &mut dyn Write) -> Result<(), CommandError> 
             body.status.as_str(),
             body.revision
         )?;
+        if let Some(why) = waits.get(body.task_id.value()) {
+            writeln!(out, "  waits for the Leader: {}", display_text(why))?;
+        }
         for (location, reason) in driver.rejections() {
             writeln!(out, "  rejected {location}: {reason}")?;
         }
