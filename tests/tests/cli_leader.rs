@@ -294,7 +294,7 @@ fn a_handed_over_planned_task_runs_its_unfinished_work_under_the_new_epoch() {
         status.stdout
     );
     assert!(
-        line(&status.stdout, "  second ").contains("failed"),
+        line(&status.stdout, "  second ").contains("blocked"),
         "{}",
         status.stdout
     );

@@ -160,10 +160,7 @@ fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
     let context = format!("(seed {seed}, plan:\n{text})");
     let plan = valp_console::plan::parse(Path::new("walk.toml"), text.as_bytes())
         .unwrap_or_else(|errors| panic!("{errors} {context}"));
-    let policy = ExecutionPolicy {
-        max_concurrency: usize::try_from(plan.execution.max_concurrency).unwrap(),
-        retry_budget: i128::from(plan.execution.retry_budget),
-    };
+    let policy = ExecutionPolicy::from(&plan.execution);
     let genesis = plan
         .genesis(id(IdentityKind::Installation, "inst-walk"), 1)
         .unwrap();
