@@ -532,3 +532,56 @@ fn interrupt_without_signal_leaves_running_commands_alone() {
     project.ok(&["cancel", "calm"]);
     assert!(!alive(pid));
 }
+
+/// A plan with `approval = "required"`: the review pass asks for the approval, the task waits
+/// in `approval_required` until the Leader grants it (then it is recorded and done) or denies
+/// it (then it is `fixing`, and `valp recover` runs verification again).
+#[test]
+fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
+    let project = Project::new();
+    for task in ["yes", "no"] {
+        project.publish(
+            task,
+            &format!(
+                "{}[execution]\napproval = \"required\"\n",
+                plan(task, &item("one", "required", &[], &["true"], &[]))
+            ),
+        );
+    }
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(
+        ran.contains("waits for the Leader: review: pass or reject the task (`valp review yes pass|reject`); the plan requires approval, so a pass asks for it"),
+        "{ran}"
+    );
+    // Approving before the review is refused by the kernel, with its code.
+    let early = project.valp(&["approve", "yes", "grant"]);
+    assert_eq!(early.code, Some(1));
+    assert!(early.stdout.starts_with("refused: VALP-E-STATE-CONFLICT"), "{}", early.stdout);
+    for task in ["yes", "no"] {
+        let reviewed = project.ok(&["review", task, "pass"]);
+        assert!(
+            reviewed.starts_with(&format!("accepted: task {task} is approval_required")),
+            "{reviewed}"
+        );
+    }
+    let ran = project.ok(&["run", "--once"]);
+    assert!(
+        ran.contains("waits for the Leader: approval: grant or deny (`valp approve yes grant|deny`)"),
+        "{ran}"
+    );
+    let granted = project.ok(&["approve", "yes", "grant", "--note", "ship it"]);
+    assert!(granted.starts_with("accepted: task yes is recording"), "{granted}");
+    let denied = project.ok(&["approve", "no", "deny"]);
+    assert!(denied.starts_with("accepted: task no is fixing"), "{denied}");
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(ran.contains("yes  recording_completed  (the Done gate passes)"), "{ran}");
+    assert_eq!(project.task_status("yes"), "done");
+    assert!(ran.contains("waits for the Leader: fixing: every work item is settled"), "{ran}");
+    let recovered = project.ok(&["recover", "no"]);
+    assert!(recovered.starts_with("accepted: task no is dispatching"), "{recovered}");
+    let ran = project.ok(&["run", "--timeout", "60"]);
+    assert!(ran.contains("no  dispatch_accepted"), "{ran}");
+    assert!(ran.contains("no  verification_passed"), "{ran}");
+    assert_eq!(project.task_status("no"), "reviewing");
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+}

@@ -219,7 +219,7 @@ pub fn decide(
         TaskStatus::Verifying => Step::Wait(Wait::InFlight(0)),
         TaskStatus::Reviewing => Step::Wait(Wait::Leader(format!(
             "review: pass or reject the task (`valp review {} pass|reject`){}",
-            body.task_id,
+            body.task_id.value(),
             if policy.approval {
                 "; the plan requires approval, so a pass asks for it"
             } else {
@@ -228,7 +228,7 @@ pub fn decide(
         ))),
         TaskStatus::ApprovalRequired => Step::Wait(Wait::Leader(format!(
             "approval: grant or deny (`valp approve {} grant|deny`)",
-            body.task_id
+            body.task_id.value()
         ))),
         TaskStatus::Recording => Step::Record,
         TaskStatus::Fixing => fixing(body, policy),
