@@ -327,6 +327,14 @@ impl Backend for SystemBackend<'_> {
             Request::Review { task_id, pass } => {
                 return self.operate(task_id, &Operation::Review(*pass));
             }
+            Request::Approve { task_id, grant } => {
+                return self.operate(task_id, &Operation::Approval(*grant));
+            }
+            Request::Retry {
+                task_id,
+                work_item_id,
+            } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
+            Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
         };
         result.map_err(refusal)
     }
