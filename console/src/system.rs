@@ -274,8 +274,9 @@ impl Backend for SystemBackend<'_> {
         }
         let lane = self.lane();
         let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
-        let (observations, feed_rejections) =
+        let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
+        self.desk.explain(&mut observations);
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);

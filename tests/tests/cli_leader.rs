@@ -388,7 +388,9 @@ fn a_handoff_stops_the_fenced_tasks_running_work() {
     let handed = project.run(&["task", "handoff", "nap", "--yes"], "");
     assert_eq!(handed.code, Some(0), "{}", handed.stderr);
     assert!(
-        handed.stdout.contains("stopped nap:long:a1: stopped (proof runtime/process/attempts/"),
+        handed
+            .stdout
+            .contains("stopped nap:long:a1: stopped (proof runtime/process/attempts/"),
         "{}",
         handed.stdout
     );

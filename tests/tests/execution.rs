@@ -92,7 +92,9 @@ fn a_hard_dependency_failure_blocks_its_dependents() {
         "{ran}"
     );
     assert!(
-        ran.contains("hard  work_item_blocked  (fail spent its retry budget; the Leader may retry it)"),
+        ran.contains(
+            "hard  work_item_blocked  (fail spent its retry budget; the Leader may retry it)"
+        ),
         "{ran}"
     );
     assert!(!ran.contains("attempt_failed"), "{ran}");
@@ -396,7 +398,9 @@ fn blocked_after_an_interrupt_with_signal_is_left_by_a_retry() {
     let ran = project.ok(&["run", "--timeout", "60"]);
     assert!(ran.contains("hush  attempt_fenced"), "{ran}");
     assert!(
-        ran.contains("hush  work_item_blocked  (nap spent its retry budget; the Leader may retry it)"),
+        ran.contains(
+            "hush  work_item_blocked  (nap spent its retry budget; the Leader may retry it)"
+        ),
         "{ran}"
     );
     assert!(ran.contains("hush: blocked at revision"), "{ran}");
@@ -405,21 +409,33 @@ fn blocked_after_an_interrupt_with_signal_is_left_by_a_retry() {
 
     // A recovery alone: the task is fixing, and the System says what is left (a retry).
     let recovered = project.ok(&["recover", "hush", "--note", "look again"]);
-    assert!(recovered.starts_with("accepted: task hush is fixing"), "{recovered}");
+    assert!(
+        recovered.starts_with("accepted: task hush is fixing"),
+        "{recovered}"
+    );
     let ran = project.ok(&["run", "--once"]);
     assert!(
-        ran.contains("waits for the Leader: fixing: nap spent the retry budget; `valp retry hush ITEM`"),
+        ran.contains(
+            "waits for the Leader: fixing: nap spent the retry budget; `valp retry hush ITEM`"
+        ),
         "{ran}"
     );
     // Refusals say what is true.
     let early = project.valp(&["retry", "hush", "nope"]);
     assert_eq!(early.code, Some(2), "{}", early.stdout);
-    assert!(early.stderr.contains("task hush has no work item nope"), "{}", early.stderr);
+    assert!(
+        early.stderr.contains("task hush has no work item nope"),
+        "{}",
+        early.stderr
+    );
 
     // The Leader's retry: attempt 2 (past the budget), recorded with who decided it; it runs
     // like any other attempt and completes once `go` exists.
     let retried = project.ok(&["retry", "hush", "nap", "--note", "the cause is fixed"]);
-    assert!(retried.starts_with("accepted: task hush is fixing"), "{retried}");
+    assert!(
+        retried.starts_with("accepted: task hush is fixing"),
+        "{retried}"
+    );
     assert_eq!(project.item_status("hush", "nap"), "submitted");
     std::fs::write(project.path().join("go"), "").unwrap();
     let ran = project.ok(&["run", "--timeout", "60"]);
@@ -440,8 +456,16 @@ fn blocked_after_an_interrupt_with_signal_is_left_by_a_retry() {
         })
         .collect();
     assert_eq!(records.len(), 1, "{records:?}");
-    assert!(records[0].contains("\"note\":\"the cause is fixed\""), "{}", records[0]);
-    assert!(records[0].contains("\"principal_id\":\"user:"), "{}", records[0]);
+    assert!(
+        records[0].contains("\"note\":\"the cause is fixed\""),
+        "{}",
+        records[0]
+    );
+    assert!(
+        records[0].contains("\"principal_id\":\"user:"),
+        "{}",
+        records[0]
+    );
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }
 
@@ -463,7 +487,9 @@ fn a_redirect_from_blocked_waits_in_fixing_for_the_leader() {
     let ran = project.ok(&["run", "--once"]);
     assert!(ran.contains("stuck: fixing"), "{ran}");
     assert!(
-        ran.contains("waits for the Leader: fixing: every work item is settled; `valp recover stuck`"),
+        ran.contains(
+            "waits for the Leader: fixing: every work item is settled; `valp recover stuck`"
+        ),
         "{ran}"
     );
     // Recovering dispatches the task again: the cancelled required item sends it to blocked,
@@ -478,7 +504,9 @@ fn a_redirect_from_blocked_waits_in_fixing_for_the_leader() {
     let wrong = project.valp(&["retry", "stuck", "no"]);
     assert_eq!(wrong.code, Some(2));
     assert!(
-        wrong.stderr.contains("work item no is cancelled: only a blocked work item can be retried"),
+        wrong
+            .stderr
+            .contains("work item no is cancelled: only a blocked work item can be retried"),
         "{}",
         wrong.stderr
     );
@@ -498,19 +526,29 @@ fn a_redirect_while_another_item_runs_settles_it_and_goes_on() {
     project.run_until("turn", "turn:c:a1 g1 running");
     wait_until("drop to run", || {
         project.ok(&["run", "--once"]);
-        project.ok(&["task", "status", "turn"]).contains("turn:drop:a1 g1 running")
+        project
+            .ok(&["task", "status", "turn"])
+            .contains("turn:drop:a1 g1 running")
     });
     let c_pid = recorded_pid_of(&project, "turn:c:a1");
     let redirected = project.redirect("turn", "drop the slow part\n", "drop");
-    assert!(redirected.starts_with("accepted: task turn is fixing"), "{redirected}");
+    assert!(
+        redirected.starts_with("accepted: task turn is fixing"),
+        "{redirected}"
+    );
     // `c` still runs; the System dispatches the task again instead of waiting for the Leader.
     assert!(alive(c_pid), "c is still running");
     let ran = project.ok(&["run", "--timeout", "60"]);
     assert!(
-        ran.contains("turn  fix_dispatch_requested  (work items remain to run or are still running)"),
+        ran.contains(
+            "turn  fix_dispatch_requested  (work items remain to run or are still running)"
+        ),
         "{ran}"
     );
-    assert!(ran.contains("turn  attempt_completed  (c completed"), "{ran}");
+    assert!(
+        ran.contains("turn  attempt_completed  (c completed"),
+        "{ran}"
+    );
     assert!(ran.contains("turn: reviewing"), "{ran}");
     assert_eq!(project.item_status("turn", "c"), "completed");
     assert_eq!(project.item_status("turn", "drop"), "cancelled");
@@ -556,7 +594,11 @@ fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
     // Approving before the review is refused by the kernel, with its code.
     let early = project.valp(&["approve", "yes", "grant"]);
     assert_eq!(early.code, Some(1));
-    assert!(early.stdout.starts_with("refused: VALP-E-STATE-CONFLICT"), "{}", early.stdout);
+    assert!(
+        early.stdout.starts_with("refused: VALP-E-STATE-CONFLICT"),
+        "{}",
+        early.stdout
+    );
     for task in ["yes", "no"] {
         let reviewed = project.ok(&["review", task, "pass"]);
         assert!(
@@ -566,19 +608,36 @@ fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
     }
     let ran = project.ok(&["run", "--once"]);
     assert!(
-        ran.contains("waits for the Leader: approval: grant or deny (`valp approve yes grant|deny`)"),
+        ran.contains(
+            "waits for the Leader: approval: grant or deny (`valp approve yes grant|deny`)"
+        ),
         "{ran}"
     );
     let granted = project.ok(&["approve", "yes", "grant", "--note", "ship it"]);
-    assert!(granted.starts_with("accepted: task yes is recording"), "{granted}");
+    assert!(
+        granted.starts_with("accepted: task yes is recording"),
+        "{granted}"
+    );
     let denied = project.ok(&["approve", "no", "deny"]);
-    assert!(denied.starts_with("accepted: task no is fixing"), "{denied}");
+    assert!(
+        denied.starts_with("accepted: task no is fixing"),
+        "{denied}"
+    );
     let ran = project.ok(&["run", "--timeout", "60"]);
-    assert!(ran.contains("yes  recording_completed  (the Done gate passes)"), "{ran}");
+    assert!(
+        ran.contains("yes  recording_completed  (the Done gate passes)"),
+        "{ran}"
+    );
     assert_eq!(project.task_status("yes"), "done");
-    assert!(ran.contains("waits for the Leader: fixing: every work item is settled"), "{ran}");
+    assert!(
+        ran.contains("waits for the Leader: fixing: every work item is settled"),
+        "{ran}"
+    );
     let recovered = project.ok(&["recover", "no"]);
-    assert!(recovered.starts_with("accepted: task no is dispatching"), "{recovered}");
+    assert!(
+        recovered.starts_with("accepted: task no is dispatching"),
+        "{recovered}"
+    );
     let ran = project.ok(&["run", "--timeout", "60"]);
     assert!(ran.contains("no  dispatch_accepted"), "{ran}");
     assert!(ran.contains("no  verification_passed"), "{ran}");

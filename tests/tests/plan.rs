@@ -615,7 +615,10 @@ fn approval_is_none_or_required() {
         canonical.contains(r#""execution":{"approval":"required","max_concurrency":2,"#),
         "{canonical}"
     );
-    assert_eq!(Plan::from_canonical("plan-evidence", &bytes).unwrap(), required);
+    assert_eq!(
+        Plan::from_canonical("plan-evidence", &bytes).unwrap(),
+        required
+    );
     let none = String::from_utf8(parse(BASE).canonical_bytes()).unwrap();
     assert!(!none.contains("approval"), "{none}");
 }

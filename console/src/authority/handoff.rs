@@ -326,7 +326,10 @@ fn stop_running(root: &ControlRoot, body: &StateBody) -> Vec<Stopped> {
 }
 
 /// The requests of the process attempt folders that name `task_id`, with their folders.
-fn process_requests(root: &ControlRoot, task_id: &str) -> Vec<(std::path::PathBuf, AdapterRequest)> {
+fn process_requests(
+    root: &ControlRoot,
+    task_id: &str,
+) -> Vec<(std::path::PathBuf, AdapterRequest)> {
     let attempts = root.layout().root().join("runtime/process/attempts");
     let Ok(entries) = std::fs::read_dir(&attempts) else {
         return Vec::new();

@@ -182,6 +182,62 @@ fn task_event(kind: EventKind, why: &str) -> Step {
     })
 }
 
+/// Why an adapter's final word about `attempt_id` (completed, blocked, cancelled, …) is not
+/// what the journal shows, in words; `None` when the journal took it (or the attempt is not
+/// the task's). The console shows this next to the observation, so a `completed` report beside
+/// a work item that is still `running` is never left unexplained.
+pub fn unapplied(body: &StateBody, attempt_id: &str) -> Option<String> {
+    let item = body.work_items.iter().find(|item| {
+        item.current_attempt
+            .as_ref()
+            .is_some_and(|attempt| attempt.attempt_id.value() == attempt_id)
+    });
+    let Some(attempt) = item.and_then(|item| item.current_attempt.as_ref()) else {
+        let prefix = |item: &&WorkItem| {
+            attempt_id.starts_with(&format!(
+                "{}:{}:",
+                body.task_id.value(),
+                item.work_item_id.value()
+            ))
+        };
+        return body.work_items.iter().find(prefix).map(|item| {
+            let current = item
+                .current_attempt
+                .as_ref()
+                .map_or("none", |attempt| attempt.attempt_id.value());
+            format!(
+                "superseded: the current attempt of {} is {current}",
+                item.work_item_id.value()
+            )
+        });
+    };
+    let control = body.control.as_ref().map(|control| control.status);
+    let status = body.status.as_str();
+    match attempt.status {
+        AttemptStatus::Completed | AttemptStatus::Failed => None,
+        AttemptStatus::Fenced => {
+            Some("not applied: the attempt was fenced, so nothing it reports counts".to_owned())
+        }
+        AttemptStatus::Cancelled => {
+            Some("not applied: the attempt was cancelled before it ended".to_owned())
+        }
+        AttemptStatus::Created | AttemptStatus::Submitted | AttemptStatus::Running => {
+            Some(if control == Some(ControlStatus::Interrupted) {
+                "not applied yet: the task is interrupted; it is recorded after a resume".to_owned()
+            } else if body.status.known().is_some_and(TaskStatus::is_terminal) {
+                format!("not applied: the task is {status}")
+            } else if body.status.known() == Some(TaskStatus::Executing) {
+                "not applied yet: the System records it at its next step".to_owned()
+            } else {
+                format!(
+                    "not applied yet: the task is {status}; it is recorded once the task \
+                     executes again"
+                )
+            })
+        }
+    }
+}
+
 /// The next step for a task. `reports` is keyed by attempt id.
 pub fn decide(
     body: &StateBody,
@@ -942,7 +998,10 @@ mod tests {
                 Some((2, AttemptStatus::Fenced)),
             )],
         );
-        assert_eq!(kind_of(&decide_unreported(&spent)).0, EventKind::TaskBlocked);
+        assert_eq!(
+            kind_of(&decide_unreported(&spent)).0,
+            EventKind::TaskBlocked
+        );
         let mut blocked = spent.clone();
         blocked.status = Open::Known(TaskStatus::Blocked);
         let Step::Wait(Wait::Leader(words)) = decide_unreported(&blocked) else {
@@ -1001,7 +1060,10 @@ mod tests {
         let Step::Wait(Wait::Leader(words)) = decide_unreported(&state) else {
             panic!()
         };
-        assert!(words.contains("`valp recover T` dispatches the task again"), "{words}");
+        assert!(
+            words.contains("`valp recover T` dispatches the task again"),
+            "{words}"
+        );
     }
 
     #[test]
@@ -1103,6 +1165,52 @@ mod tests {
             kind_of(&decide_unreported(&state)),
             (EventKind::AttemptCreated, Some("c".to_owned()))
         );
+    }
+
+    #[test]
+    fn an_observation_the_journal_does_not_show_is_explained() {
+        let running = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Running,
+            Some((2, AttemptStatus::Running)),
+        );
+        let mut state = body(TaskStatus::Fixing, vec![running.clone()]);
+        assert_eq!(
+            unapplied(&state, "T:c:a2").as_deref(),
+            Some(
+                "not applied yet: the task is fixing; it is recorded once the task executes again"
+            )
+        );
+        state.control = Some(Control {
+            intent_version: 0,
+            status: ControlStatus::Interrupted,
+            active_interrupt_id: Some(id(IdentityKind::Interrupt, "i1")),
+        });
+        assert!(unapplied(&state, "T:c:a2").unwrap().contains("interrupted"));
+        assert_eq!(
+            unapplied(&state, "T:c:a1").as_deref(),
+            Some("superseded: the current attempt of c is T:c:a2")
+        );
+        let fenced = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Blocked,
+            Some((2, AttemptStatus::Fenced)),
+        );
+        assert!(
+            unapplied(&body(TaskStatus::Executing, vec![fenced]), "T:c:a2")
+                .unwrap()
+                .contains("fenced")
+        );
+        let completed = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Completed,
+            Some((2, AttemptStatus::Completed)),
+        );
+        assert_eq!(
+            unapplied(&body(TaskStatus::Executing, vec![completed]), "T:c:a2"),
+            None
+        );
+        assert_eq!(unapplied(&state, "T:verification-v:r3"), None);
     }
 
     #[test]

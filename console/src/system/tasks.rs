@@ -15,7 +15,7 @@ use crate::doctor::sanitize::display_text;
 use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{Driver, Progress};
 use crate::runtime::effects;
-use crate::runtime::workflow::Wait;
+use crate::runtime::workflow::{self, Wait};
 use crate::view::{ItemRow, Refusal, RejectionRow, TaskRow};
 
 /// Activity lines kept (newest first).
@@ -252,6 +252,30 @@ impl Desk {
                 .as_ref()
                 .is_some_and(|control| control.status == ControlStatus::Interrupted),
             waiting: self.waiting.get(task).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// Adds to every observation row carrying an adapter's final word the reason the journal
+    /// does not show it, when it does not ([`workflow::unapplied`]), so the displayed work-item
+    /// status (the journal's) never contradicts an observation without a word.
+    pub fn explain(&self, rows: &mut [crate::view::ObservationRow]) {
+        for row in rows {
+            let interim = ["accepted", "waiting"].contains(&row.status.as_str());
+            let Some(body) = self
+                .journals
+                .values()
+                .map(|journal| journal.live().body())
+                .find(|body| display_text(body.task_id.value()) == row.task_id)
+            else {
+                continue;
+            };
+            if let (false, Some(why)) = (interim, workflow::unapplied(body, &row.attempt_id)) {
+                row.detail = if row.detail.is_empty() {
+                    why
+                } else {
+                    format!("{why}; {}", row.detail)
+                };
+            }
         }
     }
 
