@@ -380,7 +380,7 @@ fn successor_plan(
 
 /// The predecessor's work items that were not completed, as fresh pending items of
 /// `successor`; edges to completed items are dropped (they are satisfied).
-fn unfinished_work(predecessor: &State, successor: &Identity) -> Vec<WorkItem> {
+pub fn unfinished_work(predecessor: &State, successor: &Identity) -> Vec<WorkItem> {
     let done = |id: &Identity| {
         predecessor
             .body

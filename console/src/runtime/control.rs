@@ -181,6 +181,20 @@ pub fn signal_running(
         .collect()
 }
 
+/// The operations `operation` stands for on the task `body`, in order, each its own event: a
+/// retry on a `blocked` task is a recovery to `fixing` first (a blocked task runs nothing), and
+/// a review pass on a task whose plan requires approval asks for it
+/// ([`Operation::RequestApproval`]). Everything else is itself.
+pub fn expand(body: &StateBody, operation: &Operation, approval_required: bool) -> Vec<Operation> {
+    match operation {
+        Operation::Retry(_) if body.status.known() == Some(TaskStatus::Blocked) => {
+            vec![Operation::Recover, operation.clone()]
+        }
+        Operation::Review(true) if approval_required => vec![Operation::RequestApproval],
+        other => vec![other.clone()],
+    }
+}
+
 /// Proposes `operation` on the task of `journal`, whose epoch must be `active_epoch`.
 pub fn apply(
     root: &ControlRoot,
@@ -200,23 +214,23 @@ pub fn apply(
             crate::authority::handoff::fenced_hint(root, body.task_id.value())
         )));
     }
-    let status = body.status.known();
-    if matches!(operation, Operation::Retry(_)) && status == Some(TaskStatus::Blocked) {
-        // A blocked task runs nothing: recover it first, then create the attempt.
-        match apply(root, journal, active_epoch, &Operation::Recover, actor)? {
-            Verdict::Accepted { .. } => {}
-            refused @ Verdict::Refused { .. } => return Ok(refused),
+    let approval_required = crate::plan::of_task(root, body.task_id.value())
+        .is_ok_and(|(plan, _, _)| plan.execution.approval_required);
+    let steps = expand(&body, operation, approval_required);
+    let Some((operation, before)) = steps.split_last() else {
+        return Err(ControlError::Invalid("nothing to do".to_owned()));
+    };
+    if !before.is_empty() {
+        // Each step is its own event, proposed (and re-read) in turn.
+        for step in before {
+            if let refused @ Verdict::Refused { .. } =
+                apply(root, journal, active_epoch, step, actor)?
+            {
+                return Ok(refused);
+            }
         }
         return apply(root, journal, active_epoch, operation, actor);
     }
-    let approval_required = || {
-        crate::plan::of_task(root, body.task_id.value())
-            .is_ok_and(|(plan, _, _)| plan.execution.approval_required)
-    };
-    let operation = match operation {
-        Operation::Review(true) if approval_required() => &Operation::RequestApproval,
-        other => other,
-    };
     let revision = body.revision;
     let intent = match operation {
         Operation::Redirect { intent, .. } => {
