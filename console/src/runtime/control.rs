@@ -369,6 +369,19 @@ pub fn event_for(
                         body.task_id.value()
                     ))
                 })?;
+            if !matches!(
+                body.status.known(),
+                Some(TaskStatus::Executing | TaskStatus::Fixing)
+            ) {
+                // A blocked task is recovered first ([`expand`]); in verification, review,
+                // approval or recording nothing runs, so the attempt would wait there unseen.
+                return Err(ControlError::Invalid(format!(
+                    "task {} is {}: a work item is retried while the task executes, is fixing \
+                     or is blocked",
+                    body.task_id.value(),
+                    body.status.as_str()
+                )));
+            }
             if target.status != WorkItemStatus::Blocked {
                 return Err(ControlError::Invalid(format!(
                     "work item {item} is {}: only a blocked work item can be retried",

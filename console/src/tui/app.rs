@@ -43,6 +43,8 @@ const APPROVAL_REQUIRED: &str = "approval_required";
 const BLOCKED: &str = "blocked";
 /// The task status in which the Leader may dispatch the task again.
 const FIXING: &str = "fixing";
+/// The task status in which the System runs attempts.
+const EXECUTING: &str = "executing";
 
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,6 +339,9 @@ impl App {
                     }
                     Action::RetryItem => {
                         focus == Pane::Items
+                            && task.is_some_and(|task| {
+                                [EXECUTING, FIXING, BLOCKED].contains(&task.status.as_str())
+                            })
                             && self
                                 .selection
                                 .item(&self.view)
