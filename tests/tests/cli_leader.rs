@@ -6,6 +6,7 @@
 
 use valp_tests::leader_project::LeaderProject;
 use valp_tests::project::{alive, recorded_pid, wait_until};
+use valp_tests::schemas::{errors, validator};
 
 /// A project of installation `inst-cli`.
 fn new_project() -> LeaderProject {
@@ -402,6 +403,11 @@ fn a_handoff_stops_the_fenced_tasks_running_work() {
         .filter(|text| text.contains("valp-handoff-stopped.v1"))
         .collect();
     assert_eq!(stopped.len(), 1, "{stopped:?}");
+    let record: serde_json::Value = serde_json::from_str(&stopped[0]).unwrap();
+    assert_eq!(
+        errors(&validator("console/handoff-stopped.schema.json"), &record),
+        Vec::<String>::new()
+    );
     assert!(
         stopped[0].contains("\"stopped\":[\"nap:long:a1: stopped (proof "),
         "{}",
