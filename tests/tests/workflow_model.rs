@@ -48,7 +48,7 @@ use valp_console::adapter::abi::ObservationStatus;
 use valp_console::authority::handoff::unfinished_work;
 use valp_console::runtime::control::Operation;
 use valp_console::runtime::workflow::{
-    AttemptReport, ExecutionPolicy, Step, Wait, decide, unapplied,
+    AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide, unapplied,
 };
 use valp_kernel::{
     AttemptStatus, EventKind, IdentityKind, State, StateBody, TaskStatus, WorkItemStatus,
@@ -234,6 +234,59 @@ fn forward(operation: &Operation) -> Option<&'static str> {
     }
 }
 
+/// `node` one step deeper.
+fn child(node: &Node) -> Node {
+    Node {
+        depth: node.depth + 1,
+        ..node.clone()
+    }
+}
+
+/// Each running attempt's adapter: `accepted`, then `completed` or `blocked`.
+fn adapter_moves(node: &Node, next: &mut Vec<(String, Node)>) {
+    for (attempt, sim) in &node.attempts {
+        if !sim.running {
+            continue;
+        }
+        if sim.accepted {
+            for last in [ObservationStatus::Completed, ObservationStatus::Blocked] {
+                let mut after = child(node);
+                let sim = after.attempts.get_mut(attempt).unwrap();
+                sim.running = false;
+                sim.last = Some(last);
+                next.push((format!("{attempt} {}", last.as_str()), after));
+            }
+        } else {
+            let mut after = child(node);
+            after.attempts.get_mut(attempt).unwrap().accepted = true;
+            next.push((format!("{attempt} accepted"), after));
+        }
+    }
+}
+
+/// `interrupt --signal`: SIGINT ends the commands of the attempts the kernel holds in flight
+/// (as `control::signal_running` selects them); they fail.
+fn signal_running(body: &StateBody, attempts: &mut BTreeMap<String, Sim>) {
+    for current in body
+        .work_items
+        .iter()
+        .filter_map(|item| item.current_attempt.as_ref())
+        .filter(|attempt| {
+            matches!(
+                attempt.status,
+                AttemptStatus::Submitted | AttemptStatus::Running
+            )
+        })
+    {
+        if let Some(sim) = attempts.get_mut(current.attempt_id.value())
+            && sim.running
+        {
+            sim.running = false;
+            sim.last = Some(ObservationStatus::Blocked);
+        }
+    }
+}
+
 impl Model {
     fn context(&self, node: &Node, what: &str) -> String {
         format!(
@@ -273,7 +326,6 @@ impl Model {
 
     /// One step of [`Model::reaches_done`]'s continuation; `None` at a terminal status.
     fn willing_step(&self, node: &Node) -> Option<Node> {
-        use valp_console::runtime::workflow::EvidenceNeed;
         if node.rotated {
             return Some(self.hand_over(node));
         }
@@ -449,157 +501,122 @@ impl Model {
     /// Every transition out of `node`, labelled.
     fn successors(&self, node: &Node, figures: &mut Figures) -> Vec<(String, Node)> {
         let mut next = Vec::new();
-        let body = &node.task.body;
-        let task = body.task_id.value().to_owned();
-        let child = |node: &Node| Node {
-            depth: node.depth + 1,
-            ..node.clone()
-        };
         // The System, unless its epoch is fenced.
         if !node.rotated {
-            let step = decide(body, &self.policy, &reports(node), false);
-            // A console restart rebuilds the reports from the folders: the same decision.
-            figures.checks += 1;
-            let restarted = decide(body, &self.policy, &reports(&node.clone()), false);
-            if restarted != step {
-                figures
-                    .violations
-                    .push(self.context(node, "a restarted console decides otherwise"));
-            }
-            let mut propose = |kind: EventKind, proposal, need, label: String| {
-                let event = event_of(&node.task, kind, proposal);
-                figures.checks += 1;
-                match accepted(&node.task, &event, &evidence(need, &event)) {
-                    Some(result) => {
-                        let mut after = child(node);
-                        after.task = result.state;
-                        next.push((label, after));
-                    }
-                    None => figures.violations.push(self.context(
-                        node,
-                        &format!("the kernel refused the System's {}", kind.as_str()),
-                    )),
-                }
-            };
-            use valp_console::runtime::workflow::EvidenceNeed;
-            match &step {
-                Step::Propose(proposal) => propose(
-                    proposal.kind,
-                    Some(proposal),
-                    &proposal.evidence,
-                    format!("system {}", proposal.kind.as_str()),
-                ),
-                Step::Verify => {
-                    for kind in [EventKind::VerificationPassed, EventKind::VerificationFailed] {
-                        propose(kind, None, &EvidenceNeed::Final, kind.as_str().to_owned());
-                    }
-                }
-                Step::Record => propose(
-                    EventKind::RecordingCompleted,
-                    None,
-                    &EvidenceNeed::Nothing,
-                    "record".to_owned(),
-                ),
-                Step::Launch(slots) => {
-                    figures.checks += 1;
-                    if node.attempts.contains_key(&slots.attempt_id) {
-                        figures.violations.push(
-                            self.context(node, &format!("{} launched twice", slots.attempt_id)),
-                        );
-                    } else {
-                        let mut after = child(node);
-                        after.attempts.insert(
-                            slots.attempt_id.clone(),
-                            Sim {
-                                task: task.clone(),
-                                accepted: false,
-                                last: None,
-                                running: true,
-                            },
-                        );
-                        next.push((format!("launch {}", slots.attempt_id), after));
-                    }
-                }
-                Step::Wait(_) => {}
-            }
+            self.system_moves(node, figures, &mut next);
         }
-        // The adapters.
-        for (attempt, sim) in &node.attempts {
-            if !sim.running {
-                continue;
-            }
-            if sim.accepted {
-                for last in [ObservationStatus::Completed, ObservationStatus::Blocked] {
-                    let mut after = child(node);
-                    let sim = after.attempts.get_mut(attempt).unwrap();
-                    sim.running = false;
-                    sim.last = Some(last);
-                    next.push((format!("{attempt} {}", last.as_str()), after));
-                }
-            } else {
-                let mut after = child(node);
-                after.attempts.get_mut(attempt).unwrap().accepted = true;
-                next.push((format!("{attempt} accepted"), after));
-            }
-        }
-        // The Leader.
+        adapter_moves(node, &mut next);
         if node.moves < self.max_moves {
-            if node.rotated {
-                next.push(("handoff".to_owned(), self.hand_over(node)));
-            } else {
-                for (label, operation, signal) in operations(body) {
-                    let Some((state, obligations)) =
-                        leader(&node.task, &operation, self.policy.approval)
-                    else {
-                        continue;
-                    };
-                    let mut after = child(node);
-                    after.moves += 1;
-                    for obligation in &obligations {
-                        cancel(&mut after.attempts, &obligation_attempt(obligation));
-                    }
-                    if signal {
-                        // SIGINT ends the commands of the attempts in flight; they fail.
-                        for item in &body.work_items {
-                            let Some(current) = &item.current_attempt else {
-                                continue;
-                            };
-                            if matches!(
-                                current.status,
-                                AttemptStatus::Submitted | AttemptStatus::Running
-                            ) && let Some(sim) =
-                                after.attempts.get_mut(current.attempt_id.value())
-                                && sim.running
-                            {
-                                sim.running = false;
-                                sim.last = Some(ObservationStatus::Blocked);
-                            }
-                        }
-                    }
-                    after.task = state;
-                    next.push((label, after));
-                }
-                if node.rotations == 0 && !body.status.known().is_some_and(TaskStatus::is_terminal)
-                {
-                    let mut after = child(node);
-                    after.moves += 1;
-                    after.rotations += 1;
-                    after.rotated = true;
-                    next.push(("rotate".to_owned(), after));
-                }
-            }
+            self.leader_moves(node, &mut next);
         }
         figures.transitions += next.len();
         next
     }
 
+    /// The System's next step (both outcomes of a verification).
+    fn system_moves(&self, node: &Node, figures: &mut Figures, next: &mut Vec<(String, Node)>) {
+        let body = &node.task.body;
+        let step = decide(body, &self.policy, &reports(node), false);
+        // A console restart rebuilds the reports from the folders: the same decision.
+        figures.checks += 1;
+        if decide(body, &self.policy, &reports(&node.clone()), false) != step {
+            figures
+                .violations
+                .push(self.context(node, "a restarted console decides otherwise"));
+        }
+        let mut propose = |kind: EventKind, proposal, need, label: String| {
+            let event = event_of(&node.task, kind, proposal);
+            figures.checks += 1;
+            match accepted(&node.task, &event, &evidence(need, &event)) {
+                Some(result) => {
+                    let mut after = child(node);
+                    after.task = result.state;
+                    next.push((label, after));
+                }
+                None => figures.violations.push(self.context(
+                    node,
+                    &format!("the kernel refused the System's {}", kind.as_str()),
+                )),
+            }
+        };
+        match &step {
+            Step::Propose(proposal) => propose(
+                proposal.kind,
+                Some(proposal),
+                &proposal.evidence,
+                format!("system {}", proposal.kind.as_str()),
+            ),
+            Step::Verify => {
+                for kind in [EventKind::VerificationPassed, EventKind::VerificationFailed] {
+                    propose(kind, None, &EvidenceNeed::Final, kind.as_str().to_owned());
+                }
+            }
+            Step::Record => propose(
+                EventKind::RecordingCompleted,
+                None,
+                &EvidenceNeed::Nothing,
+                "record".to_owned(),
+            ),
+            Step::Launch(slots) => {
+                figures.checks += 1;
+                if node.attempts.contains_key(&slots.attempt_id) {
+                    figures
+                        .violations
+                        .push(self.context(node, &format!("{} launched twice", slots.attempt_id)));
+                } else {
+                    let mut after = child(node);
+                    after.attempts.insert(
+                        slots.attempt_id.clone(),
+                        Sim {
+                            task: body.task_id.value().to_owned(),
+                            accepted: false,
+                            last: None,
+                            running: true,
+                        },
+                    );
+                    next.push((format!("launch {}", slots.attempt_id), after));
+                }
+            }
+            Step::Wait(_) => {}
+        }
+    }
+
+    /// Every Leader operation the kernel accepts, a rotation, and after it the handoff.
+    fn leader_moves(&self, node: &Node, next: &mut Vec<(String, Node)>) {
+        let body = &node.task.body;
+        if node.rotated {
+            next.push(("handoff".to_owned(), self.hand_over(node)));
+            return;
+        }
+        for (label, operation, signal) in operations(body) {
+            let Some((state, obligations)) = leader(&node.task, &operation, self.policy.approval)
+            else {
+                continue;
+            };
+            let mut after = child(node);
+            after.moves += 1;
+            for obligation in &obligations {
+                cancel(&mut after.attempts, &obligation_attempt(obligation));
+            }
+            if signal {
+                signal_running(body, &mut after.attempts);
+            }
+            after.task = state;
+            next.push((label, after));
+        }
+        if node.rotations == 0 && !body.status.known().is_some_and(TaskStatus::is_terminal) {
+            let mut after = child(node);
+            after.moves += 1;
+            after.rotations += 1;
+            after.rotated = true;
+            next.push(("rotate".to_owned(), after));
+        }
+    }
+
     /// The handoff as `authority::handoff` does it: stop every running process of the fenced
     /// task, then a successor at the next epoch with the unfinished work, published.
     fn hand_over(&self, node: &Node) -> Node {
-        let mut after = Node {
-            depth: node.depth + 1,
-            ..node.clone()
-        };
+        let mut after = child(node);
         after.moves += 1;
         let predecessor = node.task.body.task_id.value().to_owned();
         for sim in after.attempts.values_mut() {
@@ -620,10 +637,7 @@ impl Model {
         let published = accepted(
             &genesis,
             &publish,
-            &evidence(
-                &valp_console::runtime::workflow::EvidenceNeed::Request,
-                &publish,
-            ),
+            &evidence(&EvidenceNeed::Request, &publish),
         )
         .unwrap_or_else(|| panic!("{}", self.context(node, "the successor is not published")));
         after.task = published.state;
@@ -642,10 +656,7 @@ impl Model {
         let start = accepted(
             &genesis.state,
             &publish,
-            &evidence(
-                &valp_console::runtime::workflow::EvidenceNeed::Request,
-                &publish,
-            ),
+            &evidence(&EvidenceNeed::Request, &publish),
         )
         .unwrap();
         let root = Node {
@@ -688,8 +699,11 @@ impl Model {
     }
 }
 
-/// A plan: `items` are `(id, requirement, [(dependency, kind)])`.
-fn plan(items: &[(&str, &str, &[(&str, &str)])], execution: &str) -> String {
+/// A work item of a model plan: id, requirement, and `(dependency, kind)` edges.
+type ItemSpec<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// A plan of `items`, with the `[execution]` table's `execution`.
+fn plan(items: &[ItemSpec<'_>], execution: &str) -> String {
     let mut text = String::from(
         "schema_version = \"valp-plan.v1\"\ntask_id = \"m\"\ngoal = \"g\"\n\n\
          [[criteria]]\nid = \"c\"\ndescription = \"d\"\n\n",

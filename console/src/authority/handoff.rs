@@ -209,44 +209,14 @@ pub fn hand_over(
             )));
         }
         stopped = stop_running(root, body);
-        let state_evidence = evidence::store(
-            root,
-            "task-state-",
-            &final_state.canonical_bytes(),
-            identity,
-        )?;
-        let stopped_evidence = evidence::store(
-            root,
-            "handoff-stopped-",
-            &StoppedRecord {
-                task_id,
-                stopped: &stopped,
-            }
-            .canonical_bytes(),
-            identity,
-        )?;
-        let record = ApprovalRecord {
+        let handed = Handed {
+            task_id,
+            successor_id,
             approval,
-            action: "handoff",
             candidate_id: &leader.candidate.candidate_id,
-            epoch: state.active_epoch,
+            active_epoch: state.active_epoch,
         };
-        let approval_evidence =
-            evidence::store(root, "approval-", &record.canonical_bytes(), identity)?;
-        let mut handed = event(ledger, InstallationEventKind::TaskHandedOver)?;
-        handed.task_id = Some(identity(IdentityKind::Task, task_id.to_owned())?);
-        handed.successor_task_id = Some(identity(IdentityKind::Task, successor_id.to_owned())?);
-        handed.fenced_epoch = Some(body.leader_epoch);
-        handed.authority_principal_id = Some(identity(
-            IdentityKind::Principal,
-            approval.approved_by.clone(),
-        )?);
-        handed.authority_evidence_id = Some(approval_evidence.evidence_id.clone());
-        propose(
-            ledger,
-            &handed,
-            &[approval_evidence, state_evidence, stopped_evidence],
-        )?;
+        record(root, ledger, &handed, &final_state, &stopped)?;
     }
     let to_epoch = ledger.live().state().active_epoch;
     let successor = identity(IdentityKind::Task, successor_id.to_owned())?;
@@ -357,6 +327,69 @@ fn obligation_of(request: &AdapterRequest) -> Option<String> {
         status: AttemptStatus::Running,
     };
     Some(adapter_cancel_obligation(&attempt))
+}
+
+/// What a new handoff names.
+struct Handed<'a> {
+    task_id: &'a str,
+    successor_id: &'a str,
+    approval: &'a Approval,
+    /// The bound Leader session approving.
+    candidate_id: &'a str,
+    active_epoch: i128,
+}
+
+/// Proposes `task_handed_over` to the ledger, with the approval, the predecessor's final
+/// State and what was stopped as its EvidenceSet.
+fn record(
+    root: &ControlRoot,
+    ledger: &mut Journal<InstallationLive>,
+    handed: &Handed<'_>,
+    final_state: &State,
+    stopped: &[Stopped],
+) -> Result<(), AuthorityError> {
+    let state_evidence = evidence::store(
+        root,
+        "task-state-",
+        &final_state.canonical_bytes(),
+        identity,
+    )?;
+    let stopped_evidence = evidence::store(
+        root,
+        "handoff-stopped-",
+        &StoppedRecord {
+            task_id: handed.task_id,
+            stopped,
+        }
+        .canonical_bytes(),
+        identity,
+    )?;
+    let record = ApprovalRecord {
+        approval: handed.approval,
+        action: "handoff",
+        candidate_id: handed.candidate_id,
+        epoch: handed.active_epoch,
+    };
+    let approval_evidence =
+        evidence::store(root, "approval-", &record.canonical_bytes(), identity)?;
+    let mut event = event(ledger, InstallationEventKind::TaskHandedOver)?;
+    event.task_id = Some(identity(IdentityKind::Task, handed.task_id.to_owned())?);
+    event.successor_task_id = Some(identity(
+        IdentityKind::Task,
+        handed.successor_id.to_owned(),
+    )?);
+    event.fenced_epoch = Some(final_state.body.leader_epoch);
+    event.authority_principal_id = Some(identity(
+        IdentityKind::Principal,
+        handed.approval.approved_by.clone(),
+    )?);
+    event.authority_evidence_id = Some(approval_evidence.evidence_id.clone());
+    propose(
+        ledger,
+        &event,
+        &[approval_evidence, state_evidence, stopped_evidence],
+    )?;
+    Ok(())
 }
 
 /// The successor's plan: the predecessor's, for the successor task, keeping only the work

@@ -286,31 +286,7 @@ pub fn event_for(
         .control
         .clone()
         .unwrap_or(valp_kernel::Control::INITIAL);
-    let kind = match operation {
-        Operation::CancelTask => EventKind::TaskCancelled,
-        Operation::CancelItem(_) => EventKind::WorkItemCancelled,
-        Operation::Interrupt => EventKind::InterruptRequested,
-        Operation::Resume => EventKind::InterruptResumed,
-        Operation::Redirect { .. } => EventKind::RedirectAuthorized,
-        Operation::Review(true) => EventKind::ReviewPassed,
-        Operation::Review(false) => EventKind::ReviewRejected,
-        Operation::Approval(true) => EventKind::ApprovalGranted,
-        Operation::Approval(false) => EventKind::ApprovalDenied,
-        Operation::RequestApproval => EventKind::ApprovalRequiredRaised,
-        Operation::Retry(_) => EventKind::AttemptCreated,
-        Operation::Recover => match body.status.known() {
-            Some(TaskStatus::Blocked) => EventKind::BlockedRecoveryToFixing,
-            Some(TaskStatus::Fixing) => EventKind::FixDispatchRequested,
-            _ => {
-                return Err(ControlError::Invalid(format!(
-                    "task {} is {}: recovery moves a blocked task to fixing, or dispatches a \
-                     fixing task again",
-                    body.task_id.value(),
-                    body.status.as_str()
-                )));
-            }
-        },
-    };
+    let kind = kind_of(body, operation)?;
     let mut event = super::task_event(body, kind, identity)?;
     if kind.is_authority_bound() {
         event.authority_principal_id = Some(identity(IdentityKind::Principal, &*actor.principal)?);
@@ -358,50 +334,84 @@ pub fn event_for(
                 .map(|item| identity(IdentityKind::WorkItem, &**item))
                 .collect::<Result<_, _>>()?;
         }
-        Operation::Retry(item) => {
-            let target = body
-                .work_items
-                .iter()
-                .find(|candidate| candidate.work_item_id.value() == item)
-                .ok_or_else(|| {
-                    ControlError::Invalid(format!(
-                        "task {} has no work item {item}",
-                        body.task_id.value()
-                    ))
-                })?;
-            if !matches!(
-                body.status.known(),
-                Some(TaskStatus::Executing | TaskStatus::Fixing)
-            ) {
-                // A blocked task is recovered first ([`expand`]); in verification, review,
-                // approval or recording nothing runs, so the attempt would wait there unseen.
-                return Err(ControlError::Invalid(format!(
-                    "task {} is {}: a work item is retried while the task executes, is fixing \
-                     or is blocked",
-                    body.task_id.value(),
-                    body.status.as_str()
-                )));
-            }
-            if target.status != WorkItemStatus::Blocked {
-                return Err(ControlError::Invalid(format!(
-                    "work item {item} is {}: only a blocked work item can be retried",
-                    target.status.as_str()
-                )));
-            }
-            let generation = target
-                .current_attempt
-                .as_ref()
-                .map_or(1, |attempt| attempt.dispatch_generation + 1);
-            let slots = super::workflow::attempt_slots(body.task_id.value(), item, generation);
-            event.work_item_id = Some(target.work_item_id.clone());
-            event.attempt_id = Some(identity(IdentityKind::Attempt, slots.attempt_id)?);
-            event.dispatch_id = Some(identity(IdentityKind::Dispatch, slots.dispatch_id)?);
-            event.dispatch_generation = Some(generation);
-        }
+        Operation::Retry(item) => retry_slots(body, item, &mut event)?,
         Operation::Review(_)
         | Operation::Approval(_)
         | Operation::RequestApproval
         | Operation::Recover => {}
     }
     Ok(event)
+}
+
+/// The event kind `operation` stands for on the task `body`.
+fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
+    Ok(match operation {
+        Operation::CancelTask => EventKind::TaskCancelled,
+        Operation::CancelItem(_) => EventKind::WorkItemCancelled,
+        Operation::Interrupt => EventKind::InterruptRequested,
+        Operation::Resume => EventKind::InterruptResumed,
+        Operation::Redirect { .. } => EventKind::RedirectAuthorized,
+        Operation::Review(true) => EventKind::ReviewPassed,
+        Operation::Review(false) => EventKind::ReviewRejected,
+        Operation::Approval(true) => EventKind::ApprovalGranted,
+        Operation::Approval(false) => EventKind::ApprovalDenied,
+        Operation::RequestApproval => EventKind::ApprovalRequiredRaised,
+        Operation::Retry(_) => EventKind::AttemptCreated,
+        Operation::Recover => match body.status.known() {
+            Some(TaskStatus::Blocked) => EventKind::BlockedRecoveryToFixing,
+            Some(TaskStatus::Fixing) => EventKind::FixDispatchRequested,
+            _ => {
+                return Err(ControlError::Invalid(format!(
+                    "task {} is {}: recovery moves a blocked task to fixing, or dispatches a \
+                     fixing task again",
+                    body.task_id.value(),
+                    body.status.as_str()
+                )));
+            }
+        },
+    })
+}
+
+/// Fills the slots of the Leader's retry of `item`: the next generation of its attempt, named
+/// as the System names its own. Refused unless the item is blocked and the task runs attempts.
+fn retry_slots(body: &StateBody, item: &str, event: &mut Event) -> Result<(), ControlError> {
+    let target = body
+        .work_items
+        .iter()
+        .find(|candidate| candidate.work_item_id.value() == item)
+        .ok_or_else(|| {
+            ControlError::Invalid(format!(
+                "task {} has no work item {item}",
+                body.task_id.value()
+            ))
+        })?;
+    if !matches!(
+        body.status.known(),
+        Some(TaskStatus::Executing | TaskStatus::Fixing)
+    ) {
+        // A blocked task is recovered first ([`expand`]); in verification, review,
+        // approval or recording nothing runs, so the attempt would wait there unseen.
+        return Err(ControlError::Invalid(format!(
+            "task {} is {}: a work item is retried while the task executes, is fixing \
+             or is blocked",
+            body.task_id.value(),
+            body.status.as_str()
+        )));
+    }
+    if target.status != WorkItemStatus::Blocked {
+        return Err(ControlError::Invalid(format!(
+            "work item {item} is {}: only a blocked work item can be retried",
+            target.status.as_str()
+        )));
+    }
+    let generation = target
+        .current_attempt
+        .as_ref()
+        .map_or(1, |attempt| attempt.dispatch_generation + 1);
+    let slots = super::workflow::attempt_slots(body.task_id.value(), item, generation);
+    event.work_item_id = Some(target.work_item_id.clone());
+    event.attempt_id = Some(identity(IdentityKind::Attempt, slots.attempt_id)?);
+    event.dispatch_id = Some(identity(IdentityKind::Dispatch, slots.dispatch_id)?);
+    event.dispatch_generation = Some(generation);
+    Ok(())
 }
