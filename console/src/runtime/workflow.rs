@@ -215,9 +215,11 @@ pub fn unapplied(body: &StateBody, attempt_id: &str) -> Option<String> {
     let status = body.status.as_str();
     match attempt.status {
         AttemptStatus::Completed | AttemptStatus::Failed => None,
-        AttemptStatus::Fenced => {
-            Some("not applied: the attempt was fenced, so nothing it reports counts".to_owned())
-        }
+        AttemptStatus::Fenced => Some(
+            "the attempt was fenced: its end counts as a failure, and nothing it reports \
+                 afterwards is applied"
+                .to_owned(),
+        ),
         AttemptStatus::Cancelled => {
             Some("not applied: the attempt was cancelled before it ended".to_owned())
         }
