@@ -644,3 +644,30 @@ fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
     assert_eq!(project.task_status("no"), "reviewing");
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }
+
+#[test]
+fn help_explains_retry_recover_and_approval() {
+    let project = Project::new();
+    let retry = project.ok(&["retry", "--help"]);
+    assert!(retry.contains("only the Leader retries it"), "{retry}");
+    assert!(
+        retry.contains("A blocked task is first recovered to `fixing`"),
+        "{retry}"
+    );
+    let recover = project.ok(&["recover", "--help"]);
+    assert!(
+        recover.contains("`blocked_recovery_to_fixing`"),
+        "{recover}"
+    );
+    assert!(recover.contains("`fix_dispatch_requested`"), "{recover}");
+    let approve = project.ok(&["approve", "--help"]);
+    assert!(approve.contains("approval = \"required\""), "{approve}");
+    let all = project.ok(&["--help"]);
+    for command in ["retry", "recover", "approve"] {
+        assert!(
+            all.lines()
+                .any(|line| line.trim_start().starts_with(command)),
+            "{all}"
+        );
+    }
+}
