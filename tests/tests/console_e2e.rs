@@ -397,7 +397,8 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     desk.keys(&["Enter"]);
     desk.wait_for("as the Leader?");
     desk.keys(&["y"]);
-    desk.wait_for("epoch 1");
+    // The main screen (the dialog said "epoch 1" too): the Leader is bound.
+    desk.wait_for("Tasks (0)");
     std::fs::write(
         desk.path().join("turn.toml"),
         "schema_version = \"valp-plan.v1\"\ntask_id = \"turn\"\ngoal = \"test\"\n\n\
