@@ -4,11 +4,15 @@
 //! only once the kernel accepted it; nothing here picks a Leader on the user's behalf.
 //!
 //! - [`record_observation`] stores a Doctor observation as content-addressed evidence and
-//!   records its candidates (the kernel refuses selecting anything it did not record).
+//!   records its candidates (the kernel refuses selecting anything it did not record), only
+//!   when they differ from the latest recorded ones.
 //! - [`select`] and [`rotate`] need an [`Approval`]: who approved, how, and when. The approval
 //!   is stored as evidence and bound to the selection event.
 //! - [`reopen`] re-proves the bound session: the same candidate with the same fingerprint in a
-//!   fresh observation. Anything else is [`SessionCheck::Unproven`] and nothing is written.
+//!   fresh observation. Anything else is [`SessionCheck::Unproven`] and nothing is written; a
+//!   session already re-proven with the observation that stands is not written again.
+//! - Proposals that lose a race for the ledger's next revision are built again
+//!   ([`RACE_RETRIES`]), so concurrent commands never fail on an event id collision.
 //!
 //! - [`handoff`] moves a task bound to a fenced epoch to the active one, explicitly.
 //!
@@ -22,8 +26,8 @@ mod lane;
 use valp_store::StoreError;
 
 pub use lane::{
-    Approval, Confirmation, open_session, operator, recheck, record_observation, reopen, rotate,
-    select,
+    Approval, Confirmation, RACE_RETRIES, open_session, operator, recheck, record_observation,
+    reopen, rotate, select,
 };
 
 pub use crate::view::SessionCheck;

@@ -59,6 +59,35 @@ pub enum Command {
     /// blob's content digest, without changing anything. Prints a table and ends with
     /// `verify: N journals ok, M problems`; exits non-zero when there are problems.
     Verify,
+    /// Convert a control root of layout 1 to layout 2 (journals with head anchors).
+    ///
+    /// Shows what it will do, asks you to type `upgrade` (or takes --yes), copies the whole
+    /// control root byte for byte to `.valp.layout1-backup-<n>/` beside it, verifies every
+    /// journal by replay and writes its head anchor, and sets `layout_version` 2 last. Running it
+    /// again after a crash finishes the job. Every other command refuses a layout-1 root.
+    Upgrade {
+        /// Do not ask for the typed confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Recover a journal refused for damage, truncation, rollback or a missing head anchor.
+    ///
+    /// Shows exactly what it would keep (the entries that verify from the genesis on), what it
+    /// would cut and why, and how many acknowledged entries that loses; asks you to type the
+    /// task id (`installation` for --ledger) or takes --yes; copies the journal and its head to
+    /// `quarantine/` first, then cuts the journal and anchors it. Never run automatically.
+    Recover {
+        /// The task whose journal to recover (its id, or its folder name as `valp verify`
+        /// lists it).
+        #[arg(value_name = "TASK", required_unless_present = "ledger")]
+        task: Option<String>,
+        /// Recover the installation ledger instead.
+        #[arg(long, conflicts_with = "task")]
+        ledger: bool,
+        /// Do not ask for the typed confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Write a task's journal in the VALP reference kernel store's layout.
     ///
     /// Writes DIR/runtime/kernel/genesis.json and DIR/runtime/kernel/replay.jsonl exactly as the
@@ -104,7 +133,9 @@ pub enum Command {
     ///
     /// Runs headless until every task waits for the Leader or is finished (or, with --once,
     /// takes the steps possible now and returns). Needs the re-proven Leader. Prints one line
-    /// per step: the event proposed and why, or the kernel's refusal with its code.
+    /// per step: the event proposed and why, or the kernel's refusal with its code. Without a
+    /// task named, a task that cannot be read or driven is listed as a `problem:` line and the
+    /// others run; the exit code is then 3.
     Run(RunArgs),
     /// Cancel a task, or one work item (and its running attempt), as the Leader.
     Cancel {
@@ -205,8 +236,8 @@ pub enum Command {
     /// Move a task that waits for the Leader forward again: a `blocked` task goes to `fixing`
     /// (`blocked_recovery_to_fixing`); a `fixing` task with nothing left to run is dispatched
     /// again (`fix_dispatch_requested`), so verification runs again once every required work
-    /// item completed.
-    Recover {
+    /// item completed. (Not `valp recover`, which repairs a damaged journal.)
+    Unblock {
         /// The task.
         #[arg(value_name = "TASK")]
         task: String,
@@ -386,7 +417,9 @@ pub enum AdapterCommand {
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Where a task stands: status, epoch, control, every work item with its attempt and
-    /// frontier position, adapter files that were rejected, and effects.
+    /// frontier position, adapter files that were rejected, and effects. Without a task named,
+    /// a task that cannot be read is listed as a `problem:` line, the others are shown, and the
+    /// exit code is 3.
     Status {
         /// The task (default: every task).
         #[arg(value_name = "TASK")]

@@ -10,10 +10,12 @@ mod interop;
 mod leader;
 mod leadership;
 mod publish;
+mod recover;
 mod report;
 mod run;
 mod status;
 mod task;
+mod upgrade;
 mod verify;
 
 use std::io::{BufRead, IsTerminal as _, Write};
@@ -60,6 +62,40 @@ pub enum CommandError {
     /// The command cannot run as asked.
     #[error("{0}")]
     Usage(String),
+    /// `valp task status` or `valp run` served every task it could read, but `count` tasks
+    /// could not be read or driven (each listed on a `problem:` line); exit code 3.
+    #[error(
+        "{count} task{} could not be read or driven (listed above as problem lines)",
+        if *count == 1 { "" } else { "s" }
+    )]
+    Damaged {
+        /// How many.
+        count: usize,
+    },
+}
+
+/// The line that lists a task that could not be read or driven, in place of its output:
+/// `problem: task folder tasks/<folder>: <error>` (or `problem: task <id>: <error>` once its
+/// id is known), sanitized, on one line.
+fn problem_line(task: &str, error: &dyn std::fmt::Display) -> String {
+    format!(
+        "problem: task {}: {}",
+        crate::doctor::sanitize::display_text(task),
+        crate::doctor::sanitize::display_line(&error.to_string())
+    )
+}
+
+/// A path (often from `--root` or the command line) as output shows it.
+fn shown(path: &Path) -> String {
+    crate::doctor::sanitize::display_line(&path.to_string_lossy())
+}
+
+/// How [`problem_line`] names a task folder: `folder tasks/<name>`, relative to the root.
+fn task_folder(root: &ControlRoot, dir: &Path) -> String {
+    format!(
+        "folder {}",
+        shown(dir.strip_prefix(root.layout().root()).unwrap_or(dir))
+    )
 }
 
 /// Runs the parsed command line, reading answers to prompts from `input` and writing its
@@ -114,7 +150,7 @@ pub fn run(
         | Command::Review { .. }
         | Command::Approve { .. }
         | Command::Retry { .. }
-        | Command::Recover { .. } => {
+        | Command::Unblock { .. } => {
             let (task, operation, note) = leader_operation(command)?;
             control::run(
                 &open_root(root.as_deref())?,
@@ -149,10 +185,10 @@ pub fn run(
             )
         }
         Command::Leader(command) => leader(root.as_deref(), command, &clock, &options, input, out),
-        Command::Init { installation_id } => {
-            init::run(&init_target(root.as_deref())?, installation_id, out)
-        }
-        Command::Verify => verify::run(&open_root(root.as_deref())?, out),
+        Command::Init { .. }
+        | Command::Verify
+        | Command::Upgrade { .. }
+        | Command::Recover { .. } => root_files(root.as_deref(), command, input, out),
         Command::Export {
             reference: _,
             task,
@@ -166,6 +202,26 @@ pub fn run(
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// The commands on the control root's files themselves: create, verify, upgrade, recover.
+fn root_files(
+    root: Option<&Path>,
+    command: Command,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match command {
+        Command::Init { installation_id } => init::run(&init_target(root)?, installation_id, out),
+        Command::Upgrade { yes } => upgrade::run(&existing_root(root)?, yes, input, out),
+        Command::Recover { task, yes, .. } => {
+            recover::run(&open_root(root)?, task.as_deref(), yes, input, out)
+        }
+        Command::Verify => verify::run(&open_root(root)?, out),
+        other => Err(CommandError::Usage(format!(
+            "{other:?} is not a command on the control root's files"
+        ))),
     }
 }
 
@@ -238,7 +294,7 @@ fn leader_operation(command: Command) -> Result<(String, Operation, String), Com
             note,
         } => (task, Operation::Approval(decision == "grant"), note),
         Command::Retry { task, item, note } => (task, Operation::Retry(item), note),
-        Command::Recover { task, note } => (task, Operation::Recover, note),
+        Command::Unblock { task, note } => (task, Operation::Recover, note),
         other => {
             return Err(CommandError::Usage(format!(
                 "{other:?} is not an operation on a task"
@@ -309,13 +365,21 @@ fn find_root(explicit: Option<&Path>) -> Result<Option<PathBuf>, CommandError> {
 
 /// Opens the control root named by --root, `VALP_ROOT` or found from the current folder up.
 fn open_root(explicit: Option<&Path>) -> Result<ControlRoot, CommandError> {
+    Ok(ControlRoot::open(
+        &existing_root(explicit)?,
+        Arc::new(OsStorage),
+    )?)
+}
+
+/// The control root named by --root, `VALP_ROOT` or found from the current folder up, without
+/// opening it.
+fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
     let cwd = current_dir()?;
-    let found = find_root(explicit)?.ok_or_else(|| {
+    find_root(explicit)?.ok_or_else(|| {
         CommandError::Usage(format!(
             "no valp control root found from {} upward (looked for {ROOT_DIR}/installation.json); \
              run `valp init`, or name one with --root DIR or {ROOT_ENV}",
             cwd.display()
         ))
-    })?;
-    Ok(ControlRoot::open(&found, Arc::new(OsStorage))?)
+    })
 }

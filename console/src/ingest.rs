@@ -32,7 +32,11 @@
 //!   in place instead of renamed into place may be read half-written: the decoding stage
 //!   rejects that content, and the complete file follows when the write ends.
 //! - **`*.jsonl`**: one [`Ingested::Line`] per complete LF-terminated line (without the LF),
-//!   tailed by byte offset. A partial last line waits until its LF arrives. The files are
+//!   tailed by byte offset. A partial last line waits until its LF arrives. A line that is a
+//!   fragment followed by one complete JSON value (a writer died mid-line and the next one
+//!   appended without starting a new line) is emitted as two lines, the fragment and then the
+//!   record at its own offset ([`glued_record`]): the fragment is rejected as malformed, the
+//!   record is not lost. The files are
 //!   append-only by contract; the watcher checks that:
 //!   - it keeps the SHA-256 of every byte it consumed and the last 64 of them;
 //!   - a file that **shrank** is reported once as [`Reason::Truncated`];
@@ -116,7 +120,7 @@ mod watch;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use decode::{Origin, Sequencer, decode_observation, origin};
+pub use decode::{Origin, Sequencer, decode_observation, glued_record, origin};
 pub use watch::{IngestError, Mode, WatchConfig, Watcher};
 
 use crate::adapter::abi::AdapterObservation;

@@ -1,8 +1,11 @@
 //! The `valp` binary: parses the command line and runs the chosen command.
 //!
-//! A command that cannot do its job prints one line, `valp: <what and where>`, to stderr and
-//! exits with 2 for a usage problem and 1 otherwise; color-eyre reports only what no command
-//! expected.
+//! A command that cannot do its job prints `valp: <what and where>` to stderr (through
+//! [`display_message`]: errors echo what the operator typed, and escape sequences must not
+//! reach the terminal) and exits with 2 for a usage problem and 1 otherwise; color-eyre
+//! reports only what no command expected. `valp task status` and `valp run` exit with 3 when
+//! they did their job for every task they could read but some task could not be read
+//! ([`CommandError::Damaged`]).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -11,6 +14,7 @@ use clap::Parser as _;
 use color_eyre::eyre::Result;
 use valp_console::cli::Cli;
 use valp_console::commands::{self, CommandError};
+use valp_console::doctor::sanitize::display_message;
 
 /// Replay allocates and frees many short strings per event; glibc's allocator fragments under
 /// that load and makes journal replay about twice as slow (see `kernel/benches`).
@@ -37,11 +41,11 @@ fn main() -> Result<ExitCode> {
         (other, _) => other,
     };
     Ok(code.unwrap_or_else(|error| {
-        eprintln!("valp: {error}");
-        ExitCode::from(if matches!(error, CommandError::Usage(_)) {
-            2
-        } else {
-            1
+        eprintln!("valp: {}", display_message(&error.to_string()));
+        ExitCode::from(match error {
+            CommandError::Usage(_) => 2,
+            CommandError::Damaged { .. } => 3,
+            _ => 1,
         })
     }))
 }

@@ -132,6 +132,7 @@ mod canonical;
 mod check;
 mod error;
 mod graph;
+pub mod paths;
 mod publication;
 mod tree;
 

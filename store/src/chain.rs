@@ -13,10 +13,14 @@
 //! that one member cut out, so verifying a line hashes it once.
 //!
 //! [`ChainReader`] reads and verifies lines one at a time (streaming: memory does not grow with
-//! the file) and classifies what it cannot verify: a *torn tail* (what an interrupted append
-//! leaves after the last good line: bytes without an LF, NUL bytes, or one last line that is not
-//! JSON at all) or *damage* (anything else, including a well-formed last line whose digest or
-//! chain is wrong), which is refused with the line and byte.
+//! the file) and classifies what it cannot verify: a *torn tail*, what an interrupted append can
+//! leave after the last good line (bytes without an LF; or NUL bytes, from blocks the file grew
+//! by but whose data never reached the disk: only NUL bytes and LFs to the end, or a last line
+//! holding NUL bytes), or *damage*: anything else, including a complete, LF-terminated last line
+//! without NUL bytes that is not JSON or whose digest or chain is wrong (an append writes its
+//! line with one `write`, so a crash cannot leave such a line), which is refused with the line
+//! and byte. Whether a torn tail may be repaired also depends on the journal's head anchor
+//! ([`head`](crate::head)): bytes at or before the anchored line are never a torn tail.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
@@ -186,9 +190,10 @@ impl ChainReader {
     }
 
     /// A complete line failed verification. It is the torn remnant of an interrupted append
-    /// when it is the last line of the file and an append could have left it: it holds NUL
-    /// bytes (blocks never written) or is not JSON at all (partial). Anything else, or any
-    /// line followed by more data, is damage.
+    /// only when NUL bytes explain it: everything from it to the end is NUL bytes and LFs, or it
+    /// is the last line and holds NUL bytes (blocks the file grew by but whose data never reached
+    /// the disk, with the line's LF in a block that did). Anything else is damage: a complete
+    /// line without NUL bytes is written by one `write`, and a crash cannot leave it half right.
     fn torn_or_damaged(
         &mut self,
         start: u64,
@@ -203,10 +208,7 @@ impl ChainReader {
             .iter()
             .chain(&rest)
             .all(|&byte| byte == 0 || byte == b'\n');
-        let has_nul = line.contains(&0);
-        let is_json = std::str::from_utf8(&line[..line.len() - 1])
-            .is_ok_and(|text| valp_kernel::json::parse(text).is_ok());
-        if only_nul_and_lf || (rest.is_empty() && (has_nul || !is_json)) {
+        if only_nul_and_lf || (rest.is_empty() && line.contains(&0)) {
             let mut bytes = std::mem::take(&mut self.buffer);
             bytes.extend_from_slice(&rest);
             self.tail = Some(Tail::Torn {

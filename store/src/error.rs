@@ -25,6 +25,10 @@ pub enum StoreCode {
     /// The epoch fence refused a proposal the kernel accepts: the task is bound to a Leader
     /// epoch that is not the installation's active one.
     EpochFenced,
+    /// The control root has the previous layout: `valp upgrade` converts it.
+    UpgradeRequired,
+    /// The control root's layout is one this valp has no way to read or convert.
+    MigrationUnsupported,
 }
 
 impl StoreCode {
@@ -39,6 +43,8 @@ impl StoreCode {
             Self::Io => "VALP-E-STORE-IO",
             Self::DoneGate => "VALP-E-DONE-GATE",
             Self::EpochFenced => "VALP-E-EPOCH-FENCED",
+            Self::UpgradeRequired => "VALP-E-STORE-UPGRADE-REQUIRED",
+            Self::MigrationUnsupported => "VALP-E-MIGRATION-UNSUPPORTED",
         }
     }
 }
@@ -155,6 +161,64 @@ pub enum StoreError {
         /// The installation's active epoch.
         active_epoch: i128,
     },
+    /// A journal does not reach, or does not match, its head anchor: it was truncated or rolled
+    /// back (or the anchor is damaged). See [`head`](crate::head).
+    #[error(
+        "{code}: {path}: does not match its head anchor {head} (anchored seq {seq}): {reason}; \
+         nothing was changed (`valp recover` shows what can be done)",
+        head = .head.display(),
+        code = StoreCode::Corrupt
+    )]
+    HeadMismatch {
+        /// The journal.
+        path: PathBuf,
+        /// Its head file.
+        head: PathBuf,
+        /// The anchored sequence number.
+        seq: u64,
+        /// What does not match.
+        reason: String,
+    },
+    /// A journal of a layout-2 root has no head anchor.
+    #[error(
+        "{code}: {path}: its head anchor {head} is missing (every journal is created with one), \
+         so a truncation could not be seen; nothing was changed (`valp recover` shows what can \
+         be done)",
+        head = .head.display(),
+        code = StoreCode::Corrupt
+    )]
+    HeadMissing {
+        /// The journal.
+        path: PathBuf,
+        /// Where its head should be.
+        head: PathBuf,
+    },
+    /// The control root has layout 1.
+    #[error(
+        "{code}: {path}: this control root has layout_version 1; this valp reads layout {current}. \
+         Run `valp upgrade` (it keeps a full backup) before anything else",
+        code = StoreCode::UpgradeRequired
+    )]
+    UpgradeRequired {
+        /// `installation.json`.
+        path: PathBuf,
+        /// The layout this valp reads.
+        current: i128,
+    },
+    /// The control root's layout version is unknown or not supported.
+    #[error(
+        "{code}: {path}: layout_version {found} is not supported (this valp reads layout \
+         {current} and upgrades layout 1); use the valp that wrote it",
+        code = StoreCode::MigrationUnsupported
+    )]
+    MigrationUnsupported {
+        /// `installation.json`.
+        path: PathBuf,
+        /// The value found, as JSON text.
+        found: String,
+        /// The layout this valp reads.
+        current: i128,
+    },
     /// Any other I/O failure.
     #[error("{code}: {path}: {operation}: {source}", code = StoreCode::Io)]
     Io {
@@ -174,7 +238,12 @@ impl StoreError {
     /// The failure code.
     pub fn code(&self) -> StoreCode {
         match self {
-            Self::Corrupt { .. } | Self::BlobConflict { .. } => StoreCode::Corrupt,
+            Self::Corrupt { .. }
+            | Self::BlobConflict { .. }
+            | Self::HeadMismatch { .. }
+            | Self::HeadMissing { .. } => StoreCode::Corrupt,
+            Self::UpgradeRequired { .. } => StoreCode::UpgradeRequired,
+            Self::MigrationUnsupported { .. } => StoreCode::MigrationUnsupported,
             Self::LockTimeout { .. } => StoreCode::LockTimeout,
             Self::LockUnavailable { .. } => StoreCode::LockUnavailable,
             Self::Precommit { .. } => StoreCode::DurabilityPrecommit,

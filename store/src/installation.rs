@@ -1,4 +1,11 @@
-//! `installation.json`: the identity of an installation (`valp-installation.v1`, canonical JSON).
+//! `installation.json`: the identity of an installation (`valp-installation.v1`, canonical JSON)
+//! and the control-root layout it is stored in.
+//!
+//! **Layouts.** 1: the journals without head anchors. 2: every journal has its head anchor
+//! (`<stem>.head`, see [`head`](crate::head)). This valp reads layout 2 only; a root of layout 1
+//! is refused with `VALP-E-STORE-UPGRADE-REQUIRED` until `valp upgrade` converts it (see
+//! [`upgrade`](crate::upgrade)), and any other `layout_version` (a later layout, 0, a string) with
+//! `VALP-E-MIGRATION-UNSUPPORTED`, before anything else in the file is judged.
 
 use std::path::Path;
 
@@ -12,7 +19,9 @@ use crate::error::StoreError;
 /// `schema_version` of `installation.json`.
 pub const INSTALLATION_SCHEMA: &str = "valp-installation.v1";
 /// The control-root layout this code reads and writes.
-pub const LAYOUT_VERSION: i128 = 1;
+pub const LAYOUT_VERSION: i128 = 2;
+/// The layout `valp upgrade` converts from.
+pub const PREVIOUS_LAYOUT_VERSION: i128 = 1;
 
 /// The installation's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,8 +44,14 @@ impl Installation {
         }
     }
 
-    /// Reads and checks `installation.json`.
+    /// Reads and checks `installation.json`, which must have the current layout.
     pub fn read(path: &Path) -> Result<Self, StoreError> {
+        Self::read_layouts(path, &[LAYOUT_VERSION])
+    }
+
+    /// Reads and checks `installation.json` of one of the `accepted` layouts (any other is
+    /// refused as the module documentation says).
+    pub(crate) fn read_layouts(path: &Path, accepted: &[i128]) -> Result<Self, StoreError> {
         let bytes = std::fs::read(path).map_err(|source| StoreError::io(path, "read", source))?;
         let corrupt = |reason: String| StoreError::Corrupt {
             path: path.to_owned(),
@@ -48,6 +63,7 @@ impl Installation {
         let Value::Object(members) = value else {
             return Err(corrupt("installation.json is a JSON object".to_owned()));
         };
+        check_layout(path, members.get("layout_version"), accepted)?;
         let keys: Vec<&str> = members.keys().map(String::as_str).collect();
         if keys
             != [
@@ -71,11 +87,6 @@ impl Installation {
             Value::Number(valp_kernel::json::Number::Int(version)) => *version,
             _ => return Err(corrupt("layout_version must be an integer".to_owned())),
         };
-        if layout_version != LAYOUT_VERSION {
-            return Err(corrupt(format!(
-                "layout_version {layout_version} is not supported (this valp reads {LAYOUT_VERSION})"
-            )));
-        }
         let protocol_version = members["protocol_version"]
             .as_str()
             .ok_or_else(|| corrupt("protocol_version must be a string".to_owned()))?
@@ -90,6 +101,34 @@ impl Installation {
             protocol_version,
             layout_version,
         })
+    }
+}
+
+/// Refuses a `layout_version` that is not one of `accepted` (a missing one is left to the
+/// member check, which names it).
+fn check_layout(path: &Path, found: Option<&Value>, accepted: &[i128]) -> Result<(), StoreError> {
+    let Some(found) = found else {
+        return Ok(());
+    };
+    match found {
+        Value::Number(valp_kernel::json::Number::Int(version)) if accepted.contains(version) => {
+            Ok(())
+        }
+        Value::Number(valp_kernel::json::Number::Int(PREVIOUS_LAYOUT_VERSION)) => {
+            Err(StoreError::UpgradeRequired {
+                path: path.to_owned(),
+                current: LAYOUT_VERSION,
+            })
+        }
+        other => Err(StoreError::MigrationUnsupported {
+            path: path.to_owned(),
+            found: String::from_utf8_lossy(
+                &valp_kernel::json::write::canonical_bytes(other).unwrap_or_default(),
+            )
+            .trim_end()
+            .to_owned(),
+            current: LAYOUT_VERSION,
+        }),
     }
 }
 

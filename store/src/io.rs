@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::error::StoreError;
+
 /// The operations whose failure matters for durability.
 pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Writes all of `bytes` at the end of `file` (opened for appending).
@@ -14,8 +16,34 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     fn sync(&self, file: &File) -> io::Result<()>;
     /// Atomically renames `from` to `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to` a new name of `from`; fails with `AlreadyExists` when `to` exists (the
+    /// exclusive form of [`Storage::rename`]).
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes a directory's entries durable (after a create or rename in it).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Writes one chained line at the end of `file` (`path`) and makes it durable: the append of
+/// every chained file (journals, effect ledgers). Line `seq` is named in the error, which is
+/// always [`StoreError::UnknownOrCommitted`]: once the write began, the line may or may not be
+/// on disk, and only a re-read under the lock can tell.
+pub(crate) fn append_line(
+    storage: &dyn Storage,
+    file: &mut File,
+    path: &Path,
+    seq: u64,
+    line: &[u8],
+) -> Result<(), StoreError> {
+    storage
+        .append(file, line)
+        .map_err(|source| ("write", source))
+        .and_then(|()| storage.sync(file).map_err(|source| ("sync", source)))
+        .map_err(|(operation, source)| StoreError::UnknownOrCommitted {
+            path: path.to_owned(),
+            operation,
+            seq,
+            source,
+        })
 }
 
 /// The operating system.
@@ -33,6 +61,10 @@ impl Storage for OsStorage {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
@@ -59,7 +91,7 @@ mod faults {
         Append,
         /// [`Storage::sync`]
         Sync,
-        /// [`Storage::rename`]
+        /// [`Storage::rename`], and [`Storage::link`] (both put a written file into place)
         Rename,
         /// [`Storage::sync_dir`]
         SyncDir,
@@ -134,6 +166,13 @@ mod faults {
         fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
             match self.take(Operation::Rename) {
                 None => OsStorage.rename(from, to),
+                Some(_) => Err(injected(Operation::Rename)),
+            }
+        }
+
+        fn link(&self, from: &Path, to: &Path) -> io::Result<()> {
+            match self.take(Operation::Rename) {
+                None => OsStorage.link(from, to),
                 Some(_) => Err(injected(Operation::Rename)),
             }
         }

@@ -9,24 +9,30 @@
 //! the canonical compact entry (Event, sorted EvidenceSet, the accepted Result without its
 //! State) of revision N. Bytes per entry do not grow with the journal.
 //!
-//! **Open = verify.** Opening streams the file, checks every line's canonical bytes, sequence
-//! number and chained digest, and re-runs the kernel over every entry ([`Replayer`]) and the
-//! guard over the entries it judges; the State shown is the one replay rebuilt. A torn last
-//! line (the remnant of an interrupted append: no LF, or only NUL bytes) is copied to
-//! `quarantine/` and truncated by a writer, with a [`Warning`]; a reader leaves it alone (it
-//! may be an append in flight). Anything else that does not verify refuses the journal with
-//! `VALP-E-KERNEL-STORE-CORRUPT`, naming file, line and byte, and nothing is rewritten.
+//! **Open = verify.** Opening reads the journal's head anchor ([`head`](crate::head)) first,
+//! then streams the file, checks every line's canonical bytes, sequence number and chained
+//! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
+//! it judges; the State shown is the one replay rebuilt. The anchored line must be there with
+//! the anchored digest and length: a journal without its head, shorter than it, or with another
+//! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
+//! line (the remnant of an interrupted append: no LF, or NUL bytes, see
+//! [`chain`](crate::chain)) is copied to `quarantine/` and truncated by a writer, with a
+//! [`Warning`]; a reader leaves it alone (it may be an append in flight). Anything else that
+//! does not verify refuses the journal with `VALP-E-KERNEL-STORE-CORRUPT`, naming file, line and
+//! byte, and nothing is rewritten (`valp recover` is the way on, see
+//! [`recover`](crate::recover)).
 //!
 //! **Append.** Take the lock, read and verify whatever other writers appended, run the kernel,
-//! and only if it accepts: write one line and `sync_data` it, then release the lock. A duplicate
+//! and only if it accepts: write one line and `sync_data` it, rewrite the head anchor (see
+//! [`head`](crate::head)), then release the lock. A duplicate
 //! (same event, same input) is answered with the earlier acceptance and writes nothing; every
 //! refusal, including a stale expected revision (the compare-and-swap), is appended to
 //! `rejections.jsonl` instead. After an I/O failure past the start of a write the handle refuses
 //! further appends until the journal is reopened.
 
-mod append;
+pub(crate) mod append;
 mod rejections;
-mod repair;
+pub(crate) mod repair;
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -39,6 +45,8 @@ use valp_kernel::replay::ReplayError;
 
 use crate::chain::{ChainLine, ChainReader, Tail};
 use crate::error::StoreError;
+use crate::files::write_atomically;
+use crate::head::{self, Anchor, Head};
 use crate::io::Storage;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::{Guard, Machine, Refusal};
@@ -81,6 +89,14 @@ pub enum Warning {
         /// How many there are.
         len: u64,
     },
+    /// An accepted entry is durable, but rewriting the head anchor after it failed: the anchor
+    /// lags (as after a crash) until the next append rewrites it.
+    HeadNotUpdated {
+        /// The entry.
+        seq: u64,
+        /// Why.
+        error: String,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -101,6 +117,11 @@ impl std::fmt::Display for Warning {
                 "{len} bytes at byte {offset} do not form a complete line yet (an append in \
                  flight, or a torn tail a writer will repair)"
             ),
+            Self::HeadNotUpdated { seq, error } => write!(
+                formatter,
+                "entry {seq} is durable but its head anchor was not rewritten ({error}); the \
+                 next append rewrites it"
+            ),
         }
     }
 }
@@ -116,11 +137,29 @@ struct Tip {
     offset: u64,
 }
 
+/// How opening treats the head anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Anchoring {
+    /// The journal must have its head and match it (layout 2).
+    Required,
+    /// A journal of layout 1, which has none yet: an existing head is still checked
+    /// ([`upgrade`](crate::upgrade) may be re-run after a crash).
+    Optional,
+    /// Read as far as the lines verify, ignoring the head, and keep the first problem instead
+    /// of failing ([`recover`](crate::recover)).
+    Salvage,
+}
+
 /// An open, verified journal; a task journal unless `M` says otherwise.
 #[derive(Debug)]
 pub struct Journal<M: Machine = LiveState> {
     dir: PathBuf,
     path: PathBuf,
+    /// The head as read on open, then as written by this handle.
+    anchor: Anchor,
+    anchoring: Anchoring,
+    /// With [`Anchoring::Salvage`]: the first problem found, where reading stopped.
+    damage: Option<StoreError>,
     quarantine: PathBuf,
     storage: Arc<dyn Storage>,
     genesis: M::Genesis,
@@ -158,7 +197,26 @@ impl<M: Machine> Journal<M> {
         access: Access,
         guard: M::Guard,
     ) -> Result<Self, StoreError> {
+        Self::open_anchored(dir, quarantine, storage, access, guard, Anchoring::Required)
+    }
+
+    /// [`Journal::open_guarded`] with the head anchor required or not.
+    pub(crate) fn open_anchored(
+        dir: &Path,
+        quarantine: &Path,
+        storage: Arc<dyn Storage>,
+        access: Access,
+        guard: M::Guard,
+        anchoring: Anchoring,
+    ) -> Result<Self, StoreError> {
         let path = dir.join(JOURNAL_FILE);
+        // The head first: it is only ever rewritten after the journal bytes it names are
+        // there, so read before the journal it can never be ahead of what we read.
+        let anchor = match anchoring {
+            Anchoring::Salvage => Anchor::ignored(&path),
+            Anchoring::Required => Anchor::read(&path, true)?,
+            Anchoring::Optional => Anchor::read(&path, false)?,
+        };
         let mut reader = ChainReader::open(&path)?;
         let genesis_line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
             path: path.clone(),
@@ -179,7 +237,7 @@ impl<M: Machine> Journal<M> {
             guard,
             tip: Tip {
                 next_seq: 1,
-                digest: genesis_line.digest,
+                digest: genesis_line.digest.clone(),
                 offset: genesis_line.end,
             },
             warnings: Vec::new(),
@@ -188,22 +246,61 @@ impl<M: Machine> Journal<M> {
             appender: None,
             poisoned: None,
             path,
+            anchor,
+            anchoring,
+            damage: None,
         };
+        journal.anchor.check_line(&genesis_line)?;
         journal.follow(reader, None)?;
         Ok(journal)
+    }
+
+    /// Verifies one line against the head, the machine and the guard, and applies it.
+    fn apply_line(&mut self, line: &ChainLine) -> Result<(), StoreError> {
+        self.anchor.check_line(line)?;
+        let entry = M::decode_entry(&line.entry)
+            .map_err(|error| decode_failure(&self.path, line, &error))?;
+        let (event, evidence_set) = M::parts(&entry);
+        self.guard
+            .verify(&self.live, event, evidence_set)
+            .map_err(|refusal| guard_failure(&self.path, line, refusal))?;
+        self.live
+            .apply_recorded(&entry)
+            .map_err(|error| replay_failure(&self.path, line, &error))?;
+        self.guard.observe(line.seq, event, evidence_set);
+        Ok(())
+    }
+
+    /// Reading stops at `error`: it is returned, or kept when salvaging.
+    fn stop(&mut self, error: StoreError, applied: usize) -> Result<usize, StoreError> {
+        if self.anchoring == Anchoring::Salvage {
+            self.damage = Some(error);
+            Ok(applied)
+        } else {
+            Err(error)
+        }
+    }
+
+    /// With [`Anchoring::Salvage`]: where and why reading stopped before the end.
+    pub(crate) fn damage(&self) -> Option<&StoreError> {
+        self.damage.as_ref()
     }
 
     /// Reads and verifies lines appended since the last read (by this or another process).
     /// Returns how many new entries were applied. After an error (the file was damaged under
     /// us) the handle is poisoned: its State may be partly advanced, so appends are refused.
     pub fn refresh(&mut self) -> Result<usize, StoreError> {
-        let reader = ChainReader::resume(
+        self.follow(self.reader()?, None)
+    }
+
+    /// A reader of the lines after the last verified one.
+    fn reader(&self) -> Result<ChainReader, StoreError> {
+        ChainReader::resume(
             &self.path,
             self.tip.offset,
             self.tip.next_seq,
             &self.tip.digest,
-        )?;
-        self.follow(reader, None)
+        )
     }
 
     /// Verifies and applies lines from `reader` to the end; deals with what follows them
@@ -214,25 +311,17 @@ impl<M: Machine> Journal<M> {
         lock: Option<&LockGuard>,
     ) -> Result<usize, StoreError> {
         let mut applied = 0;
-        while let Some(line) = reader.next_line()? {
-            let verified = M::decode_entry(&line.entry)
-                .map_err(|error| decode_failure(&self.path, &line, &error))
-                .and_then(|entry| {
-                    let (event, evidence_set) = M::parts(&entry);
-                    self.guard
-                        .verify(&self.live, event, evidence_set)
-                        .map_err(|refusal| guard_failure(&self.path, &line, refusal))?;
-                    self.live
-                        .apply_recorded(&entry)
-                        .map_err(|error| replay_failure(&self.path, &line, &error))?;
-                    self.guard.observe(line.seq, event, evidence_set);
-                    Ok(())
-                });
-            if let Err(error) = verified {
+        loop {
+            let line = match reader.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(error) => return self.stop(error, applied),
+            };
+            if let Err(error) = self.apply_line(&line) {
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
-                return Err(error);
+                return self.stop(error, applied);
             }
             self.tip = Tip {
                 next_seq: line.seq + 1,
@@ -241,35 +330,27 @@ impl<M: Machine> Journal<M> {
             };
             applied += 1;
         }
-        match reader.tail()? {
-            Tail::Clean => {}
-            Tail::Torn { offset, bytes } => match (self.access, lock) {
-                (Access::Write, Some(_)) => {
-                    let warning = repair::quarantine_tail(self, offset, &bytes)?;
-                    self.warnings.push(warning);
-                }
-                (Access::Write, None) => {
-                    // Repair only under the lock: the bytes may be another writer's append in
-                    // progress, which will have completed once we hold the lock.
-                    let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-                    let reader = ChainReader::resume(
-                        &self.path,
-                        self.tip.offset,
-                        self.tip.next_seq,
-                        &self.tip.digest,
-                    )?;
-                    applied += self.follow(reader, Some(&lock))?;
-                }
-                (Access::ReadOnly, _) => {
-                    let warning = Warning::IncompleteTail {
-                        offset,
-                        len: bytes.len() as u64,
-                    };
-                    if !self.warnings.contains(&warning) {
-                        self.warnings.push(warning);
-                    }
-                }
-            },
+        let tail = reader.tail()?;
+        let unverified = match &tail {
+            Tail::Clean => 0,
+            Tail::Torn { bytes, .. } => bytes.len() as u64,
+        };
+        if let Err(error) = self
+            .anchor
+            .check_end(self.tip.next_seq, self.tip.offset, unverified)
+        {
+            self.poisoned = Some(error.to_string());
+            return Err(error);
+        }
+        let file = repair::ChainedFile {
+            storage: Arc::clone(&self.storage),
+            path: self.path.clone(),
+            quarantine: self.quarantine.clone(),
+        };
+        if file.settle(tail, self.access, lock.is_some(), &mut self.warnings)? {
+            // Repair only under the lock: the bytes may be another writer's append in progress.
+            let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+            applied += self.follow(self.reader()?, Some(&lock))?;
         }
         Ok(applied)
     }
@@ -288,6 +369,43 @@ impl<M: Machine> Journal<M> {
     /// holds the frozen Done policy and whether a Done was recorded without one).
     pub fn guard(&self) -> &M::Guard {
         &self.guard
+    }
+
+    /// The head anchor as read on open or last written by this handle (`None` only for a
+    /// journal of layout 1 opened by [`upgrade`](crate::upgrade)).
+    pub fn head(&self) -> Option<&Head> {
+        self.anchor.head()
+    }
+
+    /// Takes the lock, catches up with what other writers appended (repairing a torn tail
+    /// after the anchored line), and rewrites the head anchor at the verified tip, durably (the
+    /// rename too). Needs a handle opened for writing.
+    pub(crate) fn anchor_under_lock(&mut self) -> Result<(), StoreError> {
+        let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
+        let reader = ChainReader::resume(
+            &self.path,
+            self.tip.offset,
+            self.tip.next_seq,
+            &self.tip.digest,
+        )?;
+        self.follow(reader, Some(&lock))?;
+        self.advance_anchor(true)
+    }
+
+    /// Rewrites the head anchor at the verified tip (the caller holds the lock).
+    fn advance_anchor(&mut self, sync_dir: bool) -> Result<(), StoreError> {
+        let Tip {
+            next_seq,
+            digest,
+            offset,
+        } = &self.tip;
+        self.anchor.advance(
+            self.storage.as_ref(),
+            next_seq - 1,
+            digest,
+            *offset,
+            sync_dir,
+        )
     }
 
     /// Warnings raised while opening or following.
@@ -341,6 +459,35 @@ impl<M: Machine> Journal<M> {
             .as_mut()
             .ok_or_else(|| StoreError::Invalid("journal file not open".to_owned()))
     }
+}
+
+/// Creates the journal file `path` (`<folder>/journal.jsonl` for the machines' journals; any
+/// `<stem>.jsonl` gets its head `<stem>.head` the same way) holding `lines` (complete, encoded
+/// chain lines, the genesis line first) with its head anchor, under the journal lock the caller
+/// holds. The head is written (durably) before the journal, so a crash in between leaves a head
+/// without a journal, which nothing reads (a folder without the journal file holds no journal)
+/// and the next creation replaces; never a journal without its head. Every journal of a control
+/// root is created here. Refuses a path that already holds a journal.
+pub fn create_journal(storage: &dyn Storage, path: &Path, lines: &[u8]) -> Result<(), StoreError> {
+    if path.exists() {
+        return Err(StoreError::Invalid(format!(
+            "{} already holds a journal",
+            path.display()
+        )));
+    }
+    let head = head::of_lines(lines).ok_or_else(|| {
+        StoreError::Invalid(format!(
+            "{}: the lines to create it with do not end with a journal line",
+            path.display()
+        ))
+    })?;
+    head::write(storage, &head::head_path(path), &head, true)?;
+    write_atomically(
+        storage,
+        path.parent().unwrap_or(Path::new(".")),
+        path,
+        lines,
+    )
 }
 
 fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {

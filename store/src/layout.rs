@@ -2,19 +2,28 @@
 //!
 //! ```text
 //! .valp/
-//!   installation.json          identity of the installation (valp-installation.v1)
+//!   installation.json          identity of the installation and layout_version 2
+//!                              (valp-installation.v1)
 //!   installation/journal.jsonl the authority lane's ledger (Leader selection, epochs), same
 //!                              format as a task journal
+//!   installation/journal.head  its head anchor (valp-store-head.v1)
 //!   leader/binding.json        projection of the active Leader binding (derived from the ledger)
 //!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained (valp-store-journal.v1)
+//!   tasks/<task>/journal.head  the seq, entry digest and length the journal reached
+//!                              (valp-store-head.v1; `.journal.head.tmp` while it is rewritten)
 //!   tasks/<task>/journal.lock  the writers' lock file (never renamed or deleted)
 //!   tasks/<task>/rejections.jsonl  proposals the kernel refused (valp-store-rejection.v1)
+//!   tasks/<task>/effect-ledger.jsonl  carried-out obligations, chained (see effects)
+//!   tasks/<task>/effect-ledger.lock   the effect ledger's writers' lock
 //!   evidence/sha256/<hex>      content-addressed evidence bytes
 //!   evidence/tmp/              blobs being written (renamed into sha256/ when durable)
 //!   runtime/                   adapter observation files (untrusted input)
 //!   inbox/                     observation files dropped by other tools (untrusted input)
-//!   quarantine/                torn journal tails and rejected files, never deleted silently
+//!   quarantine/                torn journal tails, copies made by `valp recover`, rejected
+//!                              files; never deleted silently
 //! ```
+//!
+//! Beside it, `valp upgrade` leaves `.valp.layout1-backup-<n>/`, the root as it was before.
 
 use std::path::{Path, PathBuf};
 
@@ -119,6 +128,18 @@ pub fn task_folder_name(task_id: &str) -> String {
         let digest = sha256_digest(task_id.as_bytes());
         format!("id-{}", &digest[7..39])
     }
+}
+
+/// Whether `path` is a safe path relative to the control root: non-empty, `/`-separated, no
+/// empty, `.` or `..` component, not absolute, no backslash or control character. Paths read
+/// from files (adapter observations, effect records) must pass before anything joins them.
+pub fn is_safe_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.chars().any(|c| c == '\\' || c.is_control())
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// Where the control root is, in precedence order: an explicit folder (`--root`), then

@@ -6,26 +6,34 @@
 //! append is one line written and `fdatasync`ed under an exclusive lock; whole files are
 //! written to a temporary file, synced, renamed into place and the directory synced. A crash at
 //! any point leaves either the old or the new content, or a torn last journal line that the
-//! next writer moves to `quarantine/` and cuts off. Nothing is ever deleted silently.
+//! next writer moves to `quarantine/` and cuts off. Every journal has a head anchor
+//! ([`head`]) rewritten after each durable append, so a journal cut or rolled back is refused,
+//! not trusted; only `valp recover` ([`recover`]) cuts complete lines, with backups. Nothing is
+//! ever deleted silently. The control root's layout version is 2; [`upgrade`] converts layout 1.
 //!
 //! See [`layout`] for the folder structure, [`chain`] for the line format, [`journal`] for
-//! open/verify/append, [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
+//! open/verify/append, [`effects`] for the task's effect ledger (the same line format, lock and
+//! recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
 //! [`fence`] for the epoch fence the store enforces on task journals.
 
 pub mod blobs;
 pub mod chain;
 pub mod done;
+pub mod effects;
 pub mod error;
 pub mod fence;
 mod files;
+pub mod head;
 pub mod installation;
 pub mod io;
 pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod machine;
+pub mod recover;
 pub mod reference;
 pub mod root;
+pub mod upgrade;
 pub mod verify;
 
 pub use error::{StoreCode, StoreError};

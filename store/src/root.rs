@@ -15,10 +15,10 @@ use crate::chain::encode_line;
 use crate::done::DoneGuard;
 use crate::error::StoreError;
 use crate::fence::EpochFence;
-use crate::files::{create_dir_durably, write_atomically};
+use crate::files::{create_dir_durably, create_exclusively, write_atomically};
 use crate::installation::Installation;
 use crate::io::Storage;
-use crate::journal::{Access, JOURNAL_FILE, Journal, LOCK_FILE};
+use crate::journal::{Access, Anchoring, JOURNAL_FILE, Journal, LOCK_FILE, create_journal};
 use crate::layout::{FOLDERS, Layout};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::TaskGuard;
@@ -35,30 +35,38 @@ pub struct ControlRoot {
 
 impl ControlRoot {
     /// Creates a control root at `root` (the `.valp` folder) for a new installation. Refuses a
-    /// folder that already holds an installation.
+    /// folder that already holds an installation. `installation.json` is created exclusively
+    /// (see [`create_exclusively`]): of several concurrent inits exactly one succeeds, the others
+    /// are refused and write nothing else, so every file agrees on one installation id.
     pub fn init(
         root: &Path,
         installation_id: Identity,
         storage: Arc<dyn Storage>,
     ) -> Result<Self, StoreError> {
         let layout = Layout::new(root);
-        if layout.installation_file().exists() {
-            return Err(StoreError::Invalid(format!(
-                "{} already holds an installation ({}); valp init never overwrites one",
+        let already = || {
+            StoreError::Invalid(format!(
+                "{} is already initialised ({} exists); valp init never overwrites an \
+                 installation",
                 root.display(),
                 layout.installation_file().display()
-            )));
+            ))
+        };
+        if layout.installation_file().exists() {
+            return Err(already());
         }
         for folder in FOLDERS {
             create_dir_durably(storage.as_ref(), &root.join(folder))?;
         }
         let installation = Installation::new(installation_id);
-        write_atomically(
+        if !create_exclusively(
             storage.as_ref(),
             &layout.blobs_tmp_dir(),
             &layout.installation_file(),
             &installation.canonical_bytes(),
-        )?;
+        )? {
+            return Err(already());
+        }
         let root = Self::assemble(layout, installation, storage);
         root.ledger()?;
         Ok(root)
@@ -81,12 +89,22 @@ impl ControlRoot {
 
     /// Opens the authority ledger read-only (nothing is created or repaired).
     pub fn ledger_read_only(&self) -> Result<Journal<InstallationLive>, StoreError> {
-        let dir = self.layout.installation_dir();
-        Journal::open(
-            &dir,
+        self.ledger_anchored(Access::ReadOnly, Anchoring::Required)
+    }
+
+    /// Opens the existing authority ledger with the head anchor required or not.
+    pub(crate) fn ledger_anchored(
+        &self,
+        access: Access,
+        anchoring: Anchoring,
+    ) -> Result<Journal<InstallationLive>, StoreError> {
+        Journal::open_anchored(
+            &self.layout.installation_dir(),
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
-            Access::ReadOnly,
+            access,
+            crate::machine::NoGuard,
+            anchoring,
         )
     }
 
@@ -102,7 +120,7 @@ impl ControlRoot {
             state: InstallationState::genesis(id.clone()),
         };
         let (line, _) = encode_line(0, None, &genesis);
-        write_atomically(self.storage.as_ref(), dir, &path, &line)?;
+        create_journal(self.storage.as_ref(), &path, &line)?;
         drop(lock);
         let mut ledger: Journal<InstallationLive> = Journal::open(
             dir,
@@ -127,8 +145,19 @@ impl ControlRoot {
         }
     }
 
-    /// Opens the control root at `root`, checking `installation.json` and the folders.
+    /// Opens the control root at `root`, checking `installation.json` (which must have the
+    /// current layout) and the folders.
     pub fn open(root: &Path, storage: Arc<dyn Storage>) -> Result<Self, StoreError> {
+        Self::open_layouts(root, storage, &[crate::installation::LAYOUT_VERSION])
+    }
+
+    /// Opens the control root at `root` whose `installation.json` has one of the `accepted`
+    /// layouts (for [`upgrade`](crate::upgrade)).
+    pub(crate) fn open_layouts(
+        root: &Path,
+        storage: Arc<dyn Storage>,
+        accepted: &[i128],
+    ) -> Result<Self, StoreError> {
         let layout = Layout::new(root);
         if !layout.installation_file().is_file() {
             return Err(StoreError::Invalid(format!(
@@ -137,7 +166,7 @@ impl ControlRoot {
                 crate::layout::INSTALLATION_FILE
             )));
         }
-        let installation = Installation::read(&layout.installation_file())?;
+        let installation = Installation::read_layouts(&layout.installation_file(), accepted)?;
         for folder in FOLDERS {
             create_dir_durably(storage.as_ref(), &root.join(folder))?;
         }
@@ -228,7 +257,7 @@ impl ControlRoot {
                 path.display()
             )));
         }
-        write_atomically(self.storage.as_ref(), &dir, &path, lines)?;
+        create_journal(self.storage.as_ref(), &path, lines)?;
         Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
@@ -296,12 +325,23 @@ impl ControlRoot {
 
     /// Opens and verifies the journal in a task folder (as listed by [`ControlRoot::task_dirs`]).
     pub fn open_task_dir(&self, dir: &Path, access: Access) -> Result<Journal, StoreError> {
-        Journal::open_guarded(
+        self.open_task_dir_anchored(dir, access, Anchoring::Required)
+    }
+
+    /// [`ControlRoot::open_task_dir`] with the head anchor required or not.
+    pub(crate) fn open_task_dir_anchored(
+        &self,
+        dir: &Path,
+        access: Access,
+        anchoring: Anchoring,
+    ) -> Result<Journal, StoreError> {
+        Journal::open_anchored(
             dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
             self.task_guard(),
+            anchoring,
         )
     }
 }

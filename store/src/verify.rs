@@ -1,5 +1,12 @@
-//! Verifying a whole control root: every task journal (full replay) and every evidence blob.
+//! Verifying a whole control root: every task journal (full replay, against its head anchor),
+//! every effect ledger (its chain, its records, and that each answers an obligation of its task
+//! journal) and every evidence blob. A head that lags its journal (a crash between an append's
+//! line and its head; the next append catches it up) is a warning, not a problem.
 
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::effects::{EFFECT_LEDGER_FILE, EffectLedger, LAYOUT1_EFFECTS_FILE, verify_against};
 use crate::error::StoreError;
 use crate::journal::Access;
 use crate::root::ControlRoot;
@@ -7,7 +14,7 @@ use crate::root::ControlRoot;
 /// One line of the verification table.
 #[derive(Debug)]
 pub struct Check {
-    /// `journal` or `blob`.
+    /// `ledger`, `journal`, `effects`, `blobs` or `blob`.
     pub kind: &'static str,
     /// The task folder or blob name.
     pub name: String,
@@ -27,11 +34,13 @@ pub struct Verification {
 }
 
 impl Verification {
-    /// Journals (task journals and the authority ledger) that verified.
+    /// Journals (task journals, effect ledgers and the authority ledger) that verified.
     pub fn journals_ok(&self) -> usize {
         self.checks
             .iter()
-            .filter(|check| matches!(check.kind, "journal" | "ledger") && check.problem.is_none())
+            .filter(|check| {
+                matches!(check.kind, "journal" | "ledger" | "effects") && check.problem.is_none()
+            })
             .count()
     }
 
@@ -53,6 +62,20 @@ impl Verification {
     }
 }
 
+/// A journal's warnings, and whether its head lags.
+fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> Vec<String> {
+    let mut warnings: Vec<String> = journal.warnings().iter().map(ToString::to_string).collect();
+    if let Some(head) = journal.head().filter(|head| head.seq < journal.len()) {
+        warnings.push(format!(
+            "the head anchor names entry {} of {} (it lags after a crash; the next append \
+             catches it up)",
+            head.seq,
+            journal.len()
+        ));
+    }
+    warnings
+}
+
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
@@ -68,7 +91,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
                 kind: "ledger",
                 name: "installation".to_owned(),
                 entries: ledger.len(),
-                warnings: ledger.warnings().iter().map(ToString::to_string).collect(),
+                warnings: journal_warnings(&ledger),
                 problem: None,
             },
             Err(problem) => Check {
@@ -85,10 +108,10 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let effects = verify_effects(root, &dir, &name);
         let check = match root.open_task_dir(&dir, Access::ReadOnly) {
             Ok(journal) => {
-                let mut warnings: Vec<String> =
-                    journal.warnings().iter().map(ToString::to_string).collect();
+                let mut warnings = journal_warnings(&journal);
                 if let Some(revision) = journal.guard().done().ungated_done() {
                     warnings.push(format!(
                         "entry {revision}: recording_completed without a Done policy (accepted under \
@@ -113,6 +136,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             },
         };
         verification.checks.push(check);
+        verification.checks.extend(effects);
     }
     let (good, problems) = root.blobs().verify_all()?;
     verification.checks.push(Check {
@@ -139,4 +163,34 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         });
     }
     Ok(verification)
+}
+
+/// The check of a task folder's effect ledger, when it has one (a layout-1 `effects.jsonl`
+/// left unconverted is a problem: valp no longer reads it).
+fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
+    let check = |entries, warnings, problem| Check {
+        kind: "effects",
+        name: name.to_owned(),
+        entries,
+        warnings,
+        problem,
+    };
+    if !dir.join(EFFECT_LEDGER_FILE).exists() && !dir.join(LAYOUT1_EFFECTS_FILE).exists() {
+        return None;
+    }
+    let opened = EffectLedger::open(
+        dir,
+        &root.layout().quarantine_dir(),
+        Arc::clone(root.storage()),
+        Access::ReadOnly,
+    )
+    .and_then(|ledger| verify_against(&ledger).map(|()| ledger));
+    Some(match opened {
+        Ok(ledger) => check(
+            ledger.records().len() as u64,
+            ledger.warnings().iter().map(ToString::to_string).collect(),
+            None,
+        ),
+        Err(problem) => check(0, Vec::new(), Some(problem)),
+    })
 }

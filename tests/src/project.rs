@@ -117,6 +117,16 @@ impl Project {
         });
     }
 
+    /// Publishes task `task` with one required process item `item` running `sleep 60`, and
+    /// steps the runner until its first attempt runs.
+    pub fn sleeping(&self, task: &str, item_id: &str) {
+        self.publish(
+            task,
+            &plan(task, &item(item_id, "required", &[], &["sleep", "60"], &[])),
+        );
+        self.run_until(task, &format!("{task}:{item_id}:a1 g1 running"));
+    }
+
     /// Writes `intent` to `intent.md` and redirects `task` to it, superseding the work item
     /// `supersede` (`valp redirect`, which must exit 0); its standard output.
     pub fn redirect(&self, task: &str, intent: &str, supersede: &str) -> String {
@@ -166,6 +176,17 @@ pub fn item(
         quoted(argv)
     );
     work_item(id, requirement, deps, expected, &run)
+}
+
+/// A required `[[work_items]]` table run by the external adapter (a tool outside valp).
+pub fn external_item(id: &str, deps: &[(&str, &str)], expected: &[&str]) -> String {
+    work_item(
+        id,
+        "required",
+        deps,
+        expected,
+        "run = { adapter = \"external\" }\n",
+    )
 }
 
 /// A `[[work_items]]` table whose `run` is the given TOML (one or more lines, each ended by

@@ -13,8 +13,9 @@ use valp_kernel::live::{LiveState, Verdict};
 use valp_kernel::replay::GenesisRoot;
 use valp_kernel::walk::{Walk, WalkConfig, WalkStep};
 use valp_kernel::{Identity, IdentityKind, State};
+use valp_store::effects::{EffectLedger, Outcome};
 use valp_store::io::{OsStorage, Storage};
-use valp_store::{Access, Appended, ControlRoot, Journal, StoreError};
+use valp_store::{Access, Appended, ControlRoot, Journal, StoreError, Warning};
 
 /// The installation id of every walk genesis.
 pub const INSTALLATION_ID: &str = "inst-1";
@@ -134,6 +135,19 @@ pub fn lock_path(root: &ControlRoot) -> PathBuf {
         .join(valp_store::journal::LOCK_FILE)
 }
 
+/// Writes `journal` to the journal file at `path` with the head anchor of its last line, as a
+/// journal holding those lines has after a clean append (or after a crash, for the lines
+/// before a torn tail: the head never names bytes an append had not completed).
+pub fn write_anchored(path: &Path, journal: &[u8], torn: &[u8]) {
+    let head = valp_store::head::of_lines(journal).expect("the journal ends with a line");
+    std::fs::write(
+        valp_store::head::head_path(path),
+        valp_kernel::canonical::Canonical::canonical_bytes(&head),
+    )
+    .unwrap();
+    std::fs::write(path, [journal, torn].concat()).unwrap();
+}
+
 /// The byte ranges of the complete lines (each with its LF) of `bytes`; bytes after the last
 /// LF are not a line.
 pub fn line_ranges(bytes: &[u8]) -> Vec<Range<usize>> {
@@ -159,6 +173,34 @@ pub fn quarantine_files(root: &ControlRoot) -> Vec<PathBuf> {
     files
 }
 
+/// Checks what a writer that opened a chained file (journal or effect ledger) in `root` did
+/// with the torn tail `torn` at byte `offset`: `warnings` say it was repaired, into the one file
+/// in `quarantine/`, which holds exactly those bytes. Returns that file.
+pub fn assert_repaired(
+    root: &ControlRoot,
+    warnings: &[Warning],
+    offset: u64,
+    torn: &[u8],
+    what: &str,
+) -> PathBuf {
+    let quarantined = quarantine_files(root);
+    assert_eq!(quarantined.len(), 1, "{what}: one quarantine file");
+    assert_eq!(
+        warnings,
+        [Warning::TornTailRepaired {
+            offset,
+            len: torn.len() as u64,
+            quarantined: quarantined[0].clone(),
+        }],
+        "{what}"
+    );
+    assert!(
+        std::fs::read(&quarantined[0]).unwrap() == torn,
+        "{what}: the quarantine copy holds exactly the cut bytes"
+    );
+    quarantined[0].clone()
+}
+
 /// Empties `root`'s `quarantine/`.
 pub fn clear_quarantine(root: &ControlRoot) {
     for file in quarantine_files(root) {
@@ -174,6 +216,45 @@ pub fn corrupt_location<T: std::fmt::Debug>(result: Result<T, StoreError>) -> (P
         }) => (path, line, byte),
         other => panic!("expected VALP-E-KERNEL-STORE-CORRUPT, got {other:?}"),
     }
+}
+
+/// Test obligation `number` of the walk task: the `adapter_cancel:` text the kernel would raise
+/// for attempt `task-1:item-<number>:a1` (effect ledgers do not check that the journal raised
+/// it; `valp verify` does).
+pub fn obligation(number: usize) -> String {
+    format!(
+        "adapter_cancel:{{\"attempt_id\":\"{TASK_ID}:item-{number}:a1\",\"dispatch_generation\":1,\
+         \"dispatch_id\":\"{TASK_ID}:item-{number}:1\",\"task_id\":\"{TASK_ID}\",\
+         \"work_item_id\":\"item-{number}\"}}\n"
+    )
+}
+
+/// An outcome for test obligation `number` written by `writer`: fulfilled for even numbers
+/// (a proof file named after both), blocked with a reason naming both for odd ones.
+pub fn outcome(number: usize, writer: &str) -> Outcome {
+    if number.is_multiple_of(2) {
+        let proof_ref = format!("runtime/process/attempts/{writer}/observations/{number:06}.json");
+        Outcome::Fulfilled {
+            proof_digest: valp_kernel::canonical::sha256_digest(proof_ref.as_bytes()),
+            proof_ref,
+        }
+    } else {
+        Outcome::Blocked {
+            reason: format!("{writer} could not cancel item {number}"),
+        }
+    }
+}
+
+/// The effect ledger file of the walk task in `root`.
+pub fn effect_ledger_path(root: &ControlRoot) -> PathBuf {
+    root.layout()
+        .task_dir(TASK_ID)
+        .join(valp_store::effects::EFFECT_LEDGER_FILE)
+}
+
+/// Opens the walk task's effect ledger.
+pub fn open_effects(root: &ControlRoot, access: Access) -> Result<EffectLedger, StoreError> {
+    EffectLedger::of_task(root, TASK_ID, access)
 }
 
 /// A small seeded generator (xorshift64*): every random choice of a test follows from its seed,

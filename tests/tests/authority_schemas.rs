@@ -467,7 +467,6 @@ fn the_ledger_validates_line_by_line() {
             "leader_candidate_discovery_completed",
             "leader_selection_approved",
             "leader_activated",
-            "leader_candidates_observed",
             "leader_session_reopened",
             "leader_candidates_observed",
             "leader_rotation_approved",
@@ -621,7 +620,7 @@ fn bindings_approvals_and_observations_validate() {
         assert_eq!(errors(&approval, value), Vec::<String>::new());
     }
     let observation = validator("console/doctor-observation.schema.json");
-    assert_eq!(artifacts.observations.len(), 4);
+    assert_eq!(artifacts.observations.len(), 3);
     for value in &artifacts.observations {
         assert_eq!(errors(&observation, value), Vec::<String>::new());
     }

@@ -54,8 +54,7 @@ fn init_creates_the_layout_once_and_refuses_to_overwrite() {
     let again = valp(project.path(), &["init"]);
     assert_eq!(again.code, Some(1));
     assert!(
-        again.stderr.starts_with("valp: ")
-            && again.stderr.contains("already holds an installation"),
+        again.stderr.starts_with("valp: ") && again.stderr.contains("is already initialised"),
         "{again:?}"
     );
     assert_eq!(

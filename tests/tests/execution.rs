@@ -105,7 +105,7 @@ fn a_hard_dependency_failure_blocks_its_dependents() {
     assert!(
         ran.contains(
             "  waits for the Leader: blocked: fail spent the retry budget; `valp retry hard \
-             ITEM` gives one a new attempt, `valp recover hard` returns the task to fixing, or \
+             ITEM` gives one a new attempt, `valp unblock hard` returns the task to fixing, or \
              redirect or cancel it"
         ),
         "{ran}"
@@ -408,7 +408,7 @@ fn blocked_after_an_interrupt_with_signal_is_left_by_a_retry() {
     assert_eq!(project.item_status("hush", "nap"), "blocked");
 
     // A recovery alone: the task is fixing, and the System says what is left (a retry).
-    let recovered = project.ok(&["recover", "hush", "--note", "look again"]);
+    let recovered = project.ok(&["unblock", "hush", "--note", "look again"]);
     assert!(
         recovered.starts_with("accepted: task hush is fixing"),
         "{recovered}"
@@ -488,13 +488,13 @@ fn a_redirect_from_blocked_waits_in_fixing_for_the_leader() {
     assert!(ran.contains("stuck: fixing"), "{ran}");
     assert!(
         ran.contains(
-            "waits for the Leader: fixing: every work item is settled; `valp recover stuck`"
+            "waits for the Leader: fixing: every work item is settled; `valp unblock stuck`"
         ),
         "{ran}"
     );
     // Recovering dispatches the task again: the cancelled required item sends it to blocked,
     // where the Leader is told that nothing can be retried and why.
-    project.ok(&["recover", "stuck"]);
+    project.ok(&["unblock", "stuck"]);
     let ran = project.ok(&["run", "--once"]);
     assert!(ran.contains("stuck  task_blocked"), "{ran}");
     assert!(
@@ -573,7 +573,7 @@ fn interrupt_without_signal_leaves_running_commands_alone() {
 
 /// A plan with `approval = "required"`: the review pass asks for the approval, the task waits
 /// in `approval_required` until the Leader grants it (then it is recorded and done) or denies
-/// it (then it is `fixing`, and `valp recover` runs verification again).
+/// it (then it is `fixing`, and `valp unblock` runs verification again).
 #[test]
 fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
     let project = Project::new();
@@ -633,7 +633,7 @@ fn a_required_approval_is_asked_after_the_review_and_granted_or_denied() {
         ran.contains("waits for the Leader: fixing: every work item is settled"),
         "{ran}"
     );
-    let recovered = project.ok(&["recover", "no"]);
+    let recovered = project.ok(&["unblock", "no"]);
     assert!(
         recovered.starts_with("accepted: task no is dispatching"),
         "{recovered}"
@@ -654,7 +654,7 @@ fn help_explains_retry_recover_and_approval() {
         retry.contains("A blocked task is first recovered to `fixing`"),
         "{retry}"
     );
-    let recover = project.ok(&["recover", "--help"]);
+    let recover = project.ok(&["unblock", "--help"]);
     assert!(
         recover.contains("`blocked_recovery_to_fixing`"),
         "{recover}"
@@ -663,7 +663,7 @@ fn help_explains_retry_recover_and_approval() {
     let approve = project.ok(&["approve", "--help"]);
     assert!(approve.contains("approval = \"required\""), "{approve}");
     let all = project.ok(&["--help"]);
-    for command in ["retry", "recover", "approve"] {
+    for command in ["retry", "unblock", "approve"] {
         assert!(
             all.lines()
                 .any(|line| line.trim_start().starts_with(command)),

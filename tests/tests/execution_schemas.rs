@@ -1,11 +1,12 @@
 //! The execution lane's records against their schemas, from a real control root: the Done
 //! policy and closure (`schemas/kernel/done-{policy,closure}.schema.json`), the Leader's
 //! operator actions (`schemas/console/operator-action.schema.json`) and the effect ledger's
-//! lines (`schemas/console/effect-record.schema.json`). The `valp` binary runs a plan to `done`
+//! lines (`schemas/store/effect-ledger-line.schema.json`, each holding a record of
+//! `schemas/console/effect-record.schema.json`). The `valp` binary runs a plan to `done`
 //! (with a verified criterion, an advisory one and a degraded soft item), cancels a running
 //! attempt, redirects past another, and interrupts, resumes and cancels a task; then every
-//! evidence blob of these formats and every `effects.jsonl` line is validated, and broken
-//! copies of real instances must be refused.
+//! evidence blob of these formats and every `effect-ledger.jsonl` line and record is
+//! validated, and broken copies of real instances must be refused.
 //!
 //! The Done gate's verdict (`valp-kernel-done-gate.v1`) and the effect ledger's digest
 //! preimages (`valp-kernel-effect-ledger.v1`, `valp-kernel-effect-identity.v1`) are never
@@ -25,13 +26,16 @@ const POLICY: &str = "valp-kernel-done-policy.v1";
 const CLOSURE: &str = "valp-kernel-done-closure.v1";
 const ACTION: &str = "valp-operator-action.v1";
 const EFFECT: &str = "valp-kernel-effect-record.v1";
+/// An effect ledger's line: the store's journal line.
+const EFFECT_LINE: &str = "valp-store-journal.v1";
 
 /// The schema of each format, by `schema_version`.
-const SCHEMAS: [(&str, &str); 4] = [
+const SCHEMAS: [(&str, &str); 5] = [
     (POLICY, "kernel/done-policy.schema.json"),
     (CLOSURE, "kernel/done-closure.schema.json"),
     (ACTION, "console/operator-action.schema.json"),
     (EFFECT, "console/effect-record.schema.json"),
+    (EFFECT_LINE, "store/effect-ledger-line.schema.json"),
 ];
 
 /// Formats that are digest preimages or in-memory verdicts only: never stored.
@@ -75,7 +79,7 @@ fn retry_recover_and_approve(project: &Project) {
     );
     project.publish("again", &plan("again", &body));
     project.ok(&["run", "--timeout", "60"]);
-    project.ok(&["recover", "again"]);
+    project.ok(&["unblock", "again"]);
     project.ok(&["retry", "again", "no", "--note", "once more"]);
     let body = format!(
         "{}[execution]\napproval = \"required\"\n",
@@ -109,14 +113,7 @@ fn run_to_done(project: &Project) {
 }
 
 fn cancel_a_running_attempt(project: &Project) {
-    project.publish(
-        "nap",
-        &plan(
-            "nap",
-            &item("sleep", "required", &[], &["sleep", "60"], &[]),
-        ),
-    );
-    project.run_until("nap", "nap:sleep:a1 g1 running");
+    project.sleeping("nap", "sleep");
     let cancelled = project.ok(&["cancel", "nap", "--item", "sleep", "--note", "too slow"]);
     assert!(
         cancelled.contains("effect fulfilled: adapter_cancel:"),
@@ -172,13 +169,22 @@ fn collect(project: &Path) -> Artifacts {
         "effect records live in effects.jsonl, not in the evidence store"
     );
     for entry in std::fs::read_dir(project.join(".valp/tasks")).unwrap() {
-        let ledger = entry.unwrap().path().join("effects.jsonl");
+        let folder = entry.unwrap().path();
+        assert!(
+            !folder.join("effects.jsonl").exists(),
+            "the layout-1 effect ledger is never written"
+        );
+        let ledger = folder.join("effect-ledger.jsonl");
         if !ledger.is_file() {
             continue;
         }
         for line in std::fs::read_to_string(&ledger).unwrap().lines() {
             let value: Value = serde_json::from_str(line).unwrap();
-            by_format.entry(EFFECT).or_default().push(value);
+            by_format
+                .entry(EFFECT)
+                .or_default()
+                .push(value["entry"].clone());
+            by_format.entry(EFFECT_LINE).or_default().push(value);
         }
     }
     Artifacts { by_format }
@@ -227,6 +233,7 @@ fn every_real_record_validates_against_its_schema() {
         BTreeSet::from(["fulfilled"])
     );
     assert_eq!(artifacts.of(EFFECT).len(), 2, "one per cancelled attempt");
+    assert_eq!(artifacts.of(EFFECT_LINE).len(), 2);
     assert!(
         artifacts
             .of(POLICY)
@@ -429,4 +436,40 @@ fn broken_effect_records_are_refused() {
         errors(&validator("console/effect-record.schema.json"), &blocked),
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn broken_effect_ledger_lines_are_refused() {
+    let good = real(EFFECT_LINE, |v| v["seq"] == 0);
+    let schema = "store/effect-ledger-line.schema.json";
+    assert_refused(
+        schema,
+        &good,
+        &[
+            ("missing member", |v| remove(v, "entry_digest")),
+            ("unknown member", |v| v["record"] = "x".into()),
+            ("wrong schema_version", |v| {
+                v["schema_version"] = "valp-store-effects.v1".into();
+            }),
+            ("line 0 with a prior", |v| {
+                v["prior_entry_digest"] = v["entry_digest"].clone();
+            }),
+            ("a later line without a prior", |v| v["seq"] = 1.into()),
+            ("a negative seq", |v| v["seq"] = (-1).into()),
+            ("a malformed entry digest", |v| {
+                v["entry_digest"] = "sha256:ABC".into();
+            }),
+            ("a broken record", |v| {
+                remove(&mut v["entry"], "record_digest");
+            }),
+            ("a task journal entry instead of a record", |v| {
+                v["entry"] = json!({"event": {}});
+            }),
+        ],
+    );
+    // A later line, chained to a prior, validates: the refusals above are about the break.
+    let mut later = good;
+    later["seq"] = 1.into();
+    later["prior_entry_digest"] = later["entry_digest"].clone();
+    assert_eq!(errors(&validator(schema), &later), Vec::<String>::new());
 }

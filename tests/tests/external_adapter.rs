@@ -18,18 +18,7 @@ use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_kernel::replay::CompactEntry;
 use valp_store::chain::ChainReader;
 use valp_tests::entry_names;
-use valp_tests::project::{Project, item, plan, work_item};
-
-/// A required `[[work_items]]` table run by the external adapter.
-fn external_item(id: &str, deps: &[(&str, &str)], expected: &[&str]) -> String {
-    work_item(
-        id,
-        "required",
-        deps,
-        expected,
-        "run = { adapter = \"external\" }\n",
-    )
-}
+use valp_tests::project::{Project, external_item, item, plan};
 
 /// The attempt folder valp writes for an external attempt.
 fn attempt_dir(project: &Project, attempt_id: &str) -> PathBuf {
@@ -524,17 +513,17 @@ fn running_external_attempt(project: &Project) -> AdapterRequest {
     request
 }
 
-/// The records of the task's effect ledger.
+/// The records of the task's effect ledger (each line's entry).
 fn effect_records(project: &Project, task: &str) -> Vec<serde_json::Value> {
     let path = project
         .control_root()
         .join("tasks")
         .join(task)
-        .join("effects.jsonl");
+        .join("effect-ledger.jsonl");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["entry"].clone())
         .collect()
 }
 

@@ -67,7 +67,7 @@ fn every_schema_is_a_valid_draft_2020_12_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 42);
+    assert_eq!(checked, 44);
 }
 
 #[test]
@@ -247,6 +247,43 @@ fn control_root_files_validate() {
         errors(&installation, &read_json(&layout.installation_file())),
         Vec::<String>::new()
     );
+    let mut layout_1 = read_json(&layout.installation_file());
+    for other in [1, 3] {
+        layout_1["layout_version"] = other.into();
+        assert!(
+            !installation.is_valid(&layout_1),
+            "layout_version {other} is not layout 2"
+        );
+    }
+    let head = validator("store/head.schema.json");
+    for file in [
+        journal.dir().join("journal.head"),
+        layout.installation_dir().join("journal.head"),
+    ] {
+        assert_eq!(errors(&head, &read_json(&file)), Vec::<String>::new());
+    }
+    let good_head = read_json(&journal.dir().join("journal.head"));
+    assert_eq!(good_head["seq"], 25);
+    for (name, break_it) in [
+        (
+            "negative seq",
+            (|head: &mut Value| head["seq"] = (-1).into()) as fn(&mut Value),
+        ),
+        ("uppercase digest", |head| {
+            head["entry_digest"] = format!("sha256:{}", "A".repeat(64)).into();
+        }),
+        ("no length", |head| {
+            head.as_object_mut().unwrap().remove("length");
+        }),
+        ("extra member", |head| head["snapshot"] = Value::Null),
+        ("other schema", |head| {
+            head["schema_version"] = "valp-store-head.v2".into();
+        }),
+    ] {
+        let mut bad = good_head.clone();
+        break_it(&mut bad);
+        assert!(!head.is_valid(&bad), "{name} must be refused");
+    }
     let line = validator("store/journal-line.schema.json");
     let journal_lines = lines_of(journal.path());
     assert_eq!(journal_lines.len(), 26);

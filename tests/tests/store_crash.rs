@@ -4,7 +4,11 @@
 //! (a torn tail is reported to readers and repaired by writers, its bytes quarantined), and the
 //! State is exactly the walk's State after that many steps.
 //!
-//! 200 trials by default; set `VALP_CRASH_TRIALS=N` for more.
+//! The same for effect ledgers: a `journal_appender effects` child recording obligations is
+//! killed again and again; every acknowledged record is there exactly once, at most the one in
+//! flight beyond them, and a torn tail is repaired by the next writer.
+//!
+//! 200 trials each by default; set `VALP_CRASH_TRIALS=N` for more.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -13,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use valp_store::{Access, ControlRoot, Warning};
 use valp_tests::child::Reporter;
-use valp_tests::store::{History, Rng, init_root, journal_path, open_task, quarantine_files};
+use valp_tests::store::{
+    History, Rng, effect_ledger_path, init_root, journal_path, obligation, open_effects, open_task,
+    outcome, quarantine_files,
+};
 
 const DEFAULT_TRIALS: usize = 200;
 /// Trials share a journal in runs of this many, then start over in a fresh root (so that the
@@ -31,11 +38,15 @@ struct Tally {
     killed_before_ready: usize,
 }
 
+fn trials() -> usize {
+    std::env::var("VALP_CRASH_TRIALS").map_or(DEFAULT_TRIALS, |value| {
+        value.parse().expect("VALP_CRASH_TRIALS is a number")
+    })
+}
+
 #[test]
 fn killed_writers_lose_no_acknowledged_entry() {
-    let trials = std::env::var("VALP_CRASH_TRIALS").map_or(DEFAULT_TRIALS, |value| {
-        value.parse().expect("VALP_CRASH_TRIALS is a number")
-    });
+    let trials = trials();
     let started = Instant::now();
     let mut rng = Rng::new(SEED);
     let mut tally = Tally::default();
@@ -83,7 +94,22 @@ fn kill_a_writer(
         WORK_ITEMS.to_string(),
         "10000".to_owned(),
     ]);
-    let mut child = Reporter::spawn(&mut command, context);
+    let acked = kill_a_child(&mut command, entries, rng, tally, context);
+    let expected: Vec<usize> = (entries + 1..=entries + acked.len()).collect();
+    assert_eq!(acked, expected, "{context}: acknowledged sequence numbers");
+    acked
+}
+
+/// Runs a `journal_appender` child that prints `ready <len>` then `acked <n>` lines, kills it at
+/// a random point and returns the numbers it acknowledged. `entries` is the length before.
+fn kill_a_child(
+    command: &mut Command,
+    entries: usize,
+    rng: &mut Rng,
+    tally: &mut Tally,
+    context: &str,
+) -> Vec<usize> {
+    let mut child = Reporter::spawn(command, context);
     let mut lines = Vec::new();
     if rng.chance(15) {
         // Somewhere in start-up: opening, verifying, repairing a torn tail.
@@ -116,8 +142,6 @@ fn kill_a_writer(
             .unwrap_or_else(|| panic!("{context}: unexpected line {line:?}"));
         acked.push(seq.parse().unwrap());
     }
-    let expected: Vec<usize> = (entries + 1..=entries + acked.len()).collect();
-    assert_eq!(acked, expected, "{context}: acknowledged sequence numbers");
     tally.acked += acked.len();
     acked
 }
@@ -224,4 +248,106 @@ fn repair(
     }
     assert_eq!(journal.live().to_state(), history.state_after(entries));
     entries
+}
+
+#[test]
+fn killed_effect_writers_lose_no_acknowledged_record() {
+    let trials = trials();
+    let started = Instant::now();
+    let mut rng = Rng::new(SEED ^ 0x00EF_FEC7);
+    let mut tally = Tally::default();
+    let mut trial = 0;
+    while trial < trials {
+        let temp = tempfile::tempdir().unwrap();
+        let root = init_root(temp.path());
+        root.create_task(History::new(7, WORK_ITEMS).genesis())
+            .unwrap();
+        let mut records = 0;
+        for _ in 0..TRIALS_PER_ROOT.min(trials - trial) {
+            let context = format!("effects trial {trial} (seed {SEED:#x})");
+            let mut command = Command::new(env!("CARGO_BIN_EXE_journal_appender"));
+            command
+                .arg("effects")
+                .arg(root.layout().root())
+                .arg("10000");
+            let acked = kill_a_child(&mut command, records, &mut rng, &mut tally, &context);
+            let expected: Vec<usize> = (records..records + acked.len()).collect();
+            assert_eq!(acked, expected, "{context}: acknowledged obligations");
+            records = check_effects_after_kill(&root, records + acked.len(), &context, &mut tally);
+            if rng.chance(70) {
+                repair_effects(&root, records, &context, &mut tally);
+            } else {
+                tally.left_for_the_next_writer += 1;
+            }
+            trial += 1;
+        }
+    }
+    eprintln!(
+        "{trials} effect trials in {:.1?}: {tally:?}",
+        started.elapsed()
+    );
+    assert!(tally.acked >= trials, "too little acknowledged: {tally:?}");
+}
+
+/// A reader after a kill: every acknowledged record (obligations `0..acked`) is there once, in
+/// order, with its outcome, and at most one more; a torn tail is reported and left alone.
+/// Returns the number of records.
+fn check_effects_after_kill(
+    root: &ControlRoot,
+    acked: usize,
+    context: &str,
+    tally: &mut Tally,
+) -> usize {
+    let path = effect_ledger_path(root);
+    let before = std::fs::read(&path).unwrap_or_default();
+    let ledger = open_effects(root, Access::ReadOnly)
+        .unwrap_or_else(|error| panic!("{context}: the ledger does not verify: {error}"));
+    match ledger.warnings() {
+        [] => assert_eq!(ledger.verified_bytes(), before.len() as u64, "{context}"),
+        [Warning::IncompleteTail { offset, len }] => {
+            assert_eq!(*offset, ledger.verified_bytes(), "{context}");
+            assert_eq!(*offset + *len, before.len() as u64, "{context}");
+        }
+        other => panic!("{context}: unexpected warnings {other:?}"),
+    }
+    let records = ledger.records();
+    assert!(
+        (acked..=acked + 1).contains(&records.len()),
+        "{context}: {} records after {acked} acknowledged",
+        records.len()
+    );
+    tally.unacked_entries += records.len() - acked;
+    for (number, record) in records.iter().enumerate() {
+        assert_eq!(record.obligation, obligation(number), "{context}");
+        assert_eq!(record.outcome(), outcome(number, "appender"), "{context}");
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap_or_default(),
+        before,
+        "{context}"
+    );
+    records.len()
+}
+
+/// A writer opens the ledger: a torn tail is quarantined verbatim and cut off.
+fn repair_effects(root: &ControlRoot, records: usize, context: &str, tally: &mut Tally) {
+    let path = effect_ledger_path(root);
+    let before = std::fs::read(&path).unwrap_or_default();
+    let ledger = open_effects(root, Access::Write)
+        .unwrap_or_else(|error| panic!("{context}: a writer cannot open the ledger: {error}"));
+    assert_eq!(ledger.records().len(), records, "{context}");
+    let verified = usize::try_from(ledger.verified_bytes()).unwrap();
+    match ledger.warnings() {
+        [] => assert_eq!(
+            std::fs::read(&path).unwrap_or_default(),
+            before,
+            "{context}"
+        ),
+        [Warning::TornTailRepaired { quarantined, .. }] => {
+            tally.torn_tails_repaired += 1;
+            assert_eq!(std::fs::read(quarantined).unwrap(), &before[verified..]);
+            assert_eq!(std::fs::read(&path).unwrap(), &before[..verified]);
+        }
+        other => panic!("{context}: unexpected warnings {other:?}"),
+    }
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use valp_store::{Access, ControlRoot, StoreError, Warning};
 use valp_tests::store::{
-    History, Rng, clear_quarantine, corrupt_location, create_journal, init_root, journal_path,
-    line_ranges, open_task, quarantine_files,
+    History, Rng, assert_repaired, clear_quarantine, corrupt_location, create_journal, init_root,
+    journal_path, line_ranges, open_task, quarantine_files, write_anchored,
 };
 
 /// Entries in the journal under test (its last line is entry `ENTRIES`).
@@ -69,7 +69,7 @@ impl Fixture {
         clear_quarantine(&self.root);
         let good = self.journal(entries).to_vec();
         let damaged = [good.as_slice(), torn].concat();
-        std::fs::write(&self.path, &damaged).unwrap();
+        write_anchored(&self.path, &good, torn);
         let offset = good.len() as u64;
         let len = torn.len() as u64;
 
@@ -95,21 +95,7 @@ impl Fixture {
 
         let mut writer = open_task(&self.root, Access::Write)
             .unwrap_or_else(|error| panic!("{what}: a writer refuses the journal: {error}"));
-        let quarantined = quarantine_files(&self.root);
-        assert_eq!(quarantined.len(), 1, "{what}: one quarantine file");
-        assert_eq!(
-            writer.warnings(),
-            [Warning::TornTailRepaired {
-                offset,
-                len,
-                quarantined: quarantined[0].clone(),
-            }],
-            "{what}"
-        );
-        assert!(
-            std::fs::read(&quarantined[0]).unwrap() == torn,
-            "{what}: the quarantine copy holds exactly the cut bytes"
-        );
+        assert_repaired(&self.root, writer.warnings(), offset, torn, what);
         assert!(
             std::fs::read(&self.path).unwrap() == good,
             "{what}: the journal ends at its last good line"
@@ -282,7 +268,7 @@ fn a_flipped_bit_before_the_last_line_is_refused_where_it_is() {
 #[test]
 fn a_forged_line_appended_under_a_writer_poisons_its_handle() {
     let mut fixture = Fixture::new(21, ENTRIES);
-    std::fs::write(&fixture.path, fixture.journal(ENTRIES)).unwrap();
+    write_anchored(&fixture.path, fixture.journal(ENTRIES), b"");
     let mut writer = open_task(&fixture.root, Access::Write).unwrap();
 
     // Another process appends a line whose chain is intact but whose Result was forged.

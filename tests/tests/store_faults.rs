@@ -141,6 +141,54 @@ fn check_failed_append(operation: Operation, fault: Fault, failing: &str, left: 
     assert_eq!(reopened.live().to_state(), history.state_after(entries + 1));
 }
 
+#[test]
+fn a_failed_head_write_after_a_durable_line_leaves_the_head_behind_until_the_next_append() {
+    // In an append only the head is renamed (the line is written, synced, then the head's
+    // temporary is written, synced and renamed), so a rename fault hits the head alone.
+    for fault in [Fault::Once, Fault::Always] {
+        let what = format!("Rename {fault:?}");
+        let temp = tempfile::tempdir().unwrap();
+        let (storage, root) = faulty_root(temp.path());
+        let path = journal_path(&root);
+        let head_path = valp_store::head::head_path(&path);
+        let mut history = History::new(25, WORK_ITEMS);
+        let mut journal = create_journal(&root, &mut history, 3);
+        let before = std::fs::read(&head_path).unwrap();
+        storage.fail(Operation::Rename, fault);
+        let step = history.step(3).clone();
+        let appended = journal.append(&step.event, &step.evidence_set).unwrap();
+        assert!(
+            matches!(appended, valp_store::Appended::Accepted { seq: 4, .. }),
+            "{what}: the entry is durable and acknowledged: {appended:?}"
+        );
+        let [Warning::HeadNotUpdated { seq: 4, error }] = journal.warnings() else {
+            panic!("{what}: {:?}", journal.warnings());
+        };
+        assert!(error.contains("injected Rename failure"), "{what}: {error}");
+        assert_eq!(
+            std::fs::read(&head_path).unwrap(),
+            before,
+            "{what}: the head lags"
+        );
+        assert_eq!(
+            entry_names(path.parent().unwrap()),
+            ["journal.head", "journal.jsonl", "journal.lock"],
+            "{what}: no temporary is left"
+        );
+        let reopened = open_task(&root, Access::ReadOnly).unwrap();
+        assert_eq!(
+            (reopened.len(), reopened.warnings()),
+            (4, &[][..]),
+            "{what}"
+        );
+        storage.heal();
+        append_step(&mut journal, &mut history, 4);
+        assert_eq!(journal.warnings(), [], "{what}: the head caught up");
+        let head = valp_store::head::read(&head_path).unwrap().unwrap();
+        assert_eq!(head.seq, 5, "{what}");
+    }
+}
+
 /// The operations of a whole-file write that come before its rename, with the operation name
 /// a failure reports, and the faults to try on each.
 fn precommit_faults() -> Vec<(Operation, &'static str, Fault)> {
@@ -227,8 +275,10 @@ fn failed_installation_writes_commit_nothing() {
         let attempts = if fault == Fault::Always { 2 } else { 1 };
         for _ in 0..attempts {
             let result = ControlRoot::init(&dir, installation_id(), storage.clone());
+            // installation.json is linked into place (exclusive), not renamed.
+            let failing = if failing == "rename" { "link" } else { failing };
             let failed = precommit_path(result, failing);
-            let written_in = if failing == "rename" {
+            let written_in = if failing == "link" {
                 dir.clone()
             } else {
                 dir.join("evidence/tmp")
@@ -255,9 +305,10 @@ fn failed_journal_creations_commit_nothing() {
         storage.fail(operation, fault);
         let attempts = if fault == Fault::Always { 2 } else { 1 };
         for _ in 0..attempts {
+            // The head anchor is written first: the first write, sync or rename is its own.
             let failed = precommit_path(root.create_task(history.genesis()), failing);
             if failing == "rename" {
-                assert_eq!(failed, journal_path(&root), "{what}");
+                assert_eq!(failed, task_dir.join("journal.head"), "{what}");
             } else {
                 assert_eq!(failed.parent(), Some(task_dir.as_path()), "{what}");
             }
@@ -275,6 +326,7 @@ fn failed_journal_creations_commit_nothing() {
         let journal = root.create_task(history.genesis()).unwrap();
         assert_eq!((journal.len(), journal.warnings()), (0, &[][..]), "{what}");
         std::fs::remove_file(journal_path(&root)).unwrap();
+        std::fs::remove_file(task_dir.join("journal.head")).unwrap();
     }
 }
 
@@ -315,16 +367,18 @@ fn failed_directory_syncs_are_reported() {
         );
         assert!(!journal_path(&root).exists(), "{what}");
         if fault == Fault::Always {
-            // The folder exists now; the journal is renamed into place, then its folder sync
-            // fails: committed or not, it is there and verifies.
+            // The folder exists now; the head anchor is renamed into place, then its folder
+            // sync fails: the journal is not written (a journal is never durable before its
+            // head), and the next creation replaces the head.
             let error = root.create_task(history.genesis()).unwrap_err();
             assert_eq!(
                 error.code(),
                 StoreCode::DurabilityUnknownOrCommitted,
                 "{what}"
             );
+            assert!(!journal_path(&root).exists(), "{what}");
             storage.heal();
-            let journal = open_task(&root, Access::Write).unwrap();
+            let journal = root.create_task(history.genesis()).unwrap();
             assert_eq!((journal.len(), journal.warnings()), (0, &[][..]), "{what}");
             assert!(matches!(
                 root.create_task(history.genesis()),
@@ -369,7 +423,7 @@ impl TornJournal {
         let lines = valp_tests::store::line_ranges(&full);
         let good = full[..lines[4].end].to_vec();
         let torn = full[lines[5].start..lines[5].start + lines[5].len() / 2].to_vec();
-        std::fs::write(&path, [good.as_slice(), &torn].concat()).unwrap();
+        valp_tests::store::write_anchored(&path, &good, &torn);
         Self {
             _temp: temp,
             storage,

@@ -236,7 +236,7 @@ fn forward(operation: &Operation) -> Option<&'static str> {
         Operation::Review(_) => Some("valp review"),
         Operation::Approval(_) => Some("valp approve"),
         Operation::Retry(_) => Some("valp retry"),
-        Operation::Recover => Some("valp recover"),
+        Operation::Recover => Some("valp unblock"),
         _ => None,
     }
 }

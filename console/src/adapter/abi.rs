@@ -15,6 +15,7 @@
 use serde::Deserialize;
 use valp_kernel::canonical::{Canonical, form_digest, is_digest, sha256_digest};
 use valp_kernel::json::write::Fields;
+pub use valp_store::layout::is_safe_relative;
 
 /// `valp-adapter-request.v1`
 pub const REQUEST_SCHEMA: &str = "valp-adapter-request.v1";
@@ -488,17 +489,6 @@ impl Canonical for AdapterObservation {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         self.write_members(out, true);
     }
-}
-
-/// Whether `path` is a safe relative path: non-empty, `/`-separated, no `..`, `.`, empty or
-/// absolute components, no backslash, NUL or control characters.
-pub fn is_safe_relative(path: &str) -> bool {
-    !path.is_empty()
-        && !path.starts_with('/')
-        && !path.chars().any(|c| c == '\\' || c.is_control())
-        && path
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 fn check_refs(field: &str, refs: &[String]) -> Result<(), AbiError> {

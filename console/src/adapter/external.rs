@@ -55,7 +55,10 @@
 //! seen, so every `valp run` and `valp task status` classifies the same inbox the same way. A
 //! rejected observation is listed with its file and reason and never acted on. Observations
 //! about other attempts or tasks, and files that do not decode, are not this attempt's
-//! business (the console's feed lists the files that do not decode).
+//! business (the console's feed lists the files that do not decode), except in the attempt's
+//! own `valp report` file (`inbox/valp-report/<H>.jsonl`, see [`super::report`]): a line
+//! there that does not decode (the fragment a reporter left when it died mid-line) is listed
+//! as a rejection of the attempt, with its offset, and the lines after it are read as usual.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -159,6 +162,8 @@ pub struct Inbox {
     limits: Limits,
     scanner: Option<Scanner>,
     found: BTreeMap<Location, AdapterObservation>,
+    /// Lines of `valp report` files that do not decode, with why.
+    undecodable: BTreeMap<Location, String>,
 }
 
 impl Inbox {
@@ -171,6 +176,7 @@ impl Inbox {
             limits: Limits::default(),
             scanner: None,
             found: BTreeMap::new(),
+            undecodable: BTreeMap::new(),
         }
     }
 
@@ -217,14 +223,21 @@ impl Inbox {
                 {
                     self.found
                         .retain(|location, _| location.file != rejection.file);
+                    self.undecodable
+                        .retain(|location, _| location.file != rejection.file);
                     continue;
                 }
                 Ingested::Rejected(_) | Ingested::Rescanned { .. } => continue,
             };
-            if let Some(Ok(observation)) = item.decode(&self.limits)
-                && observation.request.task_id == self.task_id
-            {
-                self.found.insert(location, observation);
+            match item.decode(&self.limits) {
+                Some(Ok(observation)) if observation.request.task_id == self.task_id => {
+                    self.found.insert(location, observation);
+                }
+                Some(Err(rejection)) if location.file.starts_with(super::report::REPORT_DIR) => {
+                    self.undecodable
+                        .insert(location, rejection.reason.to_string());
+                }
+                _ => {}
             }
         }
     }
@@ -233,7 +246,14 @@ impl Inbox {
     /// says. `recorded` holds the digests of the evidence already in the task's journal.
     pub fn classify(&self, request: &AdapterRequest, recorded: &BTreeSet<String>) -> Classified {
         let ours = request.canonical_bytes();
-        let mut rejected = Vec::new();
+        let report_file = Path::new(super::report::REPORT_DIR)
+            .join(format!("{}.jsonl", attempt_folder(&request.attempt_id)));
+        let mut rejected: Vec<(Location, String)> = self
+            .undecodable
+            .iter()
+            .filter(|(location, _)| location.file == report_file)
+            .map(|(location, reason)| (location.clone(), reason.clone()))
+            .collect();
         let mut candidates = Vec::new();
         for (location, observation) in &self.found {
             if observation.request.attempt_id != request.attempt_id {

@@ -8,7 +8,14 @@
 //! is a `valp-adapter-observation.v1` record carrying the attempt's request exactly as valp
 //! wrote it, the next sequence after the reports already in that file, and one provenance
 //! segment of kind `transport_only` naming the reporter: the report says what the tool
-//! claims, nothing more. The runtime then reads it like any inbox observation.
+//! claims, nothing more. The runtime then reads it like any inbox observation. The line is
+//! synced before the command says it was reported.
+//!
+//! A report always starts on a fresh line: when the file ends without an LF (a tool or a
+//! `valp report` died halfway through a line), the report's one write is an LF and then the
+//! line, so the fragment becomes a line of its own (which the inbox reader lists as malformed,
+//! with its file and offset) and the report is read whole. One file per attempt, not one per
+//! report, so the sequence is counted under one lock from one file.
 //!
 //! Refused before anything is written: an attempt without a request (never launched on the
 //! external adapter), a report after the attempt's final report, a reporter name that is not an
@@ -16,7 +23,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
@@ -28,6 +35,7 @@ use super::abi::{
 };
 use super::external;
 use super::process::is_final;
+use crate::ingest::glued_record;
 
 /// The inbox folder `valp report` appends to.
 pub const REPORT_DIR: &str = "inbox/valp-report";
@@ -132,7 +140,7 @@ pub fn report(
     )?;
     let relative = format!("{REPORT_DIR}/{name}.jsonl");
     let path = control_root.join(&relative);
-    let earlier = earlier_reports(&path, &request)?;
+    let (earlier, torn) = earlier_reports(&path, &request)?;
     if let Some(last) = earlier.iter().rfind(|earlier| is_final(earlier.status)) {
         return Err(ReportError::Finished {
             attempt_id: attempt_id.to_owned(),
@@ -152,7 +160,12 @@ pub fn report(
         .open(&path)
         .map_err(io_error(&path))?;
     // One write per line, as the inbox contract asks, then durable before we say so.
-    file.write_all(&observation.canonical_bytes())
+    let mut bytes = Vec::new();
+    if torn {
+        bytes.push(b'\n');
+    }
+    bytes.extend(observation.canonical_bytes());
+    file.write_all(&bytes)
         .and_then(|()| file.sync_data())
         .map_err(io_error(&path))?;
     Ok(Reported {
@@ -162,21 +175,31 @@ pub fn report(
 }
 
 /// The reports on `request` already in the attempt's report file, in file order (lines of other
-/// requests, or that do not decode, are not ours to count).
+/// requests, or that do not decode, are not ours to count), and whether the file ends in a
+/// partial line.
 fn earlier_reports(
-    path: &PathBuf,
+    path: &Path,
     request: &AdapterRequest,
-) -> Result<Vec<AdapterObservation>, ReportError> {
+) -> Result<(Vec<AdapterObservation>, bool), ReportError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Vec::new(), false));
+        }
         Err(error) => return Err(io_error(path)(error)),
     };
-    Ok(bytes
+    let torn = bytes.last().is_some_and(|&last| last != b'\n');
+    // Lines as the inbox reader sees them: a record glued to a torn line counts.
+    let reports = bytes
         .split(|&byte| byte == b'\n')
+        .map(|line| match glued_record(line) {
+            Some(at) => &line[at..],
+            None => line,
+        })
         .filter_map(|line| AdapterObservation::decode(line).ok())
         .filter(|observation| &observation.request == request)
-        .collect())
+        .collect();
+    Ok((reports, torn))
 }
 
 fn observation(

@@ -1,4 +1,20 @@
 //! Proposing authority-lane events to the ledger.
+//!
+//! Two rules keep the ledger a record of changes, safe under concurrent commands:
+//!
+//! - **Only what changed is written.** An observation whose candidates (id, principal, kind,
+//!   session fingerprint) are exactly the latest recorded ones is not stored and not recorded:
+//!   the recorded one stands for it ([`record_observation`]). A session already re-proven at
+//!   the active epoch with the observation that stands now is not reopened again ([`reopen`]).
+//!   So a command on an unchanged machine, accepted or refused, adds no entry and no blob.
+//! - **A lost race is built again.** Event ids name the kind and the revision (`kind-rN`), so
+//!   two commands that read the ledger at revision N propose the same id; the store lets one
+//!   in and the kernel refuses the other (an idempotency conflict). The loser has then caught
+//!   up with the ledger (the append reads what other writers appended, under the ledger's
+//!   lock), so [`propose_with`] asks its builder again against the ledger as it now stands,
+//!   after a short back-off, at most [`RACE_RETRIES`] times: the builder either finds nothing
+//!   left to do (the winner recorded the same candidates) or proposes at the next revision.
+//!   Only a refusal at the revision the event was built at is the kernel's answer.
 
 use valp_kernel::canonical::Canonical;
 use valp_kernel::installation::{
@@ -95,19 +111,63 @@ pub(super) fn event(
     ))
 }
 
-/// Proposes an event; anything but an acceptance (or a duplicate of one) is an error.
+/// How many times a proposal that lost a race for its revision is built again.
+pub const RACE_RETRIES: u32 = 100;
+
+/// What a builder of [`propose_with`] proposes: the event and its EvidenceSet, or `None` when
+/// nothing is left to propose.
+type Proposal = Option<(InstallationEvent, Vec<Evidence>)>;
+
+/// Proposes what `build` makes of the ledger as it stands, building it again when another
+/// writer took the revision it was built at (see the module documentation). Anything but an
+/// acceptance (or a duplicate of one) at the revision it was built at is an error.
+pub(super) fn propose_with(
+    ledger: &mut Journal<InstallationLive>,
+    mut build: impl FnMut(&Journal<InstallationLive>) -> Result<Proposal, AuthorityError>,
+) -> Result<(), AuthorityError> {
+    let mut lost = 0;
+    loop {
+        let Some((event, evidence)) = build(ledger)? else {
+            return Ok(());
+        };
+        match ledger.append(&event, &evidence)? {
+            Appended::Accepted { .. } | Appended::Duplicate { .. } => return Ok(()),
+            Appended::Rejected { .. }
+                if ledger.live().state().revision != event.expected_revision
+                    && lost < RACE_RETRIES =>
+            {
+                // Another writer advanced the ledger after `build` read it.
+                std::thread::sleep(std::time::Duration::from_millis(1 << lost.min(5)));
+                lost += 1;
+            }
+            Appended::Rejected { error_code, reason } => {
+                return Err(AuthorityError::Refused {
+                    code: error_code.as_str().to_owned(),
+                    reason,
+                });
+            }
+        }
+    }
+}
+
+/// Proposes `event` as decided; after a lost race the same content is proposed at the
+/// ledger's new revision (its id and expected revision follow the ledger, its epoch and every
+/// decision it carries do not: the kernel judges them against the State that won).
 pub(super) fn propose(
     ledger: &mut Journal<InstallationLive>,
     event: &InstallationEvent,
     evidence: &[Evidence],
 ) -> Result<(), AuthorityError> {
-    match ledger.append(event, evidence)? {
-        Appended::Accepted { .. } | Appended::Duplicate { .. } => Ok(()),
-        Appended::Rejected { error_code, reason } => Err(AuthorityError::Refused {
-            code: error_code.as_str().to_owned(),
-            reason,
-        }),
-    }
+    propose_with(ledger, |ledger| {
+        let revision = ledger.live().state().revision;
+        let mut event = event.clone();
+        event.event_id = identity(
+            IdentityKind::Event,
+            format!("{}-r{revision}", event.kind.as_str()),
+        )?;
+        event.expected_revision = revision;
+        Ok(Some((event, evidence.to_vec())))
+    })
 }
 
 fn status(ledger: &Journal<InstallationLive>) -> Option<InstallationStatus> {
@@ -127,63 +187,88 @@ fn kernel_candidate(candidate: &Candidate) -> Result<KernelCandidate, AuthorityE
     })
 }
 
-/// Stores `observation` as evidence and records its candidates in the ledger (finishing the
-/// bootstrap discovery on a new installation). Returns the observation's Evidence.
+/// Records `observation`'s candidates in the ledger (finishing the bootstrap discovery on a
+/// new installation), storing the observation as evidence, unless they are exactly the latest
+/// recorded candidates: then nothing is stored or written. Returns the Evidence of the
+/// observation that stands in the ledger now.
 pub fn record_observation(
     root: &ControlRoot,
     ledger: &mut Journal<InstallationLive>,
     observation: &Observation,
 ) -> Result<Evidence, AuthorityError> {
-    let evidence = evidence::store(
-        root,
-        "observation-",
-        &observation.canonical_bytes(),
-        identity,
-    )?;
-    if status(ledger) == Some(InstallationStatus::Bootstrapping) {
+    let candidates = observation
+        .candidates
+        .iter()
+        .map(kernel_candidate)
+        .collect::<Result<Vec<_>, _>>()?;
+    propose_with(ledger, |ledger| {
+        if status(ledger) != Some(InstallationStatus::Bootstrapping) {
+            return Ok(None);
+        }
         let started = event(ledger, InstallationEventKind::BootstrapDiscoveryStarted)?;
-        propose(ledger, &started, &[])?;
-    }
-    let kind = match status(ledger) {
+        Ok(Some((started, Vec::new())))
+    })?;
+    let mut stored = None;
+    propose_with(ledger, |ledger| {
+        if let Some(recorded) = recorded_as(ledger, &candidates) {
+            stored = Some(recorded.clone());
+            return Ok(None);
+        }
+        let evidence = match &stored {
+            Some(evidence) => evidence.clone(),
+            None => evidence::store(
+                root,
+                "observation-",
+                &observation.canonical_bytes(),
+                identity,
+            )?,
+        };
+        stored = Some(evidence.clone());
+        let mut recorded = event(ledger, observation_kind(ledger)?)?;
+        recorded.observation_id = Some(evidence.evidence_id.clone());
+        recorded.candidates = Some(candidates.clone());
+        Ok(Some((recorded, vec![evidence])))
+    })?;
+    // After an acceptance (or a racer's recording of the same candidates) the ledger's latest
+    // observation is the one that stands.
+    recorded_as(ledger, &candidates)
+        .cloned()
+        .or(stored)
+        .ok_or_else(|| AuthorityError::Invalid("the observation was not recorded".to_owned()))
+}
+
+/// The event kind that records an observation in the installation's status.
+fn observation_kind(
+    ledger: &Journal<InstallationLive>,
+) -> Result<InstallationEventKind, AuthorityError> {
+    match status(ledger) {
         Some(InstallationStatus::DiscoveringLeaderCandidates) => {
-            InstallationEventKind::LeaderCandidateDiscoveryCompleted
+            Ok(InstallationEventKind::LeaderCandidateDiscoveryCompleted)
         }
         Some(
             InstallationStatus::AwaitingLeaderSelection
             | InstallationStatus::Active
             | InstallationStatus::Degraded,
-        ) => InstallationEventKind::LeaderCandidatesObserved,
-        other => {
-            return Err(AuthorityError::Invalid(format!(
-                "observations cannot be recorded while the installation is {}",
-                other.map_or("in an unknown status", InstallationStatus::as_str)
-            )));
-        }
-    };
-    if already_recorded(ledger, &evidence) {
-        return Ok(evidence);
+        ) => Ok(InstallationEventKind::LeaderCandidatesObserved),
+        other => Err(AuthorityError::Invalid(format!(
+            "observations cannot be recorded while the installation is {}",
+            other.map_or("in an unknown status", InstallationStatus::as_str)
+        ))),
     }
-    let mut recorded = event(ledger, kind)?;
-    recorded.observation_id = Some(evidence.evidence_id.clone());
-    recorded.candidates = Some(
-        observation
-            .candidates
-            .iter()
-            .map(kernel_candidate)
-            .collect::<Result<_, _>>()?,
-    );
-    propose(ledger, &recorded, std::slice::from_ref(&evidence))?;
-    Ok(evidence)
 }
 
-/// Whether the ledger's latest observation is this very one.
-fn already_recorded(ledger: &Journal<InstallationLive>, evidence: &Evidence) -> bool {
+/// The latest recorded observation's Evidence, when its candidates are exactly `candidates`.
+fn recorded_as<'l>(
+    ledger: &'l Journal<InstallationLive>,
+    candidates: &[KernelCandidate],
+) -> Option<&'l Evidence> {
     ledger
         .live()
         .state()
         .observation
         .as_ref()
-        .is_some_and(|set| set.observation.evidence_id == evidence.evidence_id)
+        .filter(|recorded| recorded.candidates == candidates)
+        .map(|recorded| &recorded.observation)
 }
 
 fn approve(
@@ -325,18 +410,26 @@ pub fn reopen(
         Ok(epoch) => epoch,
         Err(check) => return Ok(check),
     };
-    let fingerprint = ledger
-        .live()
-        .state()
-        .leader
-        .as_ref()
-        .map(|leader| leader.candidate.session_fingerprint.clone());
     let at = observation.observed_at.to_rfc3339();
-    let mut reopened = event(ledger, InstallationEventKind::LeaderSessionReopened)?;
-    reopened.observation_id = Some(evidence.evidence_id.clone());
-    reopened.session_fingerprint = fingerprint;
-    reopened.observed_at = Some(at.clone());
-    propose(ledger, &reopened, std::slice::from_ref(evidence))?;
+    propose_with(ledger, |ledger| {
+        let state = ledger.live().state();
+        let Some(leader) = &state.leader else {
+            return Ok(None);
+        };
+        let standing = state.reopened.as_ref().is_some_and(|reopen| {
+            reopen.epoch == leader.epoch && reopen.observation.evidence_id == evidence.evidence_id
+        });
+        if standing {
+            // Re-proven at this epoch with the observation that still stands: nothing changed.
+            return Ok(None);
+        }
+        let fingerprint = leader.candidate.session_fingerprint.clone();
+        let mut reopened = event(ledger, InstallationEventKind::LeaderSessionReopened)?;
+        reopened.observation_id = Some(evidence.evidence_id.clone());
+        reopened.session_fingerprint = Some(fingerprint);
+        reopened.observed_at = Some(at.clone());
+        Ok(Some((reopened, vec![evidence.clone()])))
+    })?;
     Ok(SessionCheck::Reopened { at, epoch })
 }
 
@@ -350,36 +443,10 @@ pub fn recheck(
     observation: &Observation,
     previous: &SessionCheck,
 ) -> Result<SessionCheck, AuthorityError> {
-    let recorded = if same_candidates(ledger, observation)? {
-        None
-    } else {
-        Some(record_observation(root, ledger, observation)?)
-    };
+    let recorded = record_observation(root, ledger, observation)?;
     match (proof(ledger, observation), previous) {
         (Err(check), _) => Ok(check),
         (Ok(_), SessionCheck::Reopened { .. }) => Ok(previous.clone()),
-        (Ok(_), _) => {
-            let evidence = match recorded {
-                Some(evidence) => evidence,
-                None => record_observation(root, ledger, observation)?,
-            };
-            reopen(ledger, observation, &evidence)
-        }
+        (Ok(_), _) => reopen(ledger, observation, &recorded),
     }
-}
-
-/// Whether the ledger's latest recorded candidates are exactly `observation`'s.
-fn same_candidates(
-    ledger: &Journal<InstallationLive>,
-    observation: &Observation,
-) -> Result<bool, AuthorityError> {
-    let Some(recorded) = &ledger.live().state().observation else {
-        return Ok(false);
-    };
-    let observed = observation
-        .candidates
-        .iter()
-        .map(kernel_candidate)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(recorded.candidates == observed)
 }

@@ -1,4 +1,4 @@
-//! `valp cancel | interrupt | resume | redirect | review | approve | retry | recover`: the
+//! `valp cancel | interrupt | resume | redirect | review | approve | retry | unblock`: the
 //! Leader's operations on a task, each proposed to the kernel with its authority evidence.
 //! Prints the kernel's verdict; a refusal exits non-zero with the kernel's code. Accepted
 //! cancels are carried out at once through the adapters (the effect ledger records the
@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use valp_store::{Access, ControlRoot};
+use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
 use crate::authority;
@@ -47,6 +47,40 @@ pub(super) fn signal_running(
     Ok(())
 }
 
+/// [`control::apply`], again when the task journal moved while it was proposing: another
+/// command took the revision the event was built at (event ids name the revision, so the
+/// kernel refuses the loser as an idempotency conflict or a stale revision). A refusal at a
+/// revision nobody else took is the kernel's answer to the operation, and final.
+fn apply_settled(
+    root: &ControlRoot,
+    journal: &mut Journal,
+    active_epoch: i128,
+    operation: &Operation,
+    actor: &Actor,
+) -> Result<Verdict, CommandError> {
+    let mut lost = 0;
+    loop {
+        journal.refresh()?;
+        let before = journal.live().body().revision;
+        let verdict =
+            control::apply(root, journal, active_epoch, operation, actor).map_err(|error| {
+                match error {
+                    control::ControlError::Store(error) => CommandError::Store(error),
+                    control::ControlError::Invalid(message) => CommandError::Usage(message),
+                }
+            })?;
+        match verdict {
+            Verdict::Refused { .. }
+                if journal.live().body().revision != before && lost < authority::RACE_RETRIES =>
+            {
+                std::thread::sleep(Duration::from_millis(1 << lost.min(5)));
+                lost += 1;
+            }
+            verdict => return Ok(verdict),
+        }
+    }
+}
+
 pub(super) fn run(
     root: &ControlRoot,
     task_id: &str,
@@ -64,17 +98,8 @@ pub(super) fn run(
         note: note.to_owned(),
     };
     let mut journal = root.open_task(task_id, Access::Write)?;
-    let verdict = control::apply(
-        root,
-        &mut journal,
-        ledger.live().state().active_epoch,
-        operation,
-        &actor,
-    )
-    .map_err(|error| match error {
-        control::ControlError::Store(error) => CommandError::Store(error),
-        control::ControlError::Invalid(message) => CommandError::Usage(message),
-    })?;
+    let active = ledger.live().state().active_epoch;
+    let verdict = apply_settled(root, &mut journal, active, operation, &actor)?;
     match verdict {
         Verdict::Accepted {
             revision,
@@ -101,7 +126,7 @@ pub(super) fn run(
                 let records = effects::reconcile(root, task_id, CANCEL_PATIENCE)
                     .map_err(|error| CommandError::Usage(error.to_string()))?;
                 for record in records {
-                    writeln!(out, "effect {record}")?;
+                    writeln!(out, "effect {}", effects::Shown(&record))?;
                 }
             }
             Ok(ExitCode::SUCCESS)

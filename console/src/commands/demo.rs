@@ -12,6 +12,7 @@ use valp_store::{Access, Appended, ControlRoot};
 
 use super::CommandError;
 use crate::cli::DemoArgs;
+use crate::doctor::sanitize::display_text;
 
 pub(super) fn run(
     root_path: &Path,
@@ -28,8 +29,8 @@ pub(super) fn run(
         writeln!(
             out,
             "initialised installation {} at {}",
-            created.installation().installation_id.value(),
-            root_path.display()
+            display_text(created.installation().installation_id.value()),
+            super::shown(root_path)
         )?;
         created
     };
@@ -72,10 +73,10 @@ pub(super) fn run(
     writeln!(
         out,
         "created demo task {} with {} accepted entries and {} work items in {}",
-        args.task,
+        display_text(&args.task),
         journal.len(),
         args.work_items,
-        journal.path().display()
+        super::shown(journal.path())
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ use valp_store::ControlRoot;
 use valp_store::io::OsStorage;
 
 use super::CommandError;
+use crate::doctor::sanitize::display_text;
 
 /// `inst-` and 20 hex digits from the operating system's random source.
 pub(super) fn fresh_installation_id() -> Result<String, CommandError> {
@@ -50,8 +51,8 @@ pub(super) fn run(
     writeln!(
         out,
         "initialised installation {} at {}",
-        created.installation().installation_id.value(),
-        root.display()
+        display_text(created.installation().installation_id.value()),
+        super::shown(root)
     )?;
     Ok(ExitCode::SUCCESS)
 }

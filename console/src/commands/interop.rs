@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use valp_store::{Access, ControlRoot, reference};
 
 use super::CommandError;
+use crate::doctor::sanitize::display_text;
 
 pub(super) fn export(
     root: &ControlRoot,
@@ -18,9 +19,10 @@ pub(super) fn export(
     let exported = reference::export(&journal, dir)?;
     writeln!(
         out,
-        "exported task {task}: {} entries to {} (genesis.json {} bytes, replay.jsonl {} bytes)",
+        "exported task {}: {} entries to {} (genesis.json {} bytes, replay.jsonl {} bytes)",
+        display_text(task),
         exported.entries,
-        exported.dir.display(),
+        super::shown(&exported.dir),
         exported.genesis_bytes,
         exported.replay_bytes
     )?;
@@ -36,9 +38,9 @@ pub(super) fn import(
     writeln!(
         out,
         "imported task {}: {} entries verified by replay into {}",
-        journal.genesis().state.body.task_id.value(),
+        display_text(journal.genesis().state.body.task_id.value()),
         journal.len(),
-        journal.path().display()
+        super::shown(journal.path())
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -109,7 +109,7 @@ pub(super) fn choose(
     writeln!(
         out,
         "binding written to {}",
-        root.layout().binding_file().display()
+        super::shown(&root.layout().binding_file())
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -245,7 +245,7 @@ fn write_file_check(
     writeln!(
         out,
         "binding file  {} {}",
-        root.layout().binding_file().display(),
+        super::shown(&root.layout().binding_file()),
         binding::check_file(root, ledger)?
     )?;
     Ok(())

@@ -2,7 +2,8 @@
 //! epoch.
 //!
 //! The plan is validated first; an invalid plan is reported with every problem and nothing is
-//! written (no observation, no evidence, no journal). Then, as for a handoff, the active
+//! written (no observation, no evidence, no journal). So is a plan whose `cwd` or expected
+//! evidence reaches through a symbolic link ([`crate::plan::paths`]). Then, as for a handoff, the active
 //! Leader's session must be re-proven by a fresh observation before the task is created (see
 //! [`crate::plan`] for what publishing writes).
 
@@ -13,9 +14,9 @@ use std::process::ExitCode;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::authority::{self, AuthorityError, SessionCheck};
 use crate::clock::Clock;
-use crate::doctor::{self, ObserveOptions};
+use crate::doctor::ObserveOptions;
+use crate::doctor::sanitize::display_text;
 use crate::plan::{self, PlanError};
 
 pub(super) fn run(
@@ -36,24 +37,14 @@ pub(super) fn run(
         ))
     })?;
     refuse_existing(root, &parsed)?;
-    let mut ledger = root.ledger()?;
-    let observation = doctor::observe(clock, options);
-    match authority::open_session(root, &mut ledger, &observation)? {
-        SessionCheck::Reopened { .. } => {}
-        SessionCheck::Unbound => {
-            return Err(AuthorityError::Invalid(
-                "no Leader is bound: select one first (`valp leader select`)".to_owned(),
-            )
-            .into());
-        }
-        SessionCheck::Unproven { reason } => {
-            return Err(AuthorityError::Invalid(format!(
-                "the Leader session is not re-proven ({reason}); rebind it with `valp leader \
-                 rotate` before publishing tasks"
-            ))
-            .into());
-        }
-    }
+    let project = root.layout().root().parent().unwrap_or(Path::new("."));
+    plan::paths::check_plan(project, &parsed).map_err(|problem| {
+        CommandError::Usage(format!(
+            "{}: {problem}; nothing was published",
+            plan.display()
+        ))
+    })?;
+    let (ledger, _) = super::leadership::proven_leader(root, clock, options, "publishing tasks")?;
     let epoch = ledger.live().state().active_epoch;
     drop(ledger);
     let published = plan::publish(root, &parsed, epoch).map_err(publish_error)?;
@@ -65,7 +56,7 @@ pub(super) fn run(
         } else {
             "published"
         },
-        published.task_id,
+        display_text(&published.task_id),
         published.leader_epoch,
         published.work_items,
         if published.work_items == 1 { "" } else { "s" },

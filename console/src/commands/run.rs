@@ -2,6 +2,12 @@
 //! Leader or is finished, printing each step; between steps it sleeps until an adapter writes
 //! (file watching) or a short poll interval passes. Obligations (cancels) accepted meanwhile by
 //! other commands are carried out too.
+//!
+//! Without a task named, a task that cannot be read or driven (a damaged journal, a plan that
+//! does not decode, a step the runtime cannot take, such as a `cwd` that became a symbolic
+//! link) is listed as a `problem:` line and left alone while the others run; the command then
+//! exits with 3 (1 when the kernel refused a proposal). A task named on the command line that
+//! cannot be driven stops the command, with its error.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -32,18 +38,32 @@ pub(super) fn run(
     let active = ledger.live().state().active_epoch;
     let valp = std::env::current_exe()
         .map_err(|error| CommandError::Usage(format!("cannot find the valp binary: {error}")))?;
-    let tasks = if args.tasks.is_empty() {
-        runnable_tasks(root, active)?
+    // Without a task named, a task that cannot be read or driven is listed and skipped.
+    let isolate = args.tasks.is_empty();
+    let mut problems = Vec::new();
+    let tasks = if isolate {
+        runnable_tasks(root, active, &mut problems)?
     } else {
         args.tasks.clone()
     };
+    for problem in &problems {
+        writeln!(out, "{problem}")?;
+    }
     if tasks.is_empty() {
         writeln!(out, "nothing to run: no unfinished task of epoch {active}")?;
-        return Ok(ExitCode::SUCCESS);
+        return finish(false, problems.len());
     }
     let mut drivers = Vec::new();
     for task in &tasks {
-        drivers.push(Driver::open(root, task, valp.clone()).map_err(runtime_error)?);
+        match Driver::open(root, task, valp.clone()) {
+            Ok(driver) => drivers.push(driver),
+            Err(error) if isolate => {
+                let problem = super::problem_line(task, &error);
+                writeln!(out, "{problem}")?;
+                problems.push(problem);
+            }
+            Err(error) => return Err(runtime_error(error)),
+        }
     }
     let deadline = args
         .timeout
@@ -68,15 +88,20 @@ pub(super) fn run(
             }
         }
         let mut in_flight = false;
-        for driver in &mut drivers {
-            let task = driver.body().task_id.value().to_owned();
-            for record in driver
-                .reconcile_effects(Duration::from_secs(10))
-                .map_err(|error| CommandError::Usage(error.to_string()))?
-            {
-                writeln!(out, "{task}  effect {record}")?;
-            }
-            let steps = driver.run_until_idle(active).map_err(runtime_error)?;
+        let mut broken = Vec::new();
+        for (index, driver) in drivers.iter_mut().enumerate() {
+            let task = display_text(driver.body().task_id.value());
+            let steps = match pass(driver, &task, active, out) {
+                Ok(steps) => steps,
+                Err(error) if isolate && !matches!(error, CommandError::Output(_)) => {
+                    let problem = super::problem_line(driver.body().task_id.value(), &error);
+                    writeln!(out, "{problem}")?;
+                    problems.push(problem);
+                    broken.push(index);
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             if let Some(Progress::Waiting(Wait::Leader(why))) = steps.last() {
                 waits.insert(task.clone(), why.clone());
             } else {
@@ -85,6 +110,9 @@ pub(super) fn run(
             let (working, refused) = report(&task, &steps, out)?;
             in_flight |= working;
             failed |= refused;
+        }
+        for index in broken.into_iter().rev() {
+            drivers.remove(index);
         }
         let timed_out = deadline.is_some_and(|deadline| Instant::now() >= deadline);
         if !in_flight || args.once || timed_out || failed {
@@ -95,11 +123,40 @@ pub(super) fn run(
         let _ = woken.recv_timeout(POLL);
     }
     summary(&drivers, &waits, out)?;
-    Ok(if failed {
-        ExitCode::FAILURE
+    finish(failed, problems.len())
+}
+
+/// One pass over a task (`task`: its id as shown): the effects it owes, then every step it
+/// can take now.
+fn pass(
+    driver: &mut Driver,
+    task: &str,
+    active: i128,
+    out: &mut dyn Write,
+) -> Result<Vec<Progress>, CommandError> {
+    for record in driver
+        .reconcile_effects(Duration::from_secs(10))
+        .map_err(|error| CommandError::Usage(error.to_string()))?
+    {
+        writeln!(
+            out,
+            "{task}  effect {}",
+            crate::runtime::effects::Shown(&record)
+        )?;
+    }
+    driver.run_until_idle(active).map_err(runtime_error)
+}
+
+/// Exit 1 when the kernel refused a proposal, else 3 ([`CommandError::Damaged`]) when some
+/// task could not be read or driven, else 0.
+fn finish(refused: bool, damaged: usize) -> Result<ExitCode, CommandError> {
+    if refused {
+        Ok(ExitCode::FAILURE)
+    } else if damaged > 0 {
+        Err(CommandError::Damaged { count: damaged })
     } else {
-        ExitCode::SUCCESS
-    })
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 /// Prints a task's steps; returns whether an attempt is in flight and whether the kernel
@@ -146,11 +203,11 @@ fn summary(
         writeln!(
             out,
             "{}: {} at revision {}",
-            body.task_id.value(),
+            display_text(body.task_id.value()),
             body.status.as_str(),
             body.revision
         )?;
-        if let Some(why) = waits.get(body.task_id.value()) {
+        if let Some(why) = waits.get(&display_text(body.task_id.value())) {
             writeln!(out, "  waits for the Leader: {}", display_text(why))?;
         }
         for (location, reason) in driver.rejections() {
@@ -160,11 +217,22 @@ fn summary(
     Ok(())
 }
 
-/// Every task of the active epoch that is not finished and has a plan.
-fn runnable_tasks(root: &ControlRoot, active: i128) -> Result<Vec<String>, CommandError> {
+/// Every task of the active epoch that is not finished and has a plan; a task folder that
+/// cannot be read goes to `problems` instead.
+fn runnable_tasks(
+    root: &ControlRoot,
+    active: i128,
+    problems: &mut Vec<String>,
+) -> Result<Vec<String>, CommandError> {
     let mut tasks = Vec::new();
     for dir in root.task_dirs()? {
-        let journal = root.open_task_dir(&dir, Access::ReadOnly)?;
+        let journal = match root.open_task_dir(&dir, Access::ReadOnly) {
+            Ok(journal) => journal,
+            Err(error) => {
+                problems.push(super::problem_line(&super::task_folder(root, &dir), &error));
+                continue;
+            }
+        };
         let body = journal.live().body();
         let finished = body
             .status

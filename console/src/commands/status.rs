@@ -1,8 +1,10 @@
-//! `valp task status [TASK]`: where a task stands, read-only: status, revision, epoch (and
-//! whether it is fenced), control, every work item with its attempt and frontier position,
-//! effects, and the inbox observations naming a current external attempt that the runtime
-//! rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime does it; see
-//! [`crate::adapter::external`]).
+//! `valp task status [TASK]`: where a task stands, read-only. Without TASK, every task; one
+//! that cannot be read is listed as `problem: task folder tasks/<folder>: <error>` in its
+//! place, the others are shown, and the command exits with 3 at the end. Per task: status,
+//! revision, epoch (and whether it is fenced), control, every work item with its attempt and
+//! frontier position, effects, and the inbox observations naming a current external attempt
+//! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
+//! does it; see [`crate::adapter::external`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -23,21 +25,34 @@ pub(super) fn run(
 ) -> Result<ExitCode, CommandError> {
     let active = root.ledger_read_only()?.live().state().active_epoch;
     let journals = match task {
-        Some(task) => vec![root.open_task(task, Access::ReadOnly)?],
+        Some(task) => vec![Ok(root.open_task(task, Access::ReadOnly)?)],
         None => root
             .task_dirs()?
             .iter()
-            .map(|dir| root.open_task_dir(dir, Access::ReadOnly))
-            .collect::<Result<_, _>>()?,
+            .map(|dir| {
+                root.open_task_dir(dir, Access::ReadOnly)
+                    .map_err(|error| super::problem_line(&super::task_folder(root, dir), &error))
+            })
+            .collect(),
     };
     if journals.is_empty() {
         writeln!(out, "no tasks")?;
     }
+    let mut damaged = 0;
     for (index, journal) in journals.iter().enumerate() {
         if index > 0 {
             writeln!(out)?;
         }
-        write_task(root, journal.live().body(), active, out)?;
+        match journal {
+            Ok(journal) => write_task(root, journal.live().body(), active, out)?,
+            Err(problem) => {
+                damaged += 1;
+                writeln!(out, "{problem}")?;
+            }
+        }
+    }
+    if damaged > 0 {
+        return Err(CommandError::Damaged { count: damaged });
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -95,11 +110,10 @@ fn write_task(
             display_text(&attempt)
         )?;
     }
-    let ledger = root.layout().task_dir(task).join(effects::EFFECTS_FILE);
-    match effects::read_ledger(&ledger) {
+    match effects::read_ledger(root, task) {
         Ok(records) => {
-            for record in records {
-                writeln!(out, "  effect {record}")?;
+            for record in &records {
+                writeln!(out, "  effect {}", effects::Shown(record))?;
             }
         }
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,

@@ -34,6 +34,20 @@ pub(super) fn run(root: &ControlRoot, out: &mut dyn Write) -> Result<ExitCode, C
             check.kind, check.name, check.entries
         )?;
     }
+    for check in &verification.checks {
+        match (check.kind, &check.problem) {
+            ("journal", Some(_)) => writeln!(
+                out,
+                "to see what can be kept of {}: valp recover {}",
+                check.name, check.name
+            )?,
+            ("ledger", Some(_)) => writeln!(
+                out,
+                "to see what can be kept of the ledger: valp recover --ledger"
+            )?,
+            _ => {}
+        }
+    }
     writeln!(out, "{}", verification.summary_line())?;
     Ok(if verification.problems() == 0 {
         ExitCode::SUCCESS

@@ -12,9 +12,19 @@
 //!   of the text.
 //! - Every other C0 control (no exceptions), DEL and C1 control is removed; TAB, LF, VT, FF, CR
 //!   and the Unicode line and paragraph separators become one space so words stay apart.
-//! - Bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069) are
-//!   removed.
-//! - The result is cut to [`MAX_DISPLAY_CHARS`] characters (an ellipsis marks the cut).
+//! - Bidirectional and invisible format characters are **shown escaped**, as `\u{202e}`
+//!   (lowercase hex, Rust's notation): the marks and embedding, override and isolate controls
+//!   (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069, the deprecated U+206A–U+206F), the
+//!   zero-width and invisible characters (U+00AD, U+180E, U+200B–U+200D, U+2060–U+2064, U+FEFF).
+//!   Dropping them silently would show two different ids as the same text, and an id holding one
+//!   could not be typed back from what was shown; reordering them would make one text look like
+//!   another. Escaped, the text stays in its logical order, the difference stays visible, and the
+//!   id can be recognised. (A text that holds the six characters `\u{202e}` literally looks the
+//!   same as one holding U+202E: the notation is for reading, not for round-tripping.)
+//! - The result is cut to [`MAX_DISPLAY_CHARS`] characters (an ellipsis marks the cut; an
+//!   escape counts as the characters it shows). [`display_message`] applies the same rules to
+//!   each line of a message, keeping its line breaks and its length: the CLI prints every error
+//!   through it, since errors echo what the operator typed (ids, `--root`, plan file names).
 
 /// Longest display text kept, in characters.
 pub const MAX_DISPLAY_CHARS: usize = 256;
@@ -43,10 +53,40 @@ enum Mode {
     ControlStringEscape,
 }
 
-/// `text` with escape sequences and control characters removed (see the module docs).
+/// `text` with escape sequences and control characters removed and format characters escaped,
+/// cut to [`MAX_DISPLAY_CHARS`] (see the module docs).
 pub fn display_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(MAX_DISPLAY_CHARS * 4));
-    let mut kept = Kept::default();
+    clean(text, MAX_DISPLAY_CHARS)
+}
+
+/// A message (an error, several lines) made safe to print: every line as [`display_text`]
+/// cleans it, line breaks and indentation kept, nothing cut.
+pub fn display_message(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            let body = line.trim_start_matches(' ');
+            format!(
+                "{}{}",
+                &line[..line.len() - body.len()],
+                clean(body, usize::MAX)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One line of output (a path, an error) made safe to print: as [`display_text`] cleans it
+/// (line breaks become spaces), nothing cut.
+pub fn display_line(text: &str) -> String {
+    clean(text, usize::MAX)
+}
+
+fn clean(text: &str, limit: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(limit.saturating_mul(4)));
+    let mut kept = Kept {
+        limit,
+        ..Kept::default()
+    };
     let mut mode = Mode::Text;
     for ch in text.chars() {
         mode = match mode {
@@ -60,7 +100,13 @@ pub fn display_text(text: &str) -> String {
                     }
                     Mode::Text
                 }
-                _ if is_removed(ch) => Mode::Text,
+                _ if is_format(ch) => {
+                    for shown in ch.escape_unicode() {
+                        kept.push(&mut out, shown);
+                    }
+                    Mode::Text
+                }
+                _ if ch.is_control() => Mode::Text,
                 ' ' if out.is_empty() => Mode::Text,
                 _ => {
                     kept.push(&mut out, ch);
@@ -101,27 +147,38 @@ pub fn display_text(text: &str) -> String {
         };
     }
     let trimmed = out.trim_matches(' ');
-    if !kept.overflow && trimmed.chars().count() <= MAX_DISPLAY_CHARS {
+    if !kept.overflow && trimmed.chars().count() <= limit {
         return if trimmed.len() == out.len() {
             out
         } else {
             trimmed.to_owned()
         };
     }
-    let mut cut: String = trimmed.chars().take(MAX_DISPLAY_CHARS - 1).collect();
+    let mut cut: String = trimmed.chars().take(limit - 1).collect();
     cut.push('…');
     cut
 }
 
-/// Characters dropped without replacement.
-fn is_removed(ch: char) -> bool {
-    ch.is_control() // C0, DEL and C1
-        || matches!(ch, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// Bidirectional and invisible format characters: shown escaped (see the module docs).
+fn is_format(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{ad}'
+            | '\u{61c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+    )
 }
 
 /// How much display text was collected.
 #[derive(Default)]
 struct Kept {
+    /// The most characters kept.
+    limit: usize,
     chars: usize,
     /// A character other than a space came after the text grew past the limit.
     overflow: bool,
@@ -131,7 +188,7 @@ impl Kept {
     /// Appends `ch` while the text is within the limit (plus one character, so a cut is
     /// visible); later characters are only scanned for escape state, so memory stays bounded.
     fn push(&mut self, out: &mut String, ch: char) {
-        if self.chars <= MAX_DISPLAY_CHARS {
+        if self.chars <= self.limit {
             out.push(ch);
             self.chars += 1;
         } else if ch != ' ' {
@@ -144,7 +201,9 @@ impl Kept {
 /// printed verbatim must pass this).
 pub fn is_plain(text: &str) -> bool {
     !text.chars().any(|ch| {
-        is_removed(ch) || matches!(ch, '\u{2028}' | '\u{2029}' | '\u{9b}' | '\u{90}' | ST)
+        ch.is_control()
+            || is_format(ch)
+            || matches!(ch, '\u{2028}' | '\u{2029}' | '\u{9b}' | '\u{90}' | ST)
     })
 }
 
@@ -222,10 +281,46 @@ mod tests {
     }
 
     #[test]
-    fn bidi_controls_are_removed() {
-        assert_eq!(display_text("abc\u{202e}fed\u{202c}"), "abcfed");
-        assert_eq!(display_text("\u{2066}x\u{2069}"), "x");
-        assert!(!is_plain("a\u{202e}b"));
+    fn bidi_and_invisible_format_characters_are_shown_escaped() {
+        assert_eq!(
+            display_text("abc\u{202e}fed\u{202c}"),
+            "abc\\u{202e}fed\\u{202c}"
+        );
+        assert_eq!(display_text("\u{2066}x\u{2069}"), "\\u{2066}x\\u{2069}");
+        assert_eq!(
+            display_text("l\u{200e}r\u{200f}a\u{61c}z\u{200b}j\u{200d}b\u{feff}"),
+            "l\\u{200e}r\\u{200f}a\\u{61c}z\\u{200b}j\\u{200d}b\\u{feff}"
+        );
+        for ch in ['\u{ad}', '\u{180e}', '\u{2060}', '\u{2064}', '\u{206f}'] {
+            assert_eq!(
+                display_text(&ch.to_string()),
+                ch.escape_unicode().to_string()
+            );
+            assert!(!is_plain(&ch.to_string()), "{ch:?}");
+        }
+        for text in ["a\u{202e}b", "a\u{200e}b", "a\u{200f}b", "a\u{61c}b"] {
+            assert!(!is_plain(text), "{text:?}");
+        }
+        // Escapes count as what they show.
+        let long = "\u{202e}".repeat(100);
+        let shown = display_text(&long);
+        assert_eq!(shown.chars().count(), MAX_DISPLAY_CHARS);
+        assert!(shown.starts_with("\\u{202e}\\u{202e}"));
+    }
+
+    #[test]
+    fn a_message_keeps_its_lines_and_length() {
+        assert_eq!(
+            display_message("plan \u{1b}]0;t\u{7}x.toml: bad\n  a\u{202e}b\tc"),
+            "plan x.toml: bad\n  a\\u{202e}b c"
+        );
+        let long = "z".repeat(1000);
+        assert_eq!(display_message(&long), long);
+        assert_eq!(
+            display_line("/tmp/a\nb\u{1b}[2J\u{2067}c"),
+            "/tmp/a b\\u{2067}c"
+        );
+        assert_eq!(display_line(&long), long);
     }
 
     #[test]

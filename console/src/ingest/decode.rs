@@ -45,6 +45,30 @@ pub fn origin(path: &Path) -> Result<Origin, Rejection> {
     }
 }
 
+/// How many `{` of a line that is not one JSON value [`glued_record`] tries as the start of
+/// the record glued to a fragment (a record holds a few dozen objects at most).
+const GLUE_TRIES: usize = 64;
+
+/// Where the record of a glued `*.jsonl` line starts, if it is one: a writer died halfway
+/// through a line (no LF) and the next writer appended a complete record without starting a
+/// new line, so the line is a fragment followed by exactly one JSON value. `None` when the
+/// line is one JSON value (or none at all), or no suffix starting at one of its first
+/// [`GLUE_TRIES`] `{` after byte 0 is one. Only well-formedness is judged here: the record
+/// is then decoded like any line, and so is the fragment (which fails as malformed).
+pub fn glued_record(line: &[u8]) -> Option<usize> {
+    let one_value = |bytes: &[u8]| serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
+    if one_value(line) {
+        return None;
+    }
+    line.iter()
+        .enumerate()
+        .skip(1)
+        .filter(|&(_, &byte)| byte == b'{')
+        .map(|(at, _)| at)
+        .take(GLUE_TRIES)
+        .find(|&at| one_value(&line[at..]))
+}
+
 /// Decodes and checks one observation read from `path` (relative to the control root).
 ///
 /// In order: the origin (`runtime/<adapter>/…` or `inbox/…`, else [`Reason::Misplaced`]); the
@@ -218,6 +242,18 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_record_glued_to_a_fragment_is_found() {
+        assert_eq!(glued_record(br#"{"a":1}"#), None);
+        assert_eq!(glued_record(b"not json at all"), None);
+        assert_eq!(
+            glued_record(br#"{"request":{"id":"x{"b":{"c":2}}"#),
+            Some(19)
+        );
+        assert_eq!(glued_record(br#"{"torn{"b":2}"#), Some(6));
+        assert_eq!(glued_record(br#"garbage {"b":2} trailing"#), None);
     }
 
     #[test]

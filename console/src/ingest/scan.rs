@@ -530,11 +530,19 @@ impl Tracker {
                         Rejection::new(path, reason).at_offset(offset),
                     ))?;
                 } else {
-                    emit(Ingested::Line {
-                        path: path.to_path_buf(),
-                        offset,
-                        bytes: line.to_vec(),
-                    })?;
+                    // A record glued to a torn line is emitted as a line of its own, after the
+                    // fragment (which the decoder rejects): the record is not lost.
+                    let parts = match super::decode::glued_record(line) {
+                        Some(at) => vec![(0, &line[..at]), (at, &line[at..])],
+                        None => vec![(0, line)],
+                    };
+                    for (at, part) in parts {
+                        emit(Ingested::Line {
+                            path: path.to_path_buf(),
+                            offset: offset + at as u64,
+                            bytes: part.to_vec(),
+                        })?;
+                    }
                 }
                 tail.consume(&buffer[start..=end]);
                 start = end + 1;
@@ -719,5 +727,39 @@ mod tests {
             matches!(&items[..], [Ingested::Line { offset: 76, bytes, .. }] if bytes == b"fine")
         );
         assert!(collect(&mut tracker, "inbox/a.jsonl").is_empty());
+    }
+
+    #[test]
+    fn a_record_glued_to_a_torn_line_comes_out_after_the_fragment() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir(base.join("inbox")).unwrap();
+        let mut tracker = Tracker::new(
+            base.clone(),
+            vec![PathBuf::from("inbox")],
+            vec![PathBuf::from("inbox")],
+            Limits::default(),
+        );
+        fs::write(
+            base.join("inbox/g.jsonl"),
+            b"{\"a\":1}\n{\"torn\":\"x{\"b\":{\"c\":2}}\n{\"d\":3}\n",
+        )
+        .unwrap();
+        let lines: Vec<_> = collect(&mut tracker, "inbox/g.jsonl")
+            .into_iter()
+            .map(|item| match item {
+                Ingested::Line { offset, bytes, .. } => (offset, bytes),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (0, b"{\"a\":1}".to_vec()),
+                (8, b"{\"torn\":\"x".to_vec()),
+                (18, b"{\"b\":{\"c\":2}}".to_vec()),
+                (32, b"{\"d\":3}".to_vec()),
+            ]
+        );
     }
 }

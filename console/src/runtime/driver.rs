@@ -43,7 +43,6 @@ use super::workflow::{
 };
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::external::{self, Inbox};
-use crate::adapter::files;
 use crate::adapter::process::{
     self, CONTENT_BOUND_FILE, ContentProof, PROCESS_BOUND_FILE, REQUEST_FILE, RunSpec, STDERR_FILE,
     STDOUT_FILE, Supervisor, SupervisorState,
@@ -462,13 +461,15 @@ impl Driver {
     /// The item's expected evidence files that cannot be read now (below its `cwd`, through
     /// real folders only).
     fn missing_evidence(&self, work_item_id: &str) -> Vec<String> {
-        let cwd = self.item_cwd(work_item_id);
         self.plan
             .work_item(work_item_id)
             .map(|item| {
                 item.expected_evidence
                     .iter()
-                    .filter(|path| files::beneath(&cwd, path).is_none())
+                    .filter(|path| {
+                        crate::plan::paths::evidence_file(&self.project, &item.run.cwd, path)
+                            .is_none()
+                    })
                     .map(|path| display_text(path))
                     .collect()
             })
@@ -608,8 +609,11 @@ impl Driver {
                 evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 let completed = kind == EventKind::AttemptCompleted;
                 let cwd = self.item_cwd(&slots.work_item_id);
-                for path in &self.plan_item(&slots.work_item_id)?.expected_evidence {
-                    match files::read_beneath(&cwd, path) {
+                let item = self.plan_item(&slots.work_item_id)?;
+                for path in &item.expected_evidence {
+                    let file =
+                        crate::plan::paths::evidence_file(&self.project, &item.run.cwd, path);
+                    match file.and_then(|file| std::fs::read(file).ok()) {
                         Some(bytes) => evidence.push(self.store("artifact-", &bytes)?),
                         None if completed => {
                             return Err(RuntimeError::Integrity(format!(
@@ -771,13 +775,10 @@ impl Driver {
         env: BTreeMap<String, String>,
         expected: Vec<String>,
     ) -> Result<Progress, RuntimeError> {
-        let folder = self.project.join(cwd);
-        std::fs::create_dir_all(&folder).map_err(|error| {
-            RuntimeError::Integrity(format!("cannot create {}: {error}", folder.display()))
-        })?;
-        let folder = std::fs::canonicalize(&folder).map_err(|error| {
-            RuntimeError::Integrity(format!("cannot open {}: {error}", folder.display()))
-        })?;
+        // Created and checked through real folders only, now (a link may have appeared since
+        // the publication).
+        let folder = crate::plan::paths::working_folder(&self.project, cwd)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         let mut spec = RunSpec::new(
             argv,
             folder.display().to_string(),
@@ -792,8 +793,13 @@ impl Driver {
             process::supervisor_state(&dir),
             SupervisorState::NotLaunched
         ) {
-            self.supervisors
-                .push(process::launch(&dir, &self.valp_binary)?);
+            match process::launch(&dir, &self.valp_binary) {
+                Ok(supervisor) => self.supervisors.push(supervisor),
+                // Another runner (a second `valp run`, the console) launched it first: the
+                // attempt is running, which is all this step asked for.
+                Err(process::ProcessError::AlreadySupervised { .. }) => {}
+                Err(error) => return Err(error.into()),
+            }
         }
         Ok(Progress::Launched {
             attempt_id: slots.attempt_id.clone(),

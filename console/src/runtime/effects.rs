@@ -1,8 +1,8 @@
 //! Obligations → effects: every `adapter_cancel:` obligation an accepted event raised is
 //! carried out once through the attempt's adapter, and its outcome recorded in the task's effect
-//! ledger `tasks/<task>/effects.jsonl` (`valp-kernel-effect-record.v1`, shaped after the
-//! reference kernel store's): fulfilled with the adapter's final observation as proof, or
-//! blocked with the reason.
+//! ledger (the store's [`valp_store::effects`], `tasks/<task>/effect-ledger.jsonl`,
+//! `valp-kernel-effect-record.v1` records): fulfilled with the adapter's final observation as
+//! proof, or blocked with the reason.
 //!
 //! - A **process** attempt is cancelled by its supervisor (SIGTERM, SIGKILL after the grace
 //!   period); the effect waits for the supervisor's final observation.
@@ -15,260 +15,65 @@
 //!   that arrives later does not change it; the kernel has already cancelled the attempt, and
 //!   the runtime ignores whatever it reports afterwards.
 //!
-//! The ledger is append-only and hash-chained (`prior_record_digest` → `record_digest`,
-//! `ledger_revision` 1, 2, …). [`reconcile`] compares the obligations in the task journal with
-//! the ledger and carries out the ones without a record, so a restart (or a console that was
-//! closed while a cancel was pending) finishes what was accepted. Replay never runs an adapter:
-//! only this path does.
+//! This module is the policy (which adapter to ask, how long to wait); the ledger's format,
+//! lock, torn-tail repair and verification are the store's. [`reconcile`] compares the
+//! obligations in the task journal with the ledger and carries out the ones without a record,
+//! so a restart (or a console that was closed while a cancel was pending, or a crash in the
+//! middle of an append, whose torn line the store quarantines) finishes what was accepted.
+//! Reconcilers of one task take turns (`effects.lock`, held while adapters are asked), so an
+//! adapter is not asked twice by two of them; the store refuses a second record for an
+//! obligation in any case. Replay never runs an adapter: only this path does.
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use valp_kernel::canonical::{Canonical, form_digest, sha256_digest};
-use valp_kernel::json::write::Fields;
-use valp_store::ControlRoot;
-use valp_store::chain::ChainReader;
-use valp_store::journal::JOURNAL_FILE;
+use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_store::effects::{EffectAppended, EffectLedger};
 use valp_store::lock::LockGuard;
+use valp_store::{Access, ControlRoot};
+
+pub use valp_store::effects::{EffectRecord, Outcome};
 
 use crate::adapter::external;
 use crate::adapter::process::{self, SupervisorState};
 
-/// The effect ledger's file name in the task folder.
-pub const EFFECTS_FILE: &str = "effects.jsonl";
-/// `valp-kernel-effect-record.v1`
-pub const EFFECT_SCHEMA: &str = "valp-kernel-effect-record.v1";
-const OBLIGATION_PREFIX: &str = "adapter_cancel:";
+/// The reconcilers' lock file in the task folder: held while obligations are carried out.
+const RECONCILE_LOCK: &str = "effects.lock";
+const OBLIGATION_PREFIX: &str = valp_kernel::reduce::ADAPTER_CANCEL_PREFIX;
 
-/// How an obligation ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// The adapter confirmed (proof: its final observation).
-    Fulfilled {
-        /// The proof file, relative to the control root.
-        proof_ref: String,
-        /// Its digest.
-        proof_digest: String,
-    },
-    /// It could not be carried out.
-    Blocked {
-        /// Why.
-        reason: String,
-    },
-}
+/// Effects fail only as the store does (a damaged ledger or journal, a lock, an I/O error).
+pub type EffectError = valp_store::StoreError;
 
-/// One record of the ledger.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EffectRecord {
-    /// [`EFFECT_SCHEMA`]
-    pub schema_version: String,
-    /// `sha256:` of `{"obligation":…,"schema_version":"valp-kernel-effect-identity.v1"}`.
-    pub effect_id: String,
-    /// The obligation.
-    pub obligation: String,
-    /// `fulfilled` or `blocked`.
-    pub status: String,
-    /// The proof (fulfilled) or empty.
-    pub proof_ref: String,
-    /// Its digest (fulfilled) or empty.
-    pub proof_digest: String,
-    /// Why (blocked) or empty.
-    pub reason: String,
-    /// 1, 2, … in ledger order.
-    pub ledger_revision: u64,
-    /// The previous record's digest (the empty ledger's digest for the first).
-    pub prior_record_digest: String,
-    /// `sha256:` of this record without this member.
-    pub record_digest: String,
-}
-
-/// `status: obligation (reason)`, as every listing shows a record; the text comes from the
+/// A record as every listing shows it: `status: obligation (reason)`; the text comes from the
 /// ledger file, so it is stripped of control sequences.
-impl std::fmt::Display for EffectRecord {
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a>(pub &'a EffectRecord);
+
+impl std::fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use crate::doctor::sanitize::display_text;
+        let record = self.0;
         write!(
             f,
             "{}: {}",
-            display_text(&self.status),
-            display_text(&self.obligation)
+            display_text(&record.status),
+            display_text(&record.obligation)
         )?;
-        if !self.reason.is_empty() {
-            write!(f, " ({})", display_text(&self.reason))?;
+        if !record.reason.is_empty() {
+            write!(f, " ({})", display_text(&record.reason))?;
         }
         Ok(())
     }
 }
 
-impl EffectRecord {
-    fn write_members(&self, out: &mut Vec<u8>, with_digest: bool) {
-        let mut fields = Fields::begin(out);
-        fields.str("effect_id", &self.effect_id);
-        fields.int("ledger_revision", i128::from(self.ledger_revision));
-        fields.str("obligation", &self.obligation);
-        fields.str("prior_record_digest", &self.prior_record_digest);
-        fields.str("proof_digest", &self.proof_digest);
-        fields.str("proof_ref", &self.proof_ref);
-        fields.str("reason", &self.reason);
-        if with_digest {
-            fields.str("record_digest", &self.record_digest);
-        }
-        fields.str("schema_version", &self.schema_version);
-        fields.str("status", &self.status);
-        fields.end();
-    }
-
-    fn own_digest(&self) -> String {
-        form_digest(|out| self.write_members(out, false))
-    }
-}
-
-impl Canonical for EffectRecord {
-    fn write_canonical(&self, out: &mut Vec<u8>) {
-        self.write_members(out, true);
-    }
-}
-
-/// Why effects could not be reconciled.
-#[derive(Debug, thiserror::Error)]
-pub enum EffectError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] valp_store::StoreError),
-    /// The ledger is damaged (file, line, rule).
-    #[error("{path}:{line}: {rule}")]
-    Damaged {
-        /// The ledger.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        rule: String,
-    },
-    /// Writing the ledger failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The ledger.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-/// The digest the first record chains from.
-pub fn empty_ledger_digest() -> String {
-    form_digest(|out| {
-        let mut fields = Fields::begin(out);
-        fields.strs("records", &[]);
-        fields.str("schema_version", "valp-kernel-effect-ledger.v1");
-        fields.end();
-    })
-}
-
-/// The effect id of an obligation.
-pub fn effect_id(obligation: &str) -> String {
-    form_digest(|out| {
-        let mut fields = Fields::begin(out);
-        fields.str("obligation", obligation);
-        fields.str("schema_version", "valp-kernel-effect-identity.v1");
-        fields.end();
-    })
-}
-
-/// Reads and verifies a task's effect ledger (missing = empty).
-pub fn read_ledger(path: &Path) -> Result<Vec<EffectRecord>, EffectError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => {
-            return Err(EffectError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    let mut records: Vec<EffectRecord> = Vec::new();
-    let damaged = |line: usize, rule: String| EffectError::Damaged {
-        path: path.to_owned(),
-        line,
-        rule,
-    };
-    for (index, line) in text.split_inclusive('\n').enumerate() {
-        let number = index + 1;
-        if !line.ends_with('\n') {
-            return Err(damaged(number, "incomplete last line".to_owned()));
-        }
-        let record: EffectRecord = serde_json::from_str(line)
-            .map_err(|error| damaged(number, format!("not an effect record: {error}")))?;
-        if record.canonical_bytes() != line.as_bytes() {
-            return Err(damaged(number, "not canonical JSON".to_owned()));
-        }
-        let prior = records
-            .last()
-            .map_or_else(empty_ledger_digest, |last| last.record_digest.clone());
-        let checks = [
-            (record.schema_version == EFFECT_SCHEMA, "schema_version"),
-            (record.ledger_revision == number as u64, "ledger_revision"),
-            (record.prior_record_digest == prior, "prior_record_digest"),
-            (record.record_digest == record.own_digest(), "record_digest"),
-            (
-                record.effect_id == effect_id(&record.obligation),
-                "effect_id",
-            ),
-            (
-                matches!(record.status.as_str(), "fulfilled" | "blocked"),
-                "status",
-            ),
-        ];
-        if let Some((_, member)) = checks.iter().find(|(ok, _)| !ok) {
-            return Err(damaged(number, format!("{member} does not verify")));
-        }
-        records.push(record);
-    }
-    Ok(records)
-}
-
-/// Calls `each` with every accepted entry of the task journal, in order.
-fn entries(
-    root: &ControlRoot,
-    task_id: &str,
-    mut each: impl FnMut(valp_kernel::replay::CompactEntry),
-) -> Result<(), EffectError> {
-    let path = root.layout().task_dir(task_id).join(JOURNAL_FILE);
-    let mut reader = ChainReader::open(&path)?;
-    while let Some(line) = reader.next_line()? {
-        if line.seq == 0 {
-            continue;
-        }
-        let entry = valp_kernel::decode::decode_compact_entry(&line.entry).map_err(|error| {
-            EffectError::Damaged {
-                path: path.clone(),
-                line: usize::try_from(line.seq + 1).unwrap_or(usize::MAX),
-                rule: error.to_string(),
-            }
-        })?;
-        each(entry);
-    }
-    Ok(())
-}
-
-/// Every `adapter_cancel:` obligation the task journal's accepted entries raised, in order.
-pub fn obligations(root: &ControlRoot, task_id: &str) -> Result<Vec<String>, EffectError> {
-    let mut found = Vec::new();
-    entries(root, task_id, |entry| {
-        found.extend(
-            entry
-                .result
-                .obligations
-                .into_iter()
-                .filter(|obligation| obligation.starts_with(OBLIGATION_PREFIX)),
-        );
-    })?;
-    Ok(found)
+/// The records of a task's effect ledger, verified (read-only: a torn tail is left for the
+/// next writer).
+pub fn read_ledger(root: &ControlRoot, task_id: &str) -> Result<Vec<EffectRecord>, EffectError> {
+    Ok(EffectLedger::of_task(root, task_id, Access::ReadOnly)?
+        .records()
+        .to_vec())
 }
 
 /// The content digests of the evidence the task journal's accepted attempt events carry: the
@@ -278,7 +83,7 @@ pub fn recorded_evidence(
     task_id: &str,
 ) -> Result<BTreeSet<String>, EffectError> {
     let mut found = BTreeSet::new();
-    entries(root, task_id, |entry| {
+    valp_store::effects::journal_entries(&root.layout().task_dir(task_id), |entry| {
         if entry.event.attempt_id.is_some() {
             found.extend(
                 entry
@@ -426,154 +231,20 @@ pub fn reconcile(
     patience: Duration,
 ) -> Result<Vec<EffectRecord>, EffectError> {
     let dir = root.layout().task_dir(task_id);
-    let path = dir.join(EFFECTS_FILE);
-    let _lock = LockGuard::acquire(&dir.join("effects.lock"), Duration::from_secs(30))?;
-    let mut records = read_ledger(&path)?;
-    let done: BTreeSet<String> = records
-        .iter()
-        .map(|record| record.obligation.clone())
-        .collect();
+    let _turn = LockGuard::acquire(&dir.join(RECONCILE_LOCK), Duration::from_secs(30))?;
+    let mut ledger = EffectLedger::of_task(root, task_id, Access::Write)?;
     let mut added = Vec::new();
     let mut seen = BTreeSet::new();
-    for obligation in obligations(root, task_id)? {
-        if done.contains(&obligation) || !seen.insert(obligation.clone()) {
+    for obligation in valp_store::effects::obligations(&dir)? {
+        if ledger.record_of(&obligation).is_some() || !seen.insert(obligation.clone()) {
             continue;
         }
         let outcome = execute(root, &obligation, patience);
-        let (status, proof_ref, proof_digest, reason) = match outcome {
-            Outcome::Fulfilled {
-                proof_ref,
-                proof_digest,
-            } => ("fulfilled", proof_ref, proof_digest, String::new()),
-            Outcome::Blocked { reason } => ("blocked", String::new(), String::new(), reason),
-        };
-        let mut record = EffectRecord {
-            schema_version: EFFECT_SCHEMA.to_owned(),
-            effect_id: effect_id(&obligation),
-            obligation,
-            status: status.to_owned(),
-            proof_ref,
-            proof_digest,
-            reason,
-            ledger_revision: records.len() as u64 + 1,
-            prior_record_digest: records
-                .last()
-                .map_or_else(empty_ledger_digest, |last| last.record_digest.clone()),
-            record_digest: String::new(),
-        };
-        record.record_digest = record.own_digest();
-        append(&path, &record)?;
-        records.push(record.clone());
-        added.push(record);
+        // Another writer that does not take turns (none in valp; the store allows it) may have
+        // recorded it meanwhile: its record stands.
+        if let EffectAppended::Recorded(record) = ledger.append(&obligation, &outcome)? {
+            added.push(record);
+        }
     }
     Ok(added)
-}
-
-fn append(path: &Path, record: &EffectRecord) -> Result<(), EffectError> {
-    let io = |source| EffectError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(io)?;
-    file.write_all(&record.canonical_bytes()).map_err(io)?;
-    file.sync_data().map_err(io)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use super::*;
-
-    fn record(obligation: &str, prior: &str, revision: u64) -> EffectRecord {
-        let mut record = EffectRecord {
-            schema_version: EFFECT_SCHEMA.to_owned(),
-            effect_id: effect_id(obligation),
-            obligation: obligation.to_owned(),
-            status: "blocked".to_owned(),
-            proof_ref: String::new(),
-            proof_digest: String::new(),
-            reason: "test".to_owned(),
-            ledger_revision: revision,
-            prior_record_digest: prior.to_owned(),
-            record_digest: String::new(),
-        };
-        record.record_digest = record.own_digest();
-        record
-    }
-
-    fn ledger(records: &[EffectRecord]) -> Vec<u8> {
-        records
-            .iter()
-            .flat_map(Canonical::canonical_bytes)
-            .collect()
-    }
-
-    #[test]
-    fn a_chained_ledger_reads_back_and_every_break_is_named() {
-        let first = record("adapter_cancel:a", &empty_ledger_digest(), 1);
-        let second = record("adapter_cancel:b", &first.record_digest, 2);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(EFFECTS_FILE);
-        assert_eq!(read_ledger(&path).unwrap(), vec![], "missing is empty");
-        std::fs::write(&path, ledger(&[first.clone(), second.clone()])).unwrap();
-        assert_eq!(
-            read_ledger(&path).unwrap(),
-            vec![first.clone(), second.clone()]
-        );
-
-        let damaged = |bytes: Vec<u8>| {
-            std::fs::write(&path, bytes).unwrap();
-            match read_ledger(&path).unwrap_err() {
-                EffectError::Damaged { line, rule, .. } => (line, rule),
-                other => panic!("{other}"),
-            }
-        };
-        // Reordered: the chain breaks at line 1.
-        assert_eq!(
-            damaged(ledger(&[second.clone(), first.clone()])),
-            (1, "ledger_revision does not verify".to_owned())
-        );
-        // A record rewritten without fixing its digest.
-        let mut forged = second.clone();
-        forged.status = "fulfilled".to_owned();
-        assert_eq!(
-            damaged(ledger(&[first.clone(), forged])),
-            (2, "record_digest does not verify".to_owned())
-        );
-        // Rewritten with a fresh digest: the next record's chain no longer holds.
-        let mut rehashed = first.clone();
-        rehashed.reason = "changed".to_owned();
-        rehashed.record_digest = rehashed.own_digest();
-        assert_eq!(
-            damaged(ledger(&[rehashed, second.clone()])),
-            (2, "prior_record_digest does not verify".to_owned())
-        );
-        // A torn last line and a non-canonical line.
-        let mut torn = ledger(&[first.clone(), second.clone()]);
-        torn.pop();
-        assert_eq!(damaged(torn), (2, "incomplete last line".to_owned()));
-        let spaced = String::from_utf8(ledger(&[first]))
-            .unwrap()
-            .replace(':', ": ");
-        assert_eq!(
-            damaged(spaced.into_bytes()),
-            (1, "not canonical JSON".to_owned())
-        );
-    }
-
-    #[test]
-    fn effect_ids_bind_the_obligation() {
-        assert_ne!(effect_id("adapter_cancel:a"), effect_id("adapter_cancel:b"));
-        assert_eq!(
-            effect_id("x"),
-            sha256_digest(
-                b"{\"obligation\":\"x\",\"schema_version\":\"valp-kernel-effect-identity.v1\"}\n"
-            )
-        );
-    }
 }

@@ -321,14 +321,14 @@ fn fixing(body: &StateBody, policy: &ExecutionPolicy) -> Step {
     let spent = spent_items(body, policy);
     Step::Wait(Wait::Leader(if spent.is_empty() {
         format!(
-            "fixing: every work item is settled; `valp recover {task}` dispatches the task \
+            "fixing: every work item is settled; `valp unblock {task}` dispatches the task \
              again (verification runs again once every required item completed), or redirect \
              or cancel it"
         )
     } else {
         format!(
             "fixing: {} spent the retry budget; `valp retry {task} ITEM` gives one a new \
-             attempt, `valp recover {task}` dispatches the task as it is, or redirect or cancel \
+             attempt, `valp unblock {task}` dispatches the task as it is, or redirect or cancel \
              it",
             spent.join(", ")
         )
@@ -341,14 +341,14 @@ fn blocked(body: &StateBody, policy: &ExecutionPolicy) -> String {
     let spent = spent_items(body, policy);
     if spent.is_empty() {
         format!(
-            "blocked: `valp recover {task}` returns the task to fixing, or redirect or cancel \
+            "blocked: `valp unblock {task}` returns the task to fixing, or redirect or cancel \
              it (no blocked work item can be retried: {})",
             unretriable_reason(body)
         )
     } else {
         format!(
             "blocked: {} spent the retry budget; `valp retry {task} ITEM` gives one a new \
-             attempt, `valp recover {task}` returns the task to fixing, or redirect or cancel it",
+             attempt, `valp unblock {task}` returns the task to fixing, or redirect or cancel it",
             spent.join(", ")
         )
     }
@@ -1012,7 +1012,7 @@ mod tests {
         assert_eq!(
             words,
             "blocked: a spent the retry budget; `valp retry T ITEM` gives one a new attempt, \
-             `valp recover T` returns the task to fixing, or redirect or cancel it"
+             `valp unblock T` returns the task to fixing, or redirect or cancel it"
         );
     }
 
@@ -1063,7 +1063,7 @@ mod tests {
             panic!()
         };
         assert!(
-            words.contains("`valp recover T` dispatches the task again"),
+            words.contains("`valp unblock T` dispatches the task again"),
             "{words}"
         );
     }

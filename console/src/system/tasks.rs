@@ -152,7 +152,7 @@ impl Desk {
             match driver.reconcile_effects(CANCEL_PATIENCE) {
                 Ok(records) => {
                     for record in records {
-                        self.log(&format!("{task}  effect {record}"));
+                        self.log(&format!("{task}  effect {}", effects::Shown(&record)));
                     }
                 }
                 Err(error) => self.log(&format!("{task}: effects: {error}")),
@@ -321,7 +321,7 @@ impl Desk {
                     match effects::reconcile(root, task_id, CANCEL_PATIENCE) {
                         Ok(records) => {
                             for record in &records {
-                                self.log(&format!("{task_id}  effect {record}"));
+                                self.log(&format!("{task_id}  effect {}", effects::Shown(record)));
                             }
                             let _ = write!(message, "; {} cancel(s) carried out", records.len());
                         }

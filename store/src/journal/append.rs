@@ -3,10 +3,10 @@
 use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
 
-use crate::chain::{ChainReader, encode_line};
+use crate::chain::encode_line;
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
-use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
 
@@ -46,26 +46,10 @@ impl<M: Machine> Journal<M> {
         event: &M::Event,
         evidence_set: &[Evidence],
     ) -> Result<Appended, StoreError> {
-        if self.access != Access::Write {
-            return Err(StoreError::Invalid(format!(
-                "{}: opened read-only; open it for writing to append",
-                self.path.display()
-            )));
-        }
-        if let Some(cause) = &self.poisoned {
-            return Err(StoreError::Poisoned {
-                path: self.path.clone(),
-                cause: cause.clone(),
-            });
-        }
+        ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-        let reader = ChainReader::resume(
-            &self.path,
-            self.tip.offset,
-            self.tip.next_seq,
-            &self.tip.digest,
-        )?;
-        self.follow(reader, Some(&lock))?;
+        self.check_not_shortened()?;
+        self.follow(self.reader()?, Some(&lock))?;
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
             // A refusal by the store's own rules writes nothing to the journal and is logged
@@ -165,17 +149,7 @@ impl<M: Machine> Journal<M> {
                 return Err(error);
             }
         };
-        let written = storage
-            .append(file, &line)
-            .map_err(|source| ("write", source))
-            .and_then(|()| storage.sync(file).map_err(|source| ("sync", source)));
-        if let Err((operation, source)) = written {
-            let error = StoreError::UnknownOrCommitted {
-                path,
-                operation,
-                seq,
-                source,
-            };
+        if let Err(error) = crate::io::append_line(storage.as_ref(), file, &path, seq, &line) {
             self.poisoned = Some(error.to_string());
             self.appender = None;
             return Err(error);
@@ -186,7 +160,59 @@ impl<M: Machine> Journal<M> {
             offset: self.tip.offset + line.len() as u64,
         };
         self.guard.observe(seq, event, evidence_set);
+        // The entry is durable: from here on it is acknowledged whatever happens to the head.
+        // A head that cannot be rewritten lags, as after a crash, until the next append.
+        let written = self.advance_anchor(false);
+        self.warnings
+            .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
+        if let Err(error) = written {
+            self.warnings.push(Warning::HeadNotUpdated {
+                seq,
+                error: error.to_string(),
+            });
+        }
         Ok(Appended::Accepted { seq, record })
+    }
+
+    /// Refuses to append when the file is shorter than what this handle verified: it was cut
+    /// under us, and a line appended now would not chain to what is left.
+    fn check_not_shortened(&mut self) -> Result<(), StoreError> {
+        let length = std::fs::metadata(&self.path)
+            .map_err(|source| StoreError::io(&self.path, "stat", source))?
+            .len();
+        if length >= self.tip.offset {
+            return Ok(());
+        }
+        let error = self.anchor.mismatch(format!(
+            "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
+             truncated under an open writer",
+            self.tip.offset,
+            self.tip.next_seq - 1
+        ));
+        self.poisoned = Some(error.to_string());
+        Err(error)
+    }
+}
+
+/// Refuses an append through a handle of the chained file `path` that was opened read-only, or
+/// that an earlier failed write poisoned (`poisoned`: that failure).
+pub(crate) fn ensure_writable(
+    path: &std::path::Path,
+    access: Access,
+    poisoned: Option<&str>,
+) -> Result<(), StoreError> {
+    if access != Access::Write {
+        return Err(StoreError::Invalid(format!(
+            "{}: opened read-only; open it for writing to append",
+            path.display()
+        )));
+    }
+    match poisoned {
+        Some(cause) => Err(StoreError::Poisoned {
+            path: path.to_owned(),
+            cause: cause.to_owned(),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -17,6 +17,13 @@
 //!   `duplicate <kind>` or `rejected <kind> <code> <reason>`, then `done`.
 //! - `hold-lock PATH`: takes the journal lock at PATH, prints `locked`, and holds it until stdin
 //!   ends.
+//! - `effects ROOT LIMIT`: opens the walk task's effect ledger for writing (repairing a torn
+//!   tail), prints `ready <records>`, then records the test obligations that follow
+//!   ([`valp_tests::store::obligation`] `records`, `records + 1`, …), printing `acked <n>`
+//!   after each durable record; stops after LIMIT.
+//! - `effects-contend ROOT COUNT PROCESS`: opens the effect ledger, prints `ready`, waits for a
+//!   line on stdin, then records obligations 0 to COUNT - 1 with an outcome naming PROCESS,
+//!   printing `recorded <n>` or `already <n>` (another writer recorded it first), then `done`.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -24,10 +31,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use valp_kernel::{Identity, IdentityKind, Int};
+use valp_store::effects::{EffectAppended, EffectLedger};
 use valp_store::io::OsStorage;
 use valp_store::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use valp_store::{Access, Appended, ControlRoot, Journal};
-use valp_tests::store::{History, Rng, TASK_ID};
+use valp_tests::store::{History, Rng, TASK_ID, obligation, outcome};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -49,6 +57,10 @@ fn main() -> ExitCode {
             )
         })(),
         ["hold-lock", path] => hold_lock(Path::new(path)),
+        ["effects", root, limit] => (|| record_effects(effect_ledger(root)?, number(limit)?))(),
+        ["effects-contend", root, count, process] => {
+            (|| contend_effects(effect_ledger(root)?, number(count)?, process))()
+        }
         _ => Err(format!("usage: see the module documentation; got {args:?}")),
     };
     match result {
@@ -68,6 +80,11 @@ fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
 fn open(root: &str) -> Result<Journal, String> {
     let root = ControlRoot::open(Path::new(root), Arc::new(OsStorage)).map_err(text)?;
     root.open_task(TASK_ID, Access::Write).map_err(text)
+}
+
+fn effect_ledger(root: &str) -> Result<EffectLedger, String> {
+    let root = ControlRoot::open(Path::new(root), Arc::new(OsStorage)).map_err(text)?;
+    EffectLedger::of_task(&root, TASK_ID, Access::Write).map_err(text)
 }
 
 fn text(error: impl std::fmt::Display) -> String {
@@ -154,4 +171,40 @@ fn hold_lock(path: &Path) -> Result<(), String> {
         .read_line(&mut String::new())
         .map_err(text)?;
     Ok(())
+}
+
+fn record_effects(mut ledger: EffectLedger, limit: usize) -> Result<(), String> {
+    let start = ledger.records().len();
+    say(&format!("ready {start}"))?;
+    for number in start..start + limit {
+        match ledger
+            .append(&obligation(number), &outcome(number, "appender"))
+            .map_err(text)?
+        {
+            EffectAppended::Recorded(_) => say(&format!("acked {number}"))?,
+            EffectAppended::AlreadyRecorded(_) => {
+                return Err(format!("obligation {number} was recorded by someone else"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn contend_effects(mut ledger: EffectLedger, count: usize, process: &str) -> Result<(), String> {
+    say("ready")?;
+    std::io::stdin()
+        .lock()
+        .read_line(&mut String::new())
+        .map_err(text)?;
+    for number in 0..count {
+        let line = match ledger
+            .append(&obligation(number), &outcome(number, process))
+            .map_err(text)?
+        {
+            EffectAppended::Recorded(_) => format!("recorded {number}"),
+            EffectAppended::AlreadyRecorded(_) => format!("already {number}"),
+        };
+        say(&line)?;
+    }
+    say("done")
 }

@@ -1,0 +1,54 @@
+//! `valp recover`: the way on after a journal was refused (see `valp_store::recover`).
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use valp_store::ControlRoot;
+
+use crate::doctor::sanitize::display_text;
+use valp_store::recover::{ledger_plan, recover_ledger, recover_task, task_plan};
+
+use super::{CommandError, confirm};
+
+/// What to recover: a task's journal, or the ledger (`None`).
+pub(super) fn run(
+    root: &ControlRoot,
+    task: Option<&str>,
+    yes: bool,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let plan = match task {
+        Some(task) => task_plan(root, task)?,
+        None => ledger_plan(root)?,
+    };
+    for line in plan.describe() {
+        writeln!(out, "{}", display_text(&line))?;
+    }
+    if !plan.needed() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = task.unwrap_or("installation");
+    if !yes {
+        confirm::typed(
+            input,
+            out,
+            &format!("type {name} to recover its journal as shown"),
+            name,
+            "the journal was not changed",
+        )?;
+    }
+    let recovered = match task {
+        Some(task) => recover_task(root, task, &plan)?,
+        None => recover_ledger(root, &plan)?,
+    };
+    for backup in &recovered.backups {
+        writeln!(out, "backup: {}", backup.display())?;
+    }
+    writeln!(
+        out,
+        "recovered: {} entries, anchored at seq {}",
+        recovered.head.seq, recovered.head.seq
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
