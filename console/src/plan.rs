@@ -53,6 +53,12 @@
 //! retry_budget = 2                                 # attempts per work item, 1..=10, default 2
 //! approval = "none"                                # or "required": the Leader approves
 //!                                                  # after the review, default "none"
+//!
+//! [dimensions]                                     # optional: the dimension gates
+//! version = 1                                      # see [`dimensions`]
+//! [dimensions.quality]                             # quality | experience | cost | stability
+//! required = true
+//! rules = [{ rule_id = "no-failed", measure = "quality.verification_failed", operator = "eq", threshold = 0 }]
 //! ```
 //!
 //! Paths (`cwd`, `expected_evidence`) are relative to the project folder, the folder that
@@ -104,7 +110,9 @@
 //!   listed once;
 //! - numbers are in range (`timeout_seconds` 1..=86400, `max_concurrency` 1..=64,
 //!   `retry_budget` 1..=10);
-//! - `degradable_soft_items` lists existing `soft` work items, each once.
+//! - `degradable_soft_items` lists existing `soft` work items, each once;
+//! - the `[dimensions]` rules of [`dimensions`] (supported version and operators, known measures
+//!   of the gate's dimension, unique rule ids, a required gate has a rule).
 //!
 //! # Canonical form
 //!
@@ -117,8 +125,9 @@
 //! digests of plans published earlier do not change. Publishing stores exactly
 //! these bytes as evidence; [`Plan::from_canonical`] reads them back and refuses any byte that
 //! differs from the re-encoding. The frozen Done policy is derived from the plan as its own
-//! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v1`), which the Done gate
-//! evaluates at closure.
+//! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v1`, or `.v2` with the
+//! dimension gates when the plan has `[dimensions]`), which the Done gate evaluates at closure.
+//! `[dimensions]` is written only when present, so plans without it keep their digests.
 //!
 //! # Publication
 //!
@@ -130,6 +139,7 @@
 
 mod canonical;
 mod check;
+pub mod dimensions;
 mod error;
 mod graph;
 pub mod paths;
@@ -141,6 +151,8 @@ use std::path::Path;
 
 use toml::de::DeTable;
 use valp_kernel::Requirement;
+
+use dimensions::Dimensions;
 
 pub use error::{PlanError, PlanErrors, PlanProblem};
 pub use publication::{
@@ -187,6 +199,8 @@ pub struct Plan {
     pub done: DoneSettings,
     /// How the work runs.
     pub execution: Execution,
+    /// The dimension gates (`[dimensions]`), when the plan declares them.
+    pub dimensions: Option<Dimensions>,
 }
 
 /// An acceptance criterion.
@@ -452,6 +466,10 @@ impl Plan {
                 .collect(),
             skippable_optional_items: self.done.skippable_optional_items,
             degradable_soft_items: self.done.degradable_soft_items.clone(),
+            dimensions: self
+                .dimensions
+                .as_ref()
+                .map(|dimensions| dimensions.policy(&self.task_id)),
         }
     }
 }

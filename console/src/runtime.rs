@@ -7,12 +7,14 @@
 //! - [`driver`]: one task driven step by step: proposals with their evidence, launches,
 //!   verification, the Done gate.
 //! - [`effects`]: `adapter_cancel:` obligations carried out once and recorded.
+//! - [`measures`]: the values the dimension gates compare, measured at closure.
 //! - [`control`]: the Leader's operations (cancel, interrupt, resume, redirect, review,
 //!   approval) with their authority evidence.
 
 pub mod control;
 pub mod driver;
 pub mod effects;
+pub mod measures;
 pub mod workflow;
 
 use valp_kernel::{Event, EventKind, Identity, IdentityKind, StateBody};

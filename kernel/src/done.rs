@@ -47,21 +47,32 @@
 //! `advisory_criterion:<id>:<result or missing>` (a criterion that is not required),
 //! `optional_skipped:<id>`, `soft_degraded:<id>`.
 //!
-//! Dimension gates (§10.1: Quality, Experience, Cost, Stability) are not modelled separately: a
-//! required quality gate is a required criterion of the policy.
+//! **Dimension gates** (§10.1, [`crate::dimension`]). A v2 policy carries a dimension section and
+//! its closure the System's measurement; the four gates are evaluated after the criteria:
+//!
+//! | check | reason |
+//! |---|---|
+//! | a v2 policy's closure carries a measurement | `dimension_measures_missing` |
+//! | a v1 policy's closure carries none | `dimension_measures_unexpected` |
+//! | a required gate is `pass` | `dimension_gate:<dimension>:<fail or unverifiable>` |
+//!
+//! A gate that is not required and not `pass` is a note,
+//! `advisory_dimension:<dimension>:<verdict>`. The gate's own reasons are in
+//! [`dimension_gates`]. A v1 policy keeps the rule it was frozen under: no dimension gate.
 
-mod decode;
+pub(crate) mod decode;
 mod model;
 
 use std::collections::BTreeSet;
 
 pub use decode::{decode_done_closure, decode_done_gate, decode_done_policy};
 pub use model::{
-    CLOSURE_SCHEMA, ClosureCriterion, DoneClosure, DoneGate, DonePolicy, GATE_SCHEMA,
-    POLICY_SCHEMA, PolicyCriterion,
+    CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2, ClosureCriterion, DoneClosure, DoneGate, DonePolicy,
+    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, PolicyCriterion,
 };
 
 use crate::canonical::Canonical;
+use crate::dimension::{self, GateResult, GateVerdict};
 use crate::model::{
     ClaimResult, Evidence, Requirement, StateBody, TaskStatus, WorkItem, WorkItemStatus,
 };
@@ -79,10 +90,27 @@ pub fn evaluate(state: &StateBody, policy: &DonePolicy, closure: &DoneClosure) -
     findings.policy(state, policy, closure);
     findings.claim(closure);
     findings.criteria(policy, closure);
+    findings.dimensions(state, policy, closure);
     for item in &state.work_items {
         findings.item(state, policy, item);
     }
     DoneGate::from_findings(findings.reasons, findings.notes)
+}
+
+/// The four dimension gates of a v2 `policy` for `closure`'s measurement (`None` for a v1
+/// policy or a closure without a measurement).
+pub fn dimension_gates(
+    state: &StateBody,
+    policy: &DonePolicy,
+    closure: &DoneClosure,
+) -> Option<Vec<GateResult>> {
+    let dimensions = policy.dimensions.as_ref()?;
+    let measures = closure.measures.as_ref()?;
+    Some(dimension::evaluate(
+        dimensions,
+        state.task_id.value(),
+        measures,
+    ))
 }
 
 /// [`evaluate`], and every evidence id a closure criterion cites must be in `evidence_set` (the
@@ -268,6 +296,27 @@ impl Findings {
             if !known {
                 self.reasons
                     .push(format!("unknown_criterion:{}", claimed.criterion_id));
+            }
+        }
+    }
+
+    fn dimensions(&mut self, state: &StateBody, policy: &DonePolicy, closure: &DoneClosure) {
+        match (&policy.dimensions, &closure.measures) {
+            (Some(_), None) => self.reasons.push("dimension_measures_missing".to_owned()),
+            (None, Some(_)) => self
+                .reasons
+                .push("dimension_measures_unexpected".to_owned()),
+            _ => {}
+        }
+        for gate in dimension_gates(state, policy, closure).unwrap_or_default() {
+            if gate.verdict == GateVerdict::Pass {
+                continue;
+            }
+            let named = format!("{}:{}", gate.dimension, gate.verdict);
+            if gate.required {
+                self.reasons.push(format!("dimension_gate:{named}"));
+            } else {
+                self.notes.push(format!("advisory_dimension:{named}"));
             }
         }
     }

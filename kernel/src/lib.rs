@@ -22,6 +22,7 @@
 
 pub mod canonical;
 pub mod decode;
+pub mod dimension;
 pub mod done;
 pub mod frontier;
 pub(crate) mod history;

@@ -107,6 +107,7 @@ fn policy() -> DonePolicy {
         ],
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-soft".to_owned()],
+        dimensions: None,
     }
 }
 
@@ -128,6 +129,7 @@ fn closure(policy: &DonePolicy) -> DoneClosure {
             claimed("docs", C::Pass, &["ev-docs"]),
             claimed("lint", C::Pass, &[]),
         ],
+        measures: None,
     }
 }
 
@@ -525,11 +527,13 @@ fn a_task_without_work_items_or_criteria_needs_only_the_claim() {
         criteria: Vec::new(),
         skippable_optional_items: false,
         degradable_soft_items: Vec::new(),
+        dimensions: None,
     };
     let closure = DoneClosure {
         policy_digest: policy.digest(),
         completion_claim: C::Pass,
         criteria: Vec::new(),
+        measures: None,
     };
     passes(&recording(Vec::new()), &policy, &closure, &[]);
 }
@@ -552,6 +556,7 @@ fn every_reason_is_reported_in_check_order() {
             claimed("docs", C::NotApplicable, &[]),
             claimed("lint", C::Fail, &[]),
         ],
+        measures: None,
     };
     assert_eq!(
         run(&state, &policy, &closure),
@@ -823,15 +828,21 @@ fn the_policy_decoder_is_strict() {
             error("policy.criteria", DecodeErrorKind::Missing),
         ),
         (
-            r#"{"schema_version":"valp-kernel-done-policy.v2","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+            r#"{"schema_version":"valp-kernel-done-policy.v3","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
                 .to_owned(),
             error(
                 "policy.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-policy.v1",
-                    found: "valp-kernel-done-policy.v2".to_owned(),
+                    expected: "valp-kernel-done-policy.v1 or .v2",
+                    found: "valp-kernel-done-policy.v3".to_owned(),
                 },
             ),
+        ),
+        (
+            // v2 carries the dimension gates (tests/dimension_gates.rs).
+            r#"{"schema_version":"valp-kernel-done-policy.v2","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+                .to_owned(),
+            error("policy.dimensions", DecodeErrorKind::Missing),
         ),
         (
             format!(r#"{{{P},"criteria":[],"skippable_optional_items":1,"degradable_soft_items":[]}}"#),
@@ -1020,7 +1031,7 @@ fn the_closure_decoder_is_strict_and_its_claims_closed() {
             error(
                 "closure.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-closure.v1",
+                    expected: "valp-kernel-done-closure.v1 or .v2",
                     found: "valp-kernel-done-policy.v1".to_owned(),
                 },
             ),

@@ -7,17 +7,20 @@
 //! **Where the gate's inputs are.** The Done policy is frozen with the task's first accepted
 //! entry (revision 1, normally `routing_validation_started`): its EvidenceSet carries the
 //! policy as evidence `done-policy-…`, whose blob (in the root's evidence store) is the
-//! canonical `valp-kernel-done-policy.v1` record. A `recording_completed` must carry that same
+//! canonical `valp-kernel-done-policy.v1` (or `.v2`, with dimension gates) record. A `recording_completed` must carry that same
 //! evidence (id and digest) and exactly one closure, evidence `done-closure-…`, whose blob is a
-//! canonical `valp-kernel-done-closure.v1` record naming the policy's digest. Every evidence id
+//! canonical `valp-kernel-done-closure.v1` (`.v2` for a v2 policy) record naming the policy's digest. Every evidence id
 //! the closure cites must be in the same EvidenceSet.
 //!
 //! **Append.** A proposal the kernel would accept is checked against the State before it: the
-//! revision-1 entry's policy evidence must be unique and its blob a valid policy (so a task can
-//! never freeze a policy that no closure could satisfy), and a `recording_completed` must pass
-//! the gate. A refusal writes nothing to the journal, is logged to `rejections.jsonl` with code
-//! `VALP-E-DONE-GATE`, and is returned as [`StoreError::DoneGate`] with the reasons. Proposals
-//! the kernel refuses (or answers as duplicates) are left to the kernel.
+//! revision-1 entry's policy evidence must be unique and its blob a valid policy whose
+//! dimension-policy version and operators (v2) are supported (so a task can never freeze a
+//! policy that no closure could satisfy:
+//! `done_policy_unsupported:VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION:<version>` or
+//! `…-OPERATOR:<rule>:<operator>`), and a `recording_completed` must pass the gate. A refusal
+//! writes nothing to the journal, is logged to `rejections.jsonl` with code `VALP-E-DONE-GATE`,
+//! and is returned as [`StoreError::DoneGate`] with the reasons. Proposals the kernel refuses
+//! (or answers as duplicates) are left to the kernel.
 //!
 //! **Open.** Every recorded `recording_completed` is gated again against the State before it;
 //! its blobs must be present and match their digests. A failure refuses the journal
@@ -39,6 +42,7 @@
 
 use valp_kernel::canonical::decode_canonical;
 use valp_kernel::decode::DecodeError;
+use valp_kernel::dimension;
 use valp_kernel::done::{
     self, DoneGate, POLICY_EVIDENCE_PREFIX, decode_done_closure, decode_done_policy,
     evidence_with_prefix,
@@ -131,13 +135,21 @@ impl DoneGuard {
     }
 
     /// Reasons to refuse freezing the Done policy evidence of a revision-1 proposal: more than
-    /// one policy, or a policy blob that is missing, damaged or not a valid policy.
+    /// one policy, a policy blob that is missing, damaged or not a valid policy, or a v2 policy
+    /// whose dimension version or an operator is unsupported (no closure could pass it).
     fn freezing(&self, evidence_set: &[Evidence]) -> Result<Vec<String>, StoreError> {
         let mut reasons = Vec::new();
         match evidence_with_prefix(evidence_set, POLICY_EVIDENCE_PREFIX).as_slice() {
             [] => {}
             [policy] => {
-                self.read(policy, "done_policy", decode_done_policy, &mut reasons)?;
+                let decoded = self.read(policy, "done_policy", decode_done_policy, &mut reasons)?;
+                if let Some(dimensions) = decoded.and_then(|policy| policy.dimensions) {
+                    reasons.extend(
+                        dimension::unsupported(&dimensions)
+                            .into_iter()
+                            .map(|reason| format!("done_policy_unsupported:{reason}")),
+                    );
+                }
             }
             _ => reasons.push("done_policy_ambiguous".to_owned()),
         }

@@ -81,7 +81,7 @@ impl Project {
         let items = lines
             .filter(|line| {
                 line.starts_with("  ")
-                    && !["  effect", "  rejected ", "  inbox:"]
+                    && !["  effect", "  rejected ", "  inbox:", "  gate"]
                         .iter()
                         .any(|prefix| line.starts_with(prefix))
             })

@@ -208,6 +208,8 @@ fn what_a_pane_shows_never_changes_its_identity() {
     // A second pane running the same command takes the focus.
     server.run(&["split-window", "-t", "%0", "sh"]);
     server.wait_for("%1", "#{pane_active}", "1");
+    // Until tmux's child has exec'd the command, the pane reports the shell that starts it.
+    server.wait_for("%1", "#{pane_current_command}", "sh");
     let after = observe_sockets(&[&socket]);
     let moved = pane(&after, &socket, "%0");
     assert_eq!(moved.display.title.as_deref(), Some("Leader? pick me"));

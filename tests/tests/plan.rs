@@ -120,7 +120,7 @@ fn unknown_keys_are_refused_at_every_level() {
         problems(&text),
         [
             "plan.toml:4:1: title: unknown key (expected one of: schema_version, task_id, goal, \
-             non_goals, criteria, work_items, verification, done, execution)",
+             non_goals, criteria, work_items, verification, done, execution, dimensions)",
             "plan.toml:9:1: criteria[0].weight: unknown key (expected one of: id, description, \
              required, not_applicable_allowed, verify)",
             "plan.toml:13:1: work_items[0].owner: unknown key (expected one of: id, description, \
@@ -692,7 +692,7 @@ degradable_soft_items = ["b"]
         refused.to_string(),
         "dir/plan.toml:2:11: task_id: not a valid id: contains a path separator ('/' or '\\')
 dir/plan.toml:3:8: goal: must not be empty
-dir/plan.toml:4:1: extra: unknown key (expected one of: schema_version, task_id, goal, non_goals, criteria, work_items, verification, done, execution)
+dir/plan.toml:4:1: extra: unknown key (expected one of: schema_version, task_id, goal, non_goals, criteria, work_items, verification, done, execution, dimensions)
 dir/plan.toml:9:10: criteria[0].verify: must not be empty (argv[0] is the program to run)
 dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at criteria[0].id)
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a
@@ -1140,4 +1140,129 @@ fn broken_plans_are_refused_by_the_schema() {
         assert!(validator.is_valid(&toml_as_json(&text)), "{text}");
         assert_eq!(problems(&text), Vec::<String>::new());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The dimension gates (`[dimensions]`, console/src/plan/dimensions.rs)
+
+const DIMENSIONS: &str = r#"
+[dimensions]
+version = 1
+[dimensions.quality]
+required = true
+rules = [{ rule_id = "no-failed", measure = "quality.verification_failed", operator = "eq", threshold = 0 }]
+[dimensions.stability]
+rules = [{ rule_id = "few-retries", measure = "stability.retries", operator = "le", threshold = 2 }]
+"#;
+
+#[test]
+fn a_dimensions_section_freezes_a_v2_done_policy_and_round_trips() {
+    let text = base_and(DIMENSIONS);
+    let parsed = plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
+    let bytes = parsed.canonical_bytes();
+    let canonical = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        canonical.contains(concat!(
+            r#""dimensions":{"cost":{"required":false,"rules":[]},"#,
+            r#""experience":{"required":false,"rules":[]},"#,
+            r#""quality":{"required":true,"rules":[{"measure":"quality.verification_failed","operator":"eq","rule_id":"no-failed","threshold":0}]},"#,
+            r#""stability":{"required":false,"rules":[{"measure":"stability.retries","operator":"le","rule_id":"few-retries","threshold":2}]},"version":1},"#
+        )),
+        "{canonical}"
+    );
+    assert_eq!(Plan::from_canonical("plan", &bytes).unwrap(), parsed);
+    let policy = parsed.done_policy();
+    let policy_text = String::from_utf8(policy.canonical_bytes()).unwrap();
+    assert!(policy_text.contains(r#""schema_version":"valp-kernel-done-policy.v2""#));
+    assert!(policy_text.contains(
+        r#""policy_id":"t:dimensions","scope_task_id":"t","version":"valp-kernel-dimension-policy.v1""#
+    ));
+    assert_eq!(
+        decode_done_policy(&decode_canonical(&policy.canonical_bytes()).unwrap()).unwrap(),
+        policy
+    );
+    // Without the section the policy stays v1.
+    let plain = plan::parse(Path::new("plan.toml"), BASE.as_bytes()).unwrap();
+    assert!(plain.done_policy().dimensions.is_none());
+    assert!(
+        !String::from_utf8(plain.canonical_bytes())
+            .unwrap()
+            .contains("dimensions")
+    );
+}
+
+#[test]
+fn dimension_rules_are_checked_at_parse_with_the_spec_codes() {
+    let cases = [
+        (
+            DIMENSIONS.replace("version = 1", "version = 3"),
+            "plan.toml:21:11: dimensions.version: VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION: \
+             version 3 is not supported (supported: 1)",
+        ),
+        (
+            DIMENSIONS.replace("version = 1", "version = \"1\""),
+            "plan.toml:21:11: dimensions.version: expected an integer, found a string",
+        ),
+        (
+            DIMENSIONS.replace("operator = \"eq\"", "operator = \"~=\""),
+            "plan.toml:24:87: dimensions.quality.rules[0].operator: \
+             VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR: operator \"~=\" is not supported \
+             (expected one of: eq, ne, lt, le, gt, ge)",
+        ),
+        (
+            DIMENSIONS.replace("quality.verification_failed", "quality.vibes"),
+            "plan.toml:24:45: dimensions.quality.rules[0].measure: unknown measure \
+             \"quality.vibes\" (expected one of: quality.verification_passed, \
+             quality.verification_failed, quality.verification_percent, quality.review_rejections)",
+        ),
+        (
+            DIMENSIONS.replace("stability.retries", "cost.tokens"),
+            "plan.toml:26:47: dimensions.stability.rules[0].measure: \"cost.tokens\" is a cost \
+             measure, not a stability one",
+        ),
+        (
+            DIMENSIONS.replace("few-retries", "no-failed"),
+            "plan.toml:26:22: dimensions.stability.rules[0].rule_id: duplicate dimension rule id \
+             \"no-failed\" (first at dimensions.quality.rules[0].rule_id)",
+        ),
+        (
+            DIMENSIONS.replace(
+                "rules = [{ rule_id = \"no-failed\", measure = \"quality.verification_failed\", \
+                 operator = \"eq\", threshold = 0 }]",
+                "",
+            ),
+            "plan.toml:22:1: dimensions.quality.rules: a required gate needs at least one rule",
+        ),
+        (
+            DIMENSIONS.replace("threshold = 2", "threshold = 2.5"),
+            "plan.toml:26:97: dimensions.stability.rules[0].threshold: expected an integer, \
+             found a float",
+        ),
+        (
+            DIMENSIONS.replace("[dimensions.stability]", "[dimensions.speed]"),
+            "plan.toml:25:13: dimensions.speed: unknown key (expected one of: version, quality, \
+             experience, cost, stability)",
+        ),
+    ];
+    let mut mismatched = Vec::new();
+    let validator = validator(SCHEMA);
+    let parsed = plan::parse(Path::new("plan.toml"), base_and(DIMENSIONS).as_bytes()).unwrap();
+    let canonical: Value = serde_json::from_slice(&parsed.canonical_bytes()).unwrap();
+    assert_eq!(errors(&validator, &canonical), Vec::<String>::new());
+    assert!(validator.is_valid(&toml_as_json(&base_and(DIMENSIONS))));
+    for (section, expected) in cases {
+        // The schema refuses what the reader refuses (duplicate rule ids aside: a schema
+        // cannot compare ids across gates).
+        if section.contains("few-retries") {
+            assert!(
+                !validator.is_valid(&toml_as_json(&base_and(&section))),
+                "{section}"
+            );
+        }
+        let found = problems(&base_and(&section));
+        if found != [expected.to_owned()] {
+            mismatched.push(format!("{found:?}\n  expected {expected:?}"));
+        }
+    }
+    assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
 }

@@ -113,6 +113,7 @@ fn done_policy() -> DonePolicy {
         ],
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-c".to_owned()],
+        dimensions: None,
     }
 }
 
@@ -133,6 +134,7 @@ fn passing_closure() -> DoneClosure {
             claim("tests", ClaimResult::Pass, &["ev-tests"]),
             claim("docs", ClaimResult::NotApplicable, &["ev-no-docs"]),
         ],
+        measures: None,
     }
 }
 
@@ -441,7 +443,7 @@ fn a_failing_closure_is_refused_with_its_reasons() {
         &set,
         &strings(&[
             "done_closure_invalid:closure.schema_version: schema_version must be \
-             \"valp-kernel-done-closure.v1\", found \"valp-kernel-done-policy.v1\"",
+             \"valp-kernel-done-closure.v1 or .v2\", found \"valp-kernel-done-policy.v1\"",
         ]),
     );
 }
@@ -713,7 +715,28 @@ fn the_policy_frozen_at_revision_one_must_be_a_readable_policy() {
         content_digest: format!("sha256:{}", "0".repeat(64)),
     };
     let not_a_policy = store_evidence(&root, "done-policy-", &passing_closure().canonical_bytes());
+    // v2 policies no closure could pass: an unsupported dimension operator, or version.
+    let (mut approx, _) = dimension_policy_and_closure(0);
+    let dimensions = approx.dimensions.as_mut().unwrap();
+    dimensions.gates.quality.rules[0].operator = "approx".to_owned();
+    let approx = store_evidence(&root, "done-policy-", &approx.canonical_bytes());
+    let (mut future, _) = dimension_policy_and_closure(0);
+    future.dimensions.as_mut().unwrap().version = "valp-kernel-dimension-policy.v7".to_owned();
+    let future = store_evidence(&root, "done-policy-", &future.canonical_bytes());
     let cases = [
+        (
+            vec![approx],
+            strings(&[
+                "done_policy_unsupported:VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR:no-failed:approx",
+            ]),
+        ),
+        (
+            vec![future],
+            strings(&[
+                "done_policy_unsupported:VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION:\
+                 valp-kernel-dimension-policy.v7",
+            ]),
+        ),
         (
             vec![good.clone(), second],
             strings(&["done_policy_ambiguous"]),
@@ -729,7 +752,7 @@ fn the_policy_frozen_at_revision_one_must_be_a_readable_policy() {
             vec![not_a_policy],
             strings(&[
                 "done_policy_invalid:policy.schema_version: schema_version must be \
-                 \"valp-kernel-done-policy.v1\", found \"valp-kernel-done-closure.v1\"",
+                 \"valp-kernel-done-policy.v1 or .v2\", found \"valp-kernel-done-closure.v1\"",
             ]),
         ),
     ];
@@ -852,4 +875,63 @@ fn a_reference_store_done_without_a_policy_imports_under_the_reference_rule() {
         std::fs::read(out.join(KERNEL_DIR).join(REPLAY_FILE)).unwrap(),
         std::fs::read(source.join(KERNEL_DIR).join(REPLAY_FILE)).unwrap()
     );
+}
+
+/// A v2 Done policy (`done_policy()` with a required Quality gate: no failed check) and a
+/// closure of it measuring `failed` failed checks.
+fn dimension_policy_and_closure(failed: i128) -> (DonePolicy, DoneClosure) {
+    use valp_kernel::dimension::{
+        DimensionMeasures, DimensionPolicy, DimensionRule, POLICY_VERSION,
+    };
+    let mut policy = done_policy();
+    let mut dimensions = DimensionPolicy {
+        policy_id: format!("{TASK}:dimensions"),
+        version: POLICY_VERSION.to_owned(),
+        scope_task_id: TASK.to_owned(),
+        gates: valp_kernel::dimension::DimensionGates::default(),
+    };
+    dimensions.gates.quality.required = true;
+    dimensions.gates.quality.rules.push(DimensionRule {
+        rule_id: "no-failed".to_owned(),
+        measure: "quality.verification_failed".to_owned(),
+        operator: "eq".to_owned(),
+        threshold: 0,
+    });
+    let measures = DimensionMeasures {
+        policy_id: dimensions.policy_id.clone(),
+        policy_digest: dimensions.digest(),
+        values: [("quality.verification_failed".to_owned(), failed)].into(),
+    };
+    policy.dimensions = Some(dimensions);
+    let mut closure = passing_closure();
+    closure.policy_digest = policy.digest();
+    closure.measures = Some(measures);
+    (policy, closure)
+}
+
+#[test]
+fn a_v2_policy_s_required_quality_gate_is_enforced_on_append_and_its_done_verifies() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = init_root(temp.path());
+    let (policy, failing) = dimension_policy_and_closure(2);
+    let policy_evidence = store_evidence(&root, "done-policy-", &policy.canonical_bytes());
+    let mut task = Task::new(root, std::slice::from_ref(&policy_evidence));
+    task.drive_to_recording();
+    let set = task.closure_set(&policy_evidence, &failing);
+    refused(&mut task, &set, &strings(&["dimension_gate:quality:fail"]));
+    // The same closure without its measurement: a v2 policy needs one.
+    let mut unmeasured = failing.clone();
+    unmeasured.measures = None;
+    let set = task.closure_set(&policy_evidence, &unmeasured);
+    refused(&mut task, &set, &strings(&["dimension_measures_missing"]));
+
+    let (_, passing) = dimension_policy_and_closure(0);
+    let set = task.closure_set(&policy_evidence, &passing);
+    let event = task.event(EventKind::RecordingCompleted, None);
+    assert!(matches!(
+        task.journal.append(&event, &set).unwrap(),
+        Appended::Accepted { .. }
+    ));
+    let verification = verify(&task.root).unwrap();
+    assert_eq!(verification.problems(), 0, "{verification:?}");
 }

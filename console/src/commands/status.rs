@@ -2,7 +2,8 @@
 //! that cannot be read is listed as `problem: task folder tasks/<folder>: <error>` in its
 //! place, the others are shown, and the command exits with 3 at the end. Per task: status,
 //! revision, epoch (and whether it is fenced), control, every work item with its attempt and
-//! frontier position, effects, and the inbox observations naming a current external attempt
+//! frontier position, effects, the four dimension gates of a task frozen with them
+//! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
 //! does it; see [`crate::adapter::external`]).
 
@@ -11,12 +12,12 @@ use std::process::ExitCode;
 
 use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody};
-use valp_store::{Access, ControlRoot};
+use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
 use crate::adapter::external::{self, Inbox};
 use crate::doctor::sanitize::display_text;
-use crate::runtime::effects;
+use crate::runtime::{driver, effects};
 
 pub(super) fn run(
     root: &ControlRoot,
@@ -44,7 +45,10 @@ pub(super) fn run(
             writeln!(out)?;
         }
         match journal {
-            Ok(journal) => write_task(root, journal.live().body(), active, out)?,
+            Ok(journal) => {
+                write_task(root, journal.live().body(), active, out)?;
+                write_gates(root, journal, out)?;
+            }
             Err(problem) => {
                 damaged += 1;
                 writeln!(out, "{problem}")?;
@@ -119,6 +123,44 @@ fn write_task(
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,
     }
     write_inbox_rejections(root, body, out)
+}
+
+/// The four dimension gates of a task whose frozen Done policy has them (v2), as the Done gate
+/// would see them now: `  gate <dimension> <required|advisory> <verdict>[ <code>][: <reasons>]`.
+fn write_gates(
+    root: &ControlRoot,
+    journal: &Journal,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    match driver::task_gates(root, journal) {
+        Ok(None) => {}
+        Ok(Some(gates)) => {
+            for gate in gates {
+                let code = gate
+                    .code()
+                    .map_or_else(String::new, |code| format!(" {code}"));
+                let reasons = if gate.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", gate.reasons.join(", "))
+                };
+                writeln!(
+                    out,
+                    "  gate {:<10} {:<8} {}{code}{}",
+                    gate.dimension.as_str(),
+                    if gate.required {
+                        "required"
+                    } else {
+                        "advisory"
+                    },
+                    gate.verdict.as_str(),
+                    display_text(&reasons)
+                )?;
+            }
+        }
+        Err(error) => writeln!(out, "  gates: {}", display_text(&error.to_string()))?,
+    }
+    Ok(())
 }
 
 /// The rejected inbox observations of every current external attempt (an attempt whose

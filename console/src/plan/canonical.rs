@@ -1,5 +1,6 @@
 //! The canonical JSON of a plan (`valp-plan.v1`) and of its Done policy
-//! (`valp-kernel-done-policy.v1`), and the strict reader of a published plan.
+//! (`valp-kernel-done-policy.v1`, or `.v2` with `[dimensions]`), and the strict reader of a
+//! published plan.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +8,7 @@ use valp_kernel::canonical::{Canonical, decode_canonical};
 use valp_kernel::json::write::{Fields, write_str};
 
 use super::check::{self, Raw};
+use super::dimensions::Dimensions;
 use super::tree;
 use super::{
     Adapter, Criterion, DoneSettings, Execution, PLAN_SCHEMA, Plan, PlanDependency, PlanErrors,
@@ -21,6 +23,7 @@ impl Canonical for Plan {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
         fields.list("criteria", &self.criteria);
+        fields.optional("dimensions", self.dimensions.as_ref());
         fields.canonical("done", &self.done);
         fields.canonical("execution", &self.execution);
         fields.str("goal", &self.goal);
@@ -123,6 +126,18 @@ impl Canonical for DoneSettings {
         let mut fields = Fields::begin(out);
         fields.strs("degradable_soft_items", &self.degradable_soft_items);
         fields.bool("skippable_optional_items", self.skippable_optional_items);
+        fields.end();
+    }
+}
+
+impl Canonical for Dimensions {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        let mut fields = Fields::begin(out);
+        fields.canonical("cost", &self.gates.cost);
+        fields.canonical("experience", &self.gates.experience);
+        fields.canonical("quality", &self.gates.quality);
+        fields.canonical("stability", &self.gates.stability);
+        write_int(&mut fields, "version", self.version);
         fields.end();
     }
 }

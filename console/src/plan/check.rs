@@ -9,7 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use valp_kernel::Requirement;
+use valp_kernel::dimension::{
+    Dimension, DimensionRule, GatePolicy, Operator, UNSUPPORTED_OPERATOR, UNSUPPORTED_VERSION,
+};
 
+use super::dimensions::{self, Dimensions, SUPPORTED_VERSION};
 use super::graph;
 use super::tree::{Member, Node, Value};
 use super::{
@@ -41,6 +45,7 @@ const ROOT_KEYS: &[&str] = &[
     "verification",
     "done",
     "execution",
+    "dimensions",
 ];
 const CRITERION_KEYS: &[&str] = &[
     "id",
@@ -62,6 +67,9 @@ const RUN_KEYS: &[&str] = &["adapter", "argv", "cwd", "timeout_seconds", "env"];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];
 const DONE_KEYS: &[&str] = &["skippable_optional_items", "degradable_soft_items"];
 const EXECUTION_KEYS: &[&str] = &["max_concurrency", "retry_budget", "approval"];
+const DIMENSIONS_KEYS: &[&str] = &["version", "quality", "experience", "cost", "stability"];
+const GATE_KEYS: &[&str] = &["required", "rules"];
+const RULE_KEYS: &[&str] = &["rule_id", "measure", "operator", "threshold"];
 
 /// A value that was read correctly, with where it is.
 #[derive(Debug, Clone)]
@@ -89,6 +97,7 @@ struct Places {
     items: Vec<ItemPlaces>,
     verification: Vec<Option<Placed<String>>>,
     degradable: Vec<Option<Placed<String>>>,
+    rules: Vec<Option<Placed<String>>>,
 }
 
 /// Reads and checks a whole plan document. The plan is meaningful only when no problem was
@@ -392,6 +401,7 @@ impl Reader {
             verification: Vec::new(),
             done: DoneSettings::default(),
             execution: Execution::default(),
+            dimensions: None,
         };
         let Some(table) = self.table(root, "", ROOT_KEYS) else {
             return plan;
@@ -451,6 +461,9 @@ impl Reader {
         }
         if let Some(node) = table.get("execution") {
             plan.execution = self.execution(node);
+        }
+        if let Some(node) = table.get("dimensions") {
+            plan.dimensions = Some(self.dimensions(node));
         }
         plan
     }
@@ -740,6 +753,150 @@ impl Reader {
         done
     }
 
+    fn dimensions(&mut self, node: &Node) -> Dimensions {
+        let mut section = Dimensions {
+            version: SUPPORTED_VERSION,
+            ..Dimensions::default()
+        };
+        let Some(table) = self.table(node, "dimensions", DIMENSIONS_KEYS) else {
+            return section;
+        };
+        if let Some(node) = self.required(&table, "version") {
+            match node.value {
+                Value::Int(Some(version)) if version == i128::from(SUPPORTED_VERSION) => {}
+                Value::Int(version) => {
+                    let shown = version.map_or_else(|| "the number".to_owned(), |n| n.to_string());
+                    self.problem(
+                        node.at,
+                        "dimensions.version",
+                        format!(
+                            "{UNSUPPORTED_VERSION}: version {shown} is not supported \
+                             (supported: {SUPPORTED_VERSION})"
+                        ),
+                    );
+                }
+                _ => self.expected(node, "dimensions.version", "an integer"),
+            }
+        }
+        for &dimension in Dimension::ALL {
+            if let Some(node) = table.get(dimension.as_str()) {
+                let field = table.field(dimension.as_str());
+                *section.gates.get_mut(dimension) = self.gate(node, &field, dimension);
+            }
+        }
+        section
+    }
+
+    fn gate(&mut self, node: &Node, path: &str, dimension: Dimension) -> GatePolicy {
+        let mut gate = GatePolicy::default();
+        let Some(table) = self.table(node, path, GATE_KEYS) else {
+            return gate;
+        };
+        gate.required = self.flag(&table, "required", false);
+        // Rules that were listed but are wrong are reported where they are, not again here.
+        let mut listed = 0;
+        if let Some(node) = table.get("rules") {
+            let rules = self.tables(node, &table.field("rules"));
+            listed = rules.len();
+            for (item, field) in rules {
+                if let Some(rule) = self.rule(item, &field, dimension) {
+                    gate.rules.push(rule);
+                }
+            }
+        }
+        if gate.required && listed == 0 {
+            self.problem(
+                table.at,
+                table.field("rules"),
+                "a required gate needs at least one rule",
+            );
+        }
+        gate
+    }
+
+    fn rule(&mut self, node: &Node, path: &str, dimension: Dimension) -> Option<DimensionRule> {
+        let table = self.table(node, path, RULE_KEYS)?;
+        let id = self
+            .required(&table, "rule_id")
+            .and_then(|node| self.id(node, &table.field("rule_id")));
+        self.places.rules.push(id.clone());
+        let measure = self.required(&table, "measure").and_then(|node| {
+            let field = table.field("measure");
+            let name = self.string(node, &field)?;
+            match dimensions::measure(&name) {
+                Some(known) if known.dimension == dimension => Some(name),
+                Some(known) => {
+                    self.problem(
+                        node.at,
+                        &field,
+                        format!(
+                            "{name:?} is a {} measure, not a {dimension} one",
+                            known.dimension
+                        ),
+                    );
+                    None
+                }
+                None => {
+                    let known: Vec<&str> = dimensions::MEASURES
+                        .iter()
+                        .filter(|measure| measure.dimension == dimension)
+                        .map(|measure| measure.name)
+                        .collect();
+                    self.problem(
+                        node.at,
+                        &field,
+                        format!(
+                            "unknown measure {name:?} (expected one of: {})",
+                            known.join(", ")
+                        ),
+                    );
+                    None
+                }
+            }
+        });
+        let operator = self.required(&table, "operator").and_then(|node| {
+            let field = table.field("operator");
+            let text = self.string(node, &field)?;
+            if Operator::from_wire(&text).is_none() {
+                let known: Vec<&str> = Operator::ALL.iter().map(|op| op.as_str()).collect();
+                self.problem(
+                    node.at,
+                    &field,
+                    format!(
+                        "{UNSUPPORTED_OPERATOR}: operator {text:?} is not supported \
+                         (expected one of: {})",
+                        known.join(", ")
+                    ),
+                );
+                return None;
+            }
+            Some(text)
+        });
+        let threshold = self
+            .required(&table, "threshold")
+            .and_then(|node| match node.value {
+                Value::Int(Some(number)) => Some(number),
+                Value::Int(None) => {
+                    self.problem(
+                        node.at,
+                        table.field("threshold"),
+                        "the number is out of range",
+                    );
+                    None
+                }
+                _ => {
+                    self.expected(node, &table.field("threshold"), "an integer");
+                    None
+                }
+            });
+        Some(DimensionRule {
+            rule_id: id?.value,
+            measure: measure?,
+            operator: operator?,
+            threshold: threshold?,
+        })
+    }
+
     fn execution(&mut self, node: &Node) -> Execution {
         let mut execution = Execution::default();
         let Some(table) = self.table(node, "execution", EXECUTION_KEYS) else {
@@ -796,6 +953,7 @@ fn cross_references(places: &Places, problems: &mut Vec<Raw>) {
         places.items.iter().map(|item| item.id.clone()).collect();
     let index = unique("work item", &items, problems);
     unique("verification", &places.verification, problems);
+    unique("dimension rule", &places.rules, problems);
 
     let mut edges: Vec<Vec<(usize, &Placed<String>)>> = vec![Vec::new(); places.items.len()];
     for (from, item) in places.items.iter().enumerate() {

@@ -28,19 +28,21 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use valp_kernel::canonical::{Canonical, decode_canonical, sha256_digest};
+use valp_kernel::dimension::{DimensionMeasures, GateResult, GateVerdict};
 use valp_kernel::done::{
-    CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, evaluate_bound,
+    CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, dimension_gates,
+    evaluate_bound,
 };
 use valp_kernel::{
-    AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind, StateBody,
-    TaskStatus,
+    AcceptedEvent, AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind,
+    StateBody, TaskStatus,
 };
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
-use super::effects;
 use super::workflow::{
     self, AttemptReport, AttemptSlots, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait,
 };
+use super::{effects, measures};
 use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::external::{self, Inbox};
 use crate::adapter::process::{
@@ -152,16 +154,7 @@ impl Driver {
     ) -> Result<Self, RuntimeError> {
         let journal = root.open_task(task_id, Access::Write)?;
         let (plan, plan_evidence, policy_evidence) = plan::of_task(root, task_id)?;
-        let policy_bytes = root.blobs().get(&policy_evidence.content_digest)?;
-        let policy = decode_canonical(&policy_bytes)
-            .ok()
-            .and_then(|value| valp_kernel::done::decode_done_policy(&value).ok())
-            .ok_or_else(|| {
-                RuntimeError::Integrity(format!(
-                    "the Done policy evidence {} of task {task_id} does not decode",
-                    policy_evidence.evidence_id.value()
-                ))
-            })?;
+        let policy = decode_policy(root, &policy_evidence, task_id)?;
         let project = root
             .layout()
             .root()
@@ -806,54 +799,14 @@ impl Driver {
         })
     }
 
-    /// The verification checks: the plan's verification commands, then every criterion with
-    /// a `verify` command.
+    /// The verification checks of the plan.
     fn checks(&self) -> Vec<Check> {
-        let commands = self.plan.verification.iter().map(|check| Check {
-            id: format!("verification-{}", check.id),
-            argv: check.argv.clone(),
-            cwd: check.cwd.clone(),
-            timeout_seconds: check.timeout_seconds,
-            criterion: None,
-        });
-        let criteria = self.plan.criteria.iter().filter_map(|criterion| {
-            criterion.verify.as_ref().map(|argv| Check {
-                id: format!("criterion-{}", criterion.id),
-                argv: argv.clone(),
-                cwd: ".".to_owned(),
-                timeout_seconds: 300,
-                criterion: Some(criterion.id.clone()),
-            })
-        });
-        commands.chain(criteria).collect()
+        checks(&self.plan)
     }
 
-    /// The revision at which the task last entered `verifying` (the checks of that round are
-    /// named after it, so a later round runs them again).
-    fn verifying_since(&self) -> i128 {
-        self.journal
-            .live()
-            .history()
-            .iter()
-            .rev()
-            .find_map(|accepted| {
-                accepted
-                    .event_id
-                    .value()
-                    .strip_prefix("work_completed-r")
-                    .and_then(|revision| revision.parse::<i128>().ok())
-            })
-            .map_or(0, |revision| revision + 1)
-    }
-
+    /// The slots of `check` in the current verification round.
     fn check_slots(&self, body: &StateBody, check: &Check) -> AttemptSlots {
-        let round = self.verifying_since();
-        AttemptSlots {
-            work_item_id: check.id.clone(),
-            attempt_id: format!("{}:{}:r{round}", body.task_id.value(), check.id),
-            dispatch_id: format!("{}:{}:r{round}", body.task_id.value(), check.id),
-            generation: 1,
-        }
+        check_slots(body, verifying_since(self.journal.live().history()), check)
     }
 
     /// `verifying`: start the checks that have not run, and once every check has finished,
@@ -962,6 +915,7 @@ impl Driver {
             policy_digest: self.policy_evidence.content_digest.clone(),
             completion_claim: ClaimResult::Pass,
             criteria,
+            measures: measurement(&self.root, &self.plan, &self.policy, &self.journal)?,
         };
         let closure_evidence = self.store(CLOSURE_EVIDENCE_PREFIX, &closure.canonical_bytes())?;
         evidence.push(closure_evidence);
@@ -969,9 +923,27 @@ impl Driver {
         evidence.retain(|item| seen.insert(item.evidence_id.clone()));
         let gate = evaluate_bound(body, &evidence, &self.policy, &closure);
         if !gate.passed {
+            // Name each failing dimension gate with its own reasons, beside the matrix's.
+            let dimensions: Vec<String> = dimension_gates(body, &self.policy, &closure)
+                .unwrap_or_default()
+                .iter()
+                .filter(|gate| gate.required && gate.verdict != GateVerdict::Pass)
+                .map(|gate| {
+                    let code = gate
+                        .code()
+                        .map_or_else(String::new, |code| format!(" {code}"));
+                    format!(
+                        "; {} gate {}{code}: {}",
+                        gate.dimension,
+                        gate.verdict,
+                        gate.reasons.join(", ")
+                    )
+                })
+                .collect();
             return Ok(Progress::Waiting(Wait::Leader(format!(
-                "the Done gate refuses: {}",
-                gate.reasons.join(", ")
+                "the Done gate refuses: {}{}",
+                gate.reasons.join(", "),
+                dimensions.concat()
             ))));
         }
         let why = if gate.notes.is_empty() {
@@ -990,6 +962,142 @@ impl Driver {
             .known()
             .filter(|status| status.is_terminal())
     }
+}
+
+/// The verification checks: the plan's verification commands, then every criterion with a
+/// `verify` command.
+fn checks(plan: &Plan) -> Vec<Check> {
+    let commands = plan.verification.iter().map(|check| Check {
+        id: format!("verification-{}", check.id),
+        argv: check.argv.clone(),
+        cwd: check.cwd.clone(),
+        timeout_seconds: check.timeout_seconds,
+        criterion: None,
+    });
+    let criteria = plan.criteria.iter().filter_map(|criterion| {
+        criterion.verify.as_ref().map(|argv| Check {
+            id: format!("criterion-{}", criterion.id),
+            argv: argv.clone(),
+            cwd: ".".to_owned(),
+            timeout_seconds: 300,
+            criterion: Some(criterion.id.clone()),
+        })
+    });
+    commands.chain(criteria).collect()
+}
+
+/// The revision at which the task last entered `verifying` (the checks of that round are
+/// named after it, so a later round runs them again).
+fn verifying_since(history: &[AcceptedEvent]) -> i128 {
+    history
+        .iter()
+        .rev()
+        .find_map(|accepted| {
+            accepted
+                .event_id
+                .value()
+                .strip_prefix("work_completed-r")
+                .and_then(|revision| revision.parse::<i128>().ok())
+        })
+        .map_or(0, |revision| revision + 1)
+}
+
+/// The slots of `check` in the verification round that started at revision `round`.
+fn check_slots(body: &StateBody, round: i128, check: &Check) -> AttemptSlots {
+    AttemptSlots {
+        work_item_id: check.id.clone(),
+        attempt_id: format!("{}:{}:r{round}", body.task_id.value(), check.id),
+        dispatch_id: format!("{}:{}:r{round}", body.task_id.value(), check.id),
+        generation: 1,
+    }
+}
+
+/// How the task's current verification round ended: its checks always run on the process
+/// adapter; one that did not complete (failed, timed out, lost, not run) counts as failed.
+fn final_round(root: &ControlRoot, plan: &Plan, journal: &Journal) -> measures::Round {
+    let body = journal.live().body();
+    let round = verifying_since(journal.live().history());
+    let mut counted = measures::Round::default();
+    for check in checks(plan) {
+        let slots = check_slots(body, round, &check);
+        let dir = root
+            .layout()
+            .root()
+            .join(process::attempt_ref(&slots.attempt_id));
+        match state_of(&dir) {
+            SupervisorState::Finished {
+                status: ObservationStatus::Completed,
+            } => counted.passed += 1,
+            _ => counted.failed += 1,
+        }
+    }
+    counted
+}
+
+/// The dimension measurement for `policy` (`None` for a v1 policy): what the task's journal
+/// and its current verification round show.
+fn measurement(
+    root: &ControlRoot,
+    plan: &Plan,
+    policy: &DonePolicy,
+    journal: &Journal,
+) -> Result<Option<DimensionMeasures>, RuntimeError> {
+    let Some(dimensions) = &policy.dimensions else {
+        return Ok(None);
+    };
+    let round = final_round(root, plan, journal);
+    let values = measures::measure(root, journal.live().body().task_id.value(), round)?;
+    Ok(Some(DimensionMeasures {
+        policy_id: dimensions.policy_id.clone(),
+        policy_digest: dimensions.digest(),
+        values,
+    }))
+}
+
+/// The four dimension gates of a task as the Done gate would see them now (`None` when it has
+/// no published plan or its frozen Done policy has no dimension section), read-only, for
+/// display.
+pub fn task_gates(
+    root: &ControlRoot,
+    journal: &Journal,
+) -> Result<Option<Vec<GateResult>>, RuntimeError> {
+    let body = journal.live().body();
+    let (plan, _, policy_evidence) = match plan::of_task(root, body.task_id.value()) {
+        Ok(published) => published,
+        // A task not published from a plan (an imported reference store, an interrupted
+        // publication) has no frozen Done policy, so no dimension gates.
+        Err(plan::PlanError::NotPublished { .. }) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let policy = decode_policy(root, &policy_evidence, body.task_id.value())?;
+    let Some(measures) = measurement(root, &plan, &policy, journal)? else {
+        return Ok(None);
+    };
+    let closure = DoneClosure {
+        policy_digest: policy_evidence.content_digest.clone(),
+        completion_claim: ClaimResult::Pass,
+        criteria: Vec::new(),
+        measures: Some(measures),
+    };
+    Ok(dimension_gates(body, &policy, &closure))
+}
+
+/// The frozen Done policy of task `task_id` from its evidence blob.
+fn decode_policy(
+    root: &ControlRoot,
+    policy_evidence: &Evidence,
+    task_id: &str,
+) -> Result<DonePolicy, RuntimeError> {
+    let policy_bytes = root.blobs().get(&policy_evidence.content_digest)?;
+    decode_canonical(&policy_bytes)
+        .ok()
+        .and_then(|value| valp_kernel::done::decode_done_policy(&value).ok())
+        .ok_or_else(|| {
+            RuntimeError::Integrity(format!(
+                "the Done policy evidence {} of task {task_id} does not decode",
+                policy_evidence.evidence_id.value()
+            ))
+        })
 }
 
 /// The supervisor state of an attempt folder; a folder that was never prepared is

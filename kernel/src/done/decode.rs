@@ -8,23 +8,38 @@
 
 use std::collections::BTreeSet;
 
+use crate::decode::DecodeErrorKind;
 use crate::decode::reader::{DecodeError, ObjectReader, Path, string, vocabulary};
+use crate::dimension::decode::{measures_at, policy_at};
 use crate::done::model::{
-    CLOSURE_SCHEMA, ClosureCriterion, DoneClosure, DoneGate, DonePolicy, GATE_SCHEMA,
-    POLICY_SCHEMA, PolicyCriterion,
+    CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2, ClosureCriterion, DoneClosure, DoneGate, DonePolicy,
+    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, PolicyCriterion,
 };
 use crate::json::Value;
 use crate::model::ClaimResult;
 
-/// Decodes a Done policy (`valp-kernel-done-policy.v1`).
+/// Decodes a Done policy: `valp-kernel-done-policy.v1`, or `.v2` with its `dimensions`.
 pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
     let path = Path::Root("policy");
     let mut policy = ObjectReader::new(value, &path)?;
-    policy.schema(POLICY_SCHEMA)?;
+    let v2 = versioned(
+        &mut policy,
+        &path,
+        [POLICY_SCHEMA, POLICY_SCHEMA_V2],
+        "valp-kernel-done-policy.v1 or .v2",
+    )?;
     let decoded = DonePolicy {
         criteria: policy.required_list("criteria", policy_criterion_at)?,
         skippable_optional_items: policy.bool("skippable_optional_items")?,
         degradable_soft_items: policy.required_list("degradable_soft_items", id_at)?,
+        dimensions: if v2 {
+            Some(policy_at(
+                policy.required("dimensions")?,
+                &path.key("dimensions"),
+            )?)
+        } else {
+            None
+        },
     };
     policy.finish()?;
     unique_criteria(
@@ -39,16 +54,29 @@ pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
     Ok(decoded)
 }
 
-/// Decodes a Done closure (`valp-kernel-done-closure.v1`).
+/// Decodes a Done closure: `valp-kernel-done-closure.v1`, or `.v2` with its `measures`.
 pub fn decode_done_closure(value: &Value) -> Result<DoneClosure, DecodeError> {
     let path = Path::Root("closure");
     let mut closure = ObjectReader::new(value, &path)?;
-    closure.schema(CLOSURE_SCHEMA)?;
+    let v2 = versioned(
+        &mut closure,
+        &path,
+        [CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2],
+        "valp-kernel-done-closure.v1 or .v2",
+    )?;
     let claim = closure.required("completion_claim")?;
     let decoded = DoneClosure {
         policy_digest: closure.string("policy_digest")?,
         completion_claim: claim_at(claim, &path.key("completion_claim"))?,
         criteria: closure.required_list("criteria", closure_criterion_at)?,
+        measures: if v2 {
+            Some(measures_at(
+                closure.required("measures")?,
+                &path.key("measures"),
+            )?)
+        } else {
+            None
+        },
     };
     closure.finish()?;
     unique_criteria(
@@ -76,6 +104,25 @@ pub fn decode_done_gate(value: &Value) -> Result<DoneGate, DecodeError> {
         ));
     }
     Ok(decoded)
+}
+
+/// Reads `schema_version`, which must be one of `[v1, v2]` (`expected` names both in the
+/// error); whether it is `v2`.
+fn versioned(
+    record: &mut ObjectReader<'_, '_>,
+    path: &Path<'_>,
+    [v1, v2]: [&'static str; 2],
+    expected: &'static str,
+) -> Result<bool, DecodeError> {
+    let found = record.string("schema_version")?;
+    if found == v1 || found == v2 {
+        Ok(found == v2)
+    } else {
+        Err(DecodeError {
+            path: path.key("schema_version").to_string(),
+            kind: DecodeErrorKind::WrongSchema { expected, found },
+        })
+    }
 }
 
 fn policy_criterion_at(value: &Value, path: &Path<'_>) -> Result<PolicyCriterion, DecodeError> {
@@ -115,7 +162,7 @@ fn id_at(value: &Value, path: &Path<'_>) -> Result<String, DecodeError> {
     non_empty(string(value, path)?.to_owned(), path)
 }
 
-fn non_empty(text: String, path: &Path<'_>) -> Result<String, DecodeError> {
+pub(crate) fn non_empty(text: String, path: &Path<'_>) -> Result<String, DecodeError> {
     if text.is_empty() {
         return Err(DecodeError::invalid(path, "must be a non-empty string"));
     }
@@ -145,7 +192,7 @@ fn unique_ids(ids: &[String], list: &Path<'_>, rule: &'static str) -> Result<(),
 }
 
 /// Refuses the second occurrence of an id, at the path `at(index)` names.
-fn unique<'a>(
+pub(crate) fn unique<'a>(
     ids: impl Iterator<Item = &'a str>,
     at: impl Fn(usize) -> String,
     rule: &'static str,

@@ -2,13 +2,18 @@
 //! System submits with `recording_completed`, and the gate's verdict.
 
 use crate::canonical::Canonical;
+use crate::dimension::{DimensionMeasures, DimensionPolicy};
 use crate::json::write::Fields;
 use crate::model::ClaimResult;
 
-/// `schema_version` of a Done policy.
+/// `schema_version` of a Done policy without dimension gates.
 pub const POLICY_SCHEMA: &str = "valp-kernel-done-policy.v1";
-/// `schema_version` of a Done closure.
+/// `schema_version` of a Done policy with a dimension section (RFC 0002 §10.1).
+pub const POLICY_SCHEMA_V2: &str = "valp-kernel-done-policy.v2";
+/// `schema_version` of a Done closure for a v1 policy.
 pub const CLOSURE_SCHEMA: &str = "valp-kernel-done-closure.v1";
+/// `schema_version` of a Done closure for a v2 policy: it carries the dimension measurement.
+pub const CLOSURE_SCHEMA_V2: &str = "valp-kernel-done-closure.v2";
 /// `schema_version` of a Done gate verdict.
 pub const GATE_SCHEMA: &str = "valp-kernel-done-gate.v1";
 
@@ -24,9 +29,10 @@ pub struct PolicyCriterion {
     pub not_applicable_allowed: bool,
 }
 
-/// The Done policy (`valp-kernel-done-policy.v1`), frozen before execution: the task's
-/// criteria, whether optional work items may be skipped, and which soft work items may end
-/// degraded (RFC 0002 §10).
+/// The Done policy, frozen before execution: the task's criteria, whether optional work items
+/// may be skipped, which soft work items may end degraded (RFC 0002 §10) and, from version 2
+/// on, the dimension gates (§10.1). Without `dimensions` it is `valp-kernel-done-policy.v1`,
+/// byte for byte as before; with them, `valp-kernel-done-policy.v2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DonePolicy {
     /// The criteria, in declared order.
@@ -36,6 +42,8 @@ pub struct DonePolicy {
     /// Work item ids (values of `work_item` identities) of soft items that may end `degraded`:
     /// the degradation floor. Only soft items may be listed.
     pub degradable_soft_items: Vec<String>,
+    /// The dimension gates (v2 only).
+    pub dimensions: Option<DimensionPolicy>,
 }
 
 /// The result claimed for one criterion at closure.
@@ -49,8 +57,9 @@ pub struct ClosureCriterion {
     pub evidence_ids: Vec<String>,
 }
 
-/// The closure of a task (`valp-kernel-done-closure.v1`): the top-level completion claim and one
-/// result per criterion, against the policy whose digest it names.
+/// The closure of a task: the top-level completion claim and one result per criterion, against
+/// the policy whose digest it names; for a v2 policy also the dimension measurement
+/// (`valp-kernel-done-closure.v2`, else `valp-kernel-done-closure.v1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DoneClosure {
     /// `sha256:` digest of the frozen [`DonePolicy`]'s canonical bytes.
@@ -59,6 +68,8 @@ pub struct DoneClosure {
     pub completion_claim: ClaimResult,
     /// Criterion results, in any order.
     pub criteria: Vec<ClosureCriterion>,
+    /// What the System measured for the dimension gates (v2 only).
+    pub measures: Option<DimensionMeasures>,
 }
 
 /// The Done gate's verdict (`valp-kernel-done-gate.v1`).
@@ -108,7 +119,13 @@ impl Canonical for DonePolicy {
         let mut fields = Fields::begin(out);
         fields.list("criteria", &self.criteria);
         fields.strs("degradable_soft_items", &self.degradable_soft_items);
-        fields.str("schema_version", POLICY_SCHEMA);
+        fields.optional("dimensions", self.dimensions.as_ref());
+        let schema = if self.dimensions.is_some() {
+            POLICY_SCHEMA_V2
+        } else {
+            POLICY_SCHEMA
+        };
+        fields.str("schema_version", schema);
         fields.bool("skippable_optional_items", self.skippable_optional_items);
         fields.end();
     }
@@ -129,8 +146,14 @@ impl Canonical for DoneClosure {
         let mut fields = Fields::begin(out);
         fields.str("completion_claim", self.completion_claim.as_str());
         fields.list("criteria", &self.criteria);
+        fields.optional("measures", self.measures.as_ref());
         fields.str("policy_digest", &self.policy_digest);
-        fields.str("schema_version", CLOSURE_SCHEMA);
+        let schema = if self.measures.is_some() {
+            CLOSURE_SCHEMA_V2
+        } else {
+            CLOSURE_SCHEMA
+        };
+        fields.str("schema_version", schema);
         fields.end();
     }
 }

@@ -45,6 +45,9 @@ macro_rules! closed_vocabulary {
     };
 }
 
+// The dimension gates (`crate::dimension`) declare their closed vocabularies the same way.
+pub(crate) use closed_vocabulary;
+
 closed_vocabulary! {
     /// The 16 identity kinds; one identity never substitutes for another.
     IdentityKind {
