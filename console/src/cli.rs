@@ -218,7 +218,8 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
     },
-    /// The Leader's review of a task in `reviewing`.
+    /// The Leader's review of a task in `reviewing`: `pass` records it (or, when its plan
+    /// requires approval, asks for the approval), `reject` sends it to `fixing`.
     Review {
         /// The task.
         #[arg(value_name = "TASK")]
@@ -230,7 +231,9 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
     },
-    /// The Leader's decision on a task in `approval_required`.
+    /// The Leader's decision on a task in `approval_required` (a plan with
+    /// `approval = "required"` asks for it when the review passes): `grant` records the task,
+    /// `deny` sends it to `fixing`.
     Approve {
         /// The task.
         #[arg(value_name = "TASK")]
@@ -239,6 +242,35 @@ pub enum Command {
         #[arg(value_name = "DECISION", value_parser = ["grant", "deny"])]
         decision: String,
         /// Why.
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Give a blocked work item a new attempt, as the Leader.
+    ///
+    /// The System retries a failed attempt by itself while the plan's retry budget lasts; then
+    /// the item is blocked and only the Leader retries it. The new attempt (next generation) is
+    /// recorded with who decided it and why, and runs like any other once `valp run` (or the
+    /// console) drives the task. A blocked task is first recovered to `fixing`.
+    Retry {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// The blocked work item.
+        #[arg(value_name = "ITEM")]
+        item: String,
+        /// Why (recorded with the operator action).
+        #[arg(long, default_value = "")]
+        note: String,
+    },
+    /// Move a task that waits for the Leader forward again: a `blocked` task goes to `fixing`
+    /// (`blocked_recovery_to_fixing`); a `fixing` task with nothing left to run is dispatched
+    /// again (`fix_dispatch_requested`), so verification runs again once every required work
+    /// item completed. (Not `valp recover`, which repairs a damaged journal.)
+    Unblock {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// Why (recorded with the operator action).
         #[arg(long, default_value = "")]
         note: String,
     },

@@ -148,7 +148,9 @@ pub fn run(
         | Command::Resume { .. }
         | Command::Redirect { .. }
         | Command::Review { .. }
-        | Command::Approve { .. } => {
+        | Command::Approve { .. }
+        | Command::Retry { .. }
+        | Command::Unblock { .. } => {
             let (task, operation, note) = leader_operation(command)?;
             control::run(
                 &open_root(root.as_deref())?,
@@ -327,6 +329,8 @@ fn leader_operation(command: Command) -> Result<(String, Operation, String), Com
             decision,
             note,
         } => (task, Operation::Approval(decision == "grant"), note),
+        Command::Retry { task, item, note } => (task, Operation::Retry(item), note),
+        Command::Unblock { task, note } => (task, Operation::Recover, note),
         other => {
             return Err(CommandError::Usage(format!(
                 "{other:?} is not an operation on a task"

@@ -51,6 +51,8 @@
 //! [execution]                                      # optional
 //! max_concurrency = 2                              # 1..=64, default 2
 //! retry_budget = 2                                 # attempts per work item, 1..=10, default 2
+//! approval = "none"                                # or "required": the Leader approves
+//!                                                  # after the review, default "none"
 //!
 //! [dimensions]                                     # optional: the dimension gates
 //! version = 1                                      # see [`dimensions`]
@@ -356,6 +358,9 @@ pub struct Execution {
     pub max_concurrency: u32,
     /// How many attempts a work item gets.
     pub retry_budget: u32,
+    /// `approval = "required"`: after the Leader's review passes, the System raises
+    /// `approval_required` and the task waits for the Leader's grant or denial.
+    pub approval_required: bool,
 }
 
 impl Default for Execution {
@@ -363,6 +368,7 @@ impl Default for Execution {
         Self {
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             retry_budget: DEFAULT_RETRY_BUDGET,
+            approval_required: false,
         }
     }
 }

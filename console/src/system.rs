@@ -275,8 +275,9 @@ impl Backend for SystemBackend<'_> {
         }
         let lane = self.lane();
         let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
-        let (observations, feed_rejections) =
+        let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
+        self.desk.explain(&mut observations);
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
@@ -328,6 +329,14 @@ impl Backend for SystemBackend<'_> {
             Request::Review { task_id, pass } => {
                 return self.operate(task_id, &Operation::Review(*pass));
             }
+            Request::Approve { task_id, grant } => {
+                return self.operate(task_id, &Operation::Approval(*grant));
+            }
+            Request::Retry {
+                task_id,
+                work_item_id,
+            } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
+            Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
         };
         result.map_err(refusal)
     }

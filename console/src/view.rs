@@ -231,6 +231,25 @@ pub enum Request {
         /// Pass (true) or reject.
         pass: bool,
     },
+    /// The Leader's decision on a task in `approval_required`.
+    Approve {
+        /// The task.
+        task_id: String,
+        /// Grant (true) or deny.
+        grant: bool,
+    },
+    /// A new attempt for a blocked work item (a blocked task is recovered to fixing first).
+    Retry {
+        /// The task.
+        task_id: String,
+        /// The blocked work item.
+        work_item_id: String,
+    },
+    /// `blocked` -> `fixing`, or dispatch a `fixing` task again.
+    Recover {
+        /// The task.
+        task_id: String,
+    },
 }
 
 /// A refusal to show: the kernel's (or store's) code and a sentence.

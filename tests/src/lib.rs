@@ -8,6 +8,7 @@ pub mod project;
 pub mod schemas;
 pub mod store;
 pub mod tmux;
+pub mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

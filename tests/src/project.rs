@@ -227,3 +227,23 @@ pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Whether the process `pid` exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
+}
+
+/// The pid the process adapter recorded for an attempt under `control_root`, once its
+/// supervisor (a detached process that may still be starting) has written the proof.
+pub fn recorded_pid(control_root: &Path, attempt_id: &str) -> u32 {
+    let proof = control_root
+        .join("runtime/process/attempts")
+        .join(valp_console::adapter::abi::attempt_folder(attempt_id))
+        .join("proofs/process_bound.json");
+    wait_until("the process_bound proof", || proof.is_file());
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(proof).unwrap()).unwrap();
+    u32::try_from(value["pid"].as_u64().unwrap()).unwrap()
+}

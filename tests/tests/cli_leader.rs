@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
 use valp_tests::leader_project::LeaderProject;
+use valp_tests::project::{alive, recorded_pid, wait_until};
+use valp_tests::schemas::{errors, validator};
 
 /// A project of installation `inst-cli`.
 fn new_project() -> LeaderProject {
@@ -294,7 +296,7 @@ fn a_handed_over_planned_task_runs_its_unfinished_work_under_the_new_epoch() {
         status.stdout
     );
     assert!(
-        line(&status.stdout, "  second ").contains("failed"),
+        line(&status.stdout, "  second ").contains("blocked"),
         "{}",
         status.stdout
     );
@@ -341,4 +343,100 @@ fn a_handed_over_planned_task_runs_its_unfinished_work_under_the_new_epoch() {
         "{}",
         verified.stdout
     );
+}
+
+/// Path 2 of issue 11: after a rotation, the handoff stops the fenced task's running work (the
+/// successor cannot adopt it) and records what it stopped; acting on the fenced task afterwards
+/// is refused with what is true: it was handed over, act on the successor.
+#[test]
+fn a_handoff_stops_the_fenced_tasks_running_work() {
+    let project = new_project();
+    let _server = project.server();
+    project.run(&["leader", "select", &project.pane("%0"), "--yes"], "");
+    std::fs::write(
+        project.path().join("plan.toml"),
+        "schema_version = \"valp-plan.v1\"\ntask_id = \"nap\"\ngoal = \"test\"\n\n\
+         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n\
+         [[work_items]]\nid = \"long\"\nrequirement = \"required\"\n\
+         run = { adapter = \"process\", argv = [\"sleep\", \"60\"] }\n",
+    )
+    .unwrap();
+    let published = project.run(&["task", "publish", "plan.toml"], "");
+    assert_eq!(published.code, Some(0), "{}", published.stderr);
+    let control_root = project.path().join(".valp");
+    wait_until("the attempt to run", || {
+        project.run(&["run", "--once"], "");
+        project
+            .run(&["task", "status", "nap"], "")
+            .stdout
+            .contains("nap:long:a1 g1 running")
+    });
+    let pid = recorded_pid(&control_root, "nap:long:a1");
+    assert!(alive(pid));
+
+    project.run(&["leader", "rotate", &project.human(), "--yes"], "");
+    // Before the handoff: the refusal says to hand it over.
+    let early = project.run(&["cancel", "nap"], "");
+    assert_eq!(early.code, Some(2), "{}", early.stdout);
+    assert!(
+        early
+            .stderr
+            .contains("hand it over with `valp task handoff` first"),
+        "{}",
+        early.stderr
+    );
+    assert!(alive(pid), "a refused cancel stops nothing");
+
+    let handed = project.run(&["task", "handoff", "nap", "--yes"], "");
+    assert_eq!(handed.code, Some(0), "{}", handed.stderr);
+    assert!(
+        handed
+            .stdout
+            .contains("stopped nap:long:a1: stopped (proof runtime/process/attempts/"),
+        "{}",
+        handed.stdout
+    );
+    assert!(!alive(pid), "the fenced epoch's process is gone");
+    // The ledger's handoff binds a record of what was stopped.
+    let stopped: Vec<String> = std::fs::read_dir(control_root.join("evidence/sha256"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.unwrap().path()).ok())
+        .filter(|text| text.contains("valp-handoff-stopped.v1"))
+        .collect();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    let record: serde_json::Value = serde_json::from_str(&stopped[0]).unwrap();
+    assert_eq!(
+        errors(&validator("console/handoff-stopped.schema.json"), &record),
+        Vec::<String>::new()
+    );
+    assert!(
+        stopped[0].contains("\"stopped\":[\"nap:long:a1: stopped (proof "),
+        "{}",
+        stopped[0]
+    );
+
+    // After it: the refusal says it was handed over, and to whom.
+    let late = project.run(&["cancel", "nap"], "");
+    assert_eq!(late.code, Some(2), "{}", late.stdout);
+    assert!(
+        late.stderr.contains(
+            "it was handed over to nap-e2 (epoch 1 -> 2), which stopped its running work; its \
+             journal accepts nothing more: act on nap-e2 instead"
+        ),
+        "{}",
+        late.stderr
+    );
+    // The successor runs its own attempt, and nothing of epoch 1 runs next to it.
+    wait_until("the successor's attempt to run", || {
+        project.run(&["run", "nap-e2", "--once"], "");
+        project
+            .run(&["task", "status", "nap-e2"], "")
+            .stdout
+            .contains("nap-e2:long:a1 g1 running")
+    });
+    let successor = recorded_pid(&control_root, "nap-e2:long:a1");
+    assert!(alive(successor) && !alive(pid));
+    let cancelled = project.run(&["cancel", "nap-e2"], "");
+    assert_eq!(cancelled.code, Some(0), "{}", cancelled.stderr);
+    assert!(!alive(successor));
 }

@@ -1,6 +1,7 @@
 //! The real `valp` binary driven in tmux as a person would: first run with an explicit
 //! selection, the next start re-proving the Leader without a question, the read-only banner
-//! after the Leader's tmux server restarted, and the explicit rebind to epoch 2.
+//! after the Leader's tmux server restarted, the explicit rebind to epoch 2, and a redirect
+//! while another work item runs.
 //!
 //! Two private tmux servers: one holds the "agents" (the Leader candidate), the other runs the
 //! console in an 120x40 pane that the test types into (`send-keys`) and reads
@@ -477,4 +478,60 @@ fn drop_foreign_observation(desk: &Desk, attempt_id: &str) {
     let temporary = folder.join("observations/.000003.json.tmp");
     std::fs::write(&temporary, foreign.canonical_bytes()).unwrap();
     std::fs::rename(&temporary, folder.join("observations/000003.json")).unwrap();
+}
+
+/// Path 1 of issue 11, from the console: the Leader redirects while another work item runs.
+/// The task is dispatched again (not left "nothing left to run"), the running item's completion
+/// is recorded, and the screen's work-item status follows the journal to the review.
+#[test]
+fn a_console_redirect_while_another_item_runs_lets_it_finish() {
+    let desk = Desk::new();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--no-default-sockets"];
+        all.extend_from_slice(args);
+        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
+        assert_eq!(
+            run.code,
+            Some(0),
+            "valp {args:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        run.stdout
+    };
+    cli(&["init"]);
+    desk.start_valp(&[]);
+    desk.wait_for("Candidates (1)");
+    desk.keys(&["Enter"]);
+    desk.wait_for("as the Leader?");
+    desk.keys(&["y"]);
+    // The main screen (the dialog said "epoch 1" too): the Leader is bound.
+    desk.wait_for("Tasks (0)");
+    std::fs::write(
+        desk.path().join("turn.toml"),
+        "schema_version = \"valp-plan.v1\"\ntask_id = \"turn\"\ngoal = \"test\"\n\n\
+         [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n\
+         [[work_items]]\nid = \"drop\"\nrequirement = \"optional\"\n\
+         run = { adapter = \"process\", argv = [\"sleep\", \"60\"] }\n\n\
+         [[work_items]]\nid = \"keep\"\nrequirement = \"required\"\n\
+         run = { adapter = \"process\", argv = [\"sleep\", \"3\"] }\n",
+    )
+    .unwrap();
+    cli(&["task", "publish", "turn.toml"]);
+    desk.wait_for("drop optional running");
+    desk.wait_for("keep required running");
+    // Redirect, superseding `drop` (the first row of the dialog's list), while `keep` runs.
+    desk.keys(&["R"]);
+    desk.keys(&["-l", "drop the slow part"]);
+    desk.keys(&["Tab", "Space", "Enter"]);
+    desk.wait_for("Superseded work items: drop.");
+    desk.keys(&["y"]);
+    desk.wait_for("drop optional cancelled");
+    // `keep` is still running; the System dispatches the task again and records its end.
+    let reviewing = desk.wait_for("keep required completed");
+    assert!(!reviewing.contains("nothing left to run"), "{reviewing}");
+    desk.wait_for("turn reviewing");
+    desk.quit();
+    let status = cli(&["task", "status", "turn"]);
+    assert!(status.contains("reviewing"), "{status}");
 }

@@ -65,8 +65,30 @@ fn artifacts() -> &'static Artifacts {
         cancel_a_running_attempt(&project);
         redirect_past_a_running_attempt(&project);
         interrupt_resume_and_cancel(&project);
+        retry_recover_and_approve(&project);
         collect(project.path())
     })
+}
+
+/// A task blocked with its budget spent, recovered and retried; one whose plan requires
+/// approval, reviewed and approved.
+fn retry_recover_and_approve(project: &Project) {
+    let body = format!(
+        "{}[execution]\nretry_budget = 1\napproval = \"required\"\n",
+        item("no", "required", &[], &["false"], &[])
+    );
+    project.publish("again", &plan("again", &body));
+    project.ok(&["run", "--timeout", "60"]);
+    project.ok(&["unblock", "again"]);
+    project.ok(&["retry", "again", "no", "--note", "once more"]);
+    let body = format!(
+        "{}[execution]\napproval = \"required\"\n",
+        item("yes", "required", &[], &["true"], &[])
+    );
+    project.publish("ask", &plan("ask", &body));
+    project.ok(&["run", "--timeout", "60"]);
+    project.ok(&["review", "ask", "pass"]);
+    project.ok(&["approve", "ask", "grant"]);
 }
 
 /// A plan to `done`: a required criterion the review attests, a verified one, an advisory
@@ -194,12 +216,16 @@ fn every_real_record_validates_against_its_schema() {
     assert_eq!(
         strings(artifacts.of(ACTION), "action"),
         BTreeSet::from([
+            "approval_grant",
             "cancel_task",
             "cancel_work_item",
             "interrupt",
+            "recover",
             "redirect",
             "resume",
-            "review_pass"
+            "retry_work_item",
+            "review_pass",
+            "review_pass_approval_required"
         ])
     );
     assert_eq!(
@@ -324,6 +350,9 @@ fn broken_operator_actions_are_refused() {
             ("another action naming an item", |v| {
                 v["action"] = "cancel_task".into();
             }),
+            ("recover naming an item", |v| {
+                v["action"] = "recover".into();
+            }),
             ("an unknown action", |v| v["action"] = "pause".into()),
             ("redirect without its intent", |v| {
                 remove(v, "work_item_id");
@@ -337,6 +366,11 @@ fn broken_operator_actions_are_refused() {
             }),
             ("epoch 0", |v| v["leader_epoch"] = 0.into()),
         ],
+    );
+    assert_refused(
+        "console/operator-action.schema.json",
+        &real(ACTION, |v| v["action"] == "retry_work_item"),
+        &[("retry without its item", |v| remove(v, "work_item_id"))],
     );
     assert_refused(
         "console/operator-action.schema.json",

@@ -373,13 +373,20 @@ fn a_failed_report_is_retried_and_a_completion_without_its_evidence_fails() {
     let failed = project.ok(&["run", "--once"]);
     assert!(
         failed.contains(
-            "flaky  attempt_failed  (build failed and its retry budget is spent: reported \
-             completed, but expected evidence is missing: out/build.txt)"
+            "flaky  attempt_fenced  (build attempt 2 failed: reported completed, but expected \
+             evidence is missing: out/build.txt)"
+        ),
+        "{failed}"
+    );
+    // The budget is spent: blocked, not failed, so the Leader may still retry it.
+    assert!(
+        failed.contains(
+            "flaky  work_item_blocked  (build spent its retry budget; the Leader may retry it)"
         ),
         "{failed}"
     );
     assert!(!failed.contains("attempt_completed"), "{failed}");
-    assert_eq!(project.item_status("flaky", "build"), "failed");
+    assert_eq!(project.item_status("flaky", "build"), "blocked");
     assert_eq!(project.task_status("flaky"), "blocked");
 }
 

@@ -134,7 +134,7 @@ fn unknown_keys_are_refused_at_every_level() {
             "plan.toml:27:1: done.skip: unknown key (expected one of: skippable_optional_items, \
              degradable_soft_items)",
             "plan.toml:29:1: execution.threads: unknown key (expected one of: max_concurrency, \
-             retry_budget)",
+             retry_budget, approval)",
         ]
     );
 }
@@ -588,6 +588,39 @@ fn numbers_must_be_in_range() {
          [execution]\nmax_concurrency = 64\nretry_budget = 10\n",
     );
     assert_eq!(problems(&limits), Vec::<String>::new());
+}
+
+#[test]
+fn approval_is_none_or_required() {
+    assert_eq!(
+        problems(&base_and("[execution]\napproval = \"maybe\"\n")),
+        [
+            "plan.toml:20:12: execution.approval: unknown approval \"maybe\" (known: \"none\", \
+             \"required\")"
+        ]
+    );
+    let parse = |text: &str| plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
+    let required = parse(&base_and("[execution]\napproval = \"required\"\n"));
+    assert!(required.execution.approval_required);
+    assert!(
+        !parse(&base_and("[execution]\napproval = \"none\"\n"))
+            .execution
+            .approval_required
+    );
+    // The canonical form names the approval only when it is required, so the plans published
+    // before the field existed keep their bytes; both forms read back as they were written.
+    let bytes = required.canonical_bytes();
+    let canonical = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        canonical.contains(r#""execution":{"approval":"required","max_concurrency":2,"#),
+        "{canonical}"
+    );
+    assert_eq!(
+        Plan::from_canonical("plan-evidence", &bytes).unwrap(),
+        required
+    );
+    let none = String::from_utf8(parse(BASE).canonical_bytes()).unwrap();
+    assert!(!none.contains("approval"), "{none}");
 }
 
 #[test]
@@ -1076,6 +1109,8 @@ fn broken_plans_are_refused_by_the_schema() {
         ),
         base_and("[execution]\nmax_concurrency = 0\n"),
         base_and("[execution]\nretry_budget = 11\n"),
+        base_and("[execution]\napproval = \"maybe\"\n"),
+        base_and("[execution]\napproval = true\n"),
         base_and("[done]\ndegradable_soft_items = [\"\"]\n"),
         base_and("[done]\nskip = true\n"),
         base_and("[[verification]]\nid = \"v\"\n"),
@@ -1099,6 +1134,8 @@ fn broken_plans_are_refused_by_the_schema() {
             "[{ id = \"a\" }]\nexpected_evidence = [\"...\", \".a/..b\", \"a b/c\"]",
         ),
         base_with("task_id = \"t\"", "task_id = \"é .x\""),
+        base_and("[execution]\napproval = \"required\"\n"),
+        base_and("[execution]\napproval = \"none\"\n"),
     ] {
         assert!(validator.is_valid(&toml_as_json(&text)), "{text}");
         assert_eq!(problems(&text), Vec::<String>::new());

@@ -14,16 +14,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use valp_console::adapter::abi::ObservationStatus;
-use valp_console::clock::Timestamp;
-use valp_console::runtime::control::{Actor, Operation, event_for};
+use valp_console::runtime::control::Operation;
 use valp_console::runtime::workflow::{
-    AttemptReport, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait, decide,
+    AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide,
 };
-use valp_kernel::canonical::sha256_digest;
-use valp_kernel::{
-    Event, EventKind, Evidence, Identity, IdentityKind, Outcome, State, TaskStatus, reduce,
-};
+use valp_kernel::{Event, EventKind, Evidence, IdentityKind, Outcome, State, TaskStatus, reduce};
 use valp_tests::store::Rng;
+use valp_tests::workflow::{event_of, evidence, id, leader};
 
 /// A random valid plan: 1 to 7 items, each depending on earlier ones with random kinds.
 fn random_plan(rng: &mut Rng) -> String {
@@ -59,49 +56,6 @@ fn random_plan(rng: &mut Rng) -> String {
     text
 }
 
-fn id(kind: IdentityKind, value: &str) -> Identity {
-    Identity::new(kind, value).unwrap()
-}
-
-/// The event `proposal` stands for, as the driver builds it.
-fn event_of(state: &State, kind: EventKind, proposal: Option<&Proposal>) -> Event {
-    let body = &state.body;
-    let mut event = Event::new(
-        id(
-            IdentityKind::Event,
-            &format!("{}-r{}", kind.as_str(), body.revision),
-        ),
-        body.installation_id.clone(),
-        body.leader_epoch,
-        body.task_id.clone(),
-        kind,
-        body.revision,
-    );
-    if let Some(proposal) = proposal {
-        if let Some(item) = &proposal.work_item_id {
-            event.work_item_id = Some(id(IdentityKind::WorkItem, item));
-        }
-        if let (true, Some(slots)) = (kind.is_attempt_scoped(), &proposal.attempt) {
-            event.attempt_id = Some(id(IdentityKind::Attempt, &slots.attempt_id));
-            event.dispatch_id = Some(id(IdentityKind::Dispatch, &slots.dispatch_id));
-            event.dispatch_generation = Some(slots.generation);
-        }
-    }
-    event
-}
-
-/// Evidence standing for what the driver would store (the kernel checks ids, not contents).
-fn evidence(need: &EvidenceNeed, counter: &mut u64) -> Vec<Evidence> {
-    if *need == EvidenceNeed::Nothing {
-        return Vec::new();
-    }
-    *counter += 1;
-    vec![Evidence {
-        evidence_id: id(IdentityKind::Evidence, &format!("sim-{counter}")),
-        content_digest: sha256_digest(&counter.to_le_bytes()),
-    }]
-}
-
 fn apply(state: &State, event: &Event, evidence: &[Evidence], context: &str) -> State {
     match reduce(state, event, evidence) {
         Outcome::Accepted(accepted) => accepted.state,
@@ -115,7 +69,7 @@ fn apply(state: &State, event: &Event, evidence: &[Evidence], context: &str) -> 
 }
 
 /// A random operation of the Leader on the task, applied when the kernel accepts it.
-fn leader_acts(state: &State, rng: &mut Rng, counter: &mut u64) -> Option<State> {
+fn leader_acts(state: &State, rng: &mut Rng) -> Option<State> {
     let items = &state.body.work_items;
     let item = items[rng.below(items.len())]
         .work_item_id
@@ -130,57 +84,34 @@ fn leader_acts(state: &State, rng: &mut Rng, counter: &mut u64) -> Option<State>
         },
         _ => Operation::CancelTask,
     };
-    authorized(state, &operation, counter)
-}
-
-/// `operation` with its authority (and, for a redirect, intent) evidence; `None` when the
-/// kernel refuses it or it cannot be built for this State.
-fn authorized(state: &State, operation: &Operation, counter: &mut u64) -> Option<State> {
-    let actor = Actor {
-        principal: "user:leader".to_owned(),
-        at: Timestamp::from_millis(0),
-        note: String::new(),
-    };
-    let mut evidence = evidence(&EvidenceNeed::Request, counter);
-    let event = event_for(&state.body, operation, &actor, &evidence[0]).ok()?;
-    if matches!(operation, Operation::Redirect { .. }) {
-        evidence.extend(self::evidence(&EvidenceNeed::Request, counter));
-    }
-    match reduce(state, &event, &evidence) {
-        Outcome::Accepted(accepted) => Some(accepted.state),
-        _ => None,
-    }
+    leader(state, &operation, false).map(|(state, _)| state)
 }
 
 /// Drives one random task to rest; returns its final status and whether every attempt
 /// completed. With `leader`, the Leader also acts at random moments.
-fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
+fn walk(seed: u64, with_leader: bool) -> (TaskStatus, bool) {
     let mut rng = Rng::new(seed);
     let text = random_plan(&mut rng);
     let context = format!("(seed {seed}, plan:\n{text})");
     let plan = valp_console::plan::parse(Path::new("walk.toml"), text.as_bytes())
         .unwrap_or_else(|errors| panic!("{errors} {context}"));
-    let policy = ExecutionPolicy {
-        max_concurrency: usize::try_from(plan.execution.max_concurrency).unwrap(),
-        retry_budget: i128::from(plan.execution.retry_budget),
-    };
+    let policy = ExecutionPolicy::from(&plan.execution);
     let genesis = plan
         .genesis(id(IdentityKind::Installation, "inst-walk"), 1)
         .unwrap();
-    let mut counter = 0;
     let publish = event_of(&genesis.state, EventKind::RoutingValidationStarted, None);
     let mut state = apply(
         &genesis.state,
         &publish,
-        &evidence(&EvidenceNeed::Request, &mut counter),
+        &evidence(&EvidenceNeed::Request, &publish),
         &context,
     );
     let mut reports: BTreeMap<String, AttemptReport> = BTreeMap::new();
     let mut all_completed = true;
     let mut verified = false;
     for _ in 0..2_000 {
-        if leader && rng.below(12) == 0 {
-            if let Some(next) = leader_acts(&state, &mut rng, &mut counter) {
+        if with_leader && rng.below(12) == 0 {
+            if let Some(next) = leader_acts(&state, &mut rng) {
                 state = next;
                 all_completed = false;
             }
@@ -188,10 +119,11 @@ fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
         }
         let step = decide(&state.body, &policy, &reports, verified);
         let (event, evidence) = match step {
-            Step::Propose(proposal) => (
-                event_of(&state, proposal.kind, Some(&proposal)),
-                evidence(&proposal.evidence, &mut counter),
-            ),
+            Step::Propose(proposal) => {
+                let event = event_of(&state, proposal.kind, Some(&proposal));
+                let evidence = evidence(&proposal.evidence, &event);
+                (event, evidence)
+            }
             Step::Launch(slots) => {
                 let completed = rng.below(10) < 7;
                 all_completed &= completed;
@@ -212,10 +144,9 @@ fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
             }
             Step::Verify => {
                 verified = true;
-                (
-                    event_of(&state, EventKind::VerificationPassed, None),
-                    evidence(&EvidenceNeed::Final, &mut counter),
-                )
+                let event = event_of(&state, EventKind::VerificationPassed, None);
+                let evidence = evidence(&EvidenceNeed::Final, &event);
+                (event, evidence)
             }
             Step::Record => (
                 event_of(&state, EventKind::RecordingCompleted, None),
@@ -227,8 +158,9 @@ fn walk(seed: u64, leader: bool) -> (TaskStatus, bool) {
                 (event_of(&state, EventKind::ReviewPassed, None), Vec::new())
             }
             Step::Wait(Wait::Interrupted) => {
-                state = authorized(&state, &Operation::Resume, &mut counter)
-                    .unwrap_or_else(|| panic!("the resume was refused {context}"));
+                state = leader(&state, &Operation::Resume, false)
+                    .unwrap_or_else(|| panic!("the resume was refused {context}"))
+                    .0;
                 continue;
             }
             Step::Wait(Wait::Finished(status)) => return (status, all_completed),

@@ -1,7 +1,8 @@
-//! `valp cancel | interrupt | resume | redirect | review | approve`: the Leader's operations
-//! on a task, each proposed to the kernel with its authority evidence. Prints the kernel's
-//! verdict; a refusal exits non-zero with the kernel's code. Accepted cancels are carried out
-//! at once through the adapters (the effect ledger records the outcome).
+//! `valp cancel | interrupt | resume | redirect | review | approve | retry | unblock`: the
+//! Leader's operations on a task, each proposed to the kernel with its authority evidence.
+//! Prints the kernel's verdict; a refusal exits non-zero with the kernel's code. Accepted
+//! cancels are carried out at once through the adapters (the effect ledger records the
+//! outcome).
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -77,6 +77,8 @@ pub(super) fn run(
     })
     .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     let mut reported = std::collections::BTreeSet::new();
+    // What each task waits for from the Leader, as its last step said.
+    let mut waits = std::collections::BTreeMap::new();
     let mut failed = false;
     loop {
         for rejection in feed.rows().1.into_iter().rev() {
@@ -100,6 +102,11 @@ pub(super) fn run(
                 }
                 Err(error) => return Err(error),
             };
+            if let Some(Progress::Waiting(Wait::Leader(why))) = steps.last() {
+                waits.insert(task.clone(), why.clone());
+            } else {
+                waits.remove(&task);
+            }
             let (working, refused) = report(&task, &steps, out)?;
             in_flight |= working;
             failed |= refused;
@@ -115,7 +122,7 @@ pub(super) fn run(
         // could not see.
         let _ = woken.recv_timeout(POLL);
     }
-    summary(&drivers, out)?;
+    summary(&drivers, &waits, out)?;
     finish(failed, problems.len())
 }
 
@@ -184,8 +191,13 @@ fn report(
     Ok((in_flight, refused_any))
 }
 
-/// Where every task ended, and the adapter files that were not acted on.
-fn summary(drivers: &[Driver], out: &mut dyn Write) -> Result<(), CommandError> {
+/// Where every task ended, what it waits for from the Leader, and the adapter files that were
+/// not acted on.
+fn summary(
+    drivers: &[Driver],
+    waits: &std::collections::BTreeMap<String, String>,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
     for driver in drivers {
         let body = driver.body();
         writeln!(
@@ -195,6 +207,9 @@ fn summary(drivers: &[Driver], out: &mut dyn Write) -> Result<(), CommandError> 
             body.status.as_str(),
             body.revision
         )?;
+        if let Some(why) = waits.get(&display_text(body.task_id.value())) {
+            writeln!(out, "  waits for the Leader: {}", display_text(why))?;
+        }
         for (location, reason) in driver.rejections() {
             writeln!(out, "  rejected {location}: {reason}")?;
         }

@@ -77,5 +77,8 @@ pub(super) fn handoff(
         done.carried,
         done.completed
     )?;
+    for stopped in &done.stopped {
+        writeln!(out, "stopped {stopped}")?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -145,6 +145,11 @@ impl Canonical for Dimensions {
 impl Canonical for Execution {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
+        // Written only when required, so the plans published before the field existed keep
+        // their bytes and digests.
+        if self.approval_required {
+            fields.str("approval", "required");
+        }
         write_int(&mut fields, "max_concurrency", self.max_concurrency);
         write_int(&mut fields, "retry_budget", self.retry_budget);
         fields.end();

@@ -66,7 +66,7 @@ const DEPENDENCY_KEYS: &[&str] = &["id", "kind"];
 const RUN_KEYS: &[&str] = &["adapter", "argv", "cwd", "timeout_seconds", "env"];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];
 const DONE_KEYS: &[&str] = &["skippable_optional_items", "degradable_soft_items"];
-const EXECUTION_KEYS: &[&str] = &["max_concurrency", "retry_budget"];
+const EXECUTION_KEYS: &[&str] = &["max_concurrency", "retry_budget", "approval"];
 const DIMENSIONS_KEYS: &[&str] = &["version", "quality", "experience", "cost", "stability"];
 const GATE_KEYS: &[&str] = &["required", "rules"];
 const RULE_KEYS: &[&str] = &["rule_id", "measure", "operator", "threshold"];
@@ -911,6 +911,18 @@ impl Reader {
             execution.retry_budget = self
                 .bounded(node, "execution.retry_budget", 1, MAX_RETRY_BUDGET)
                 .unwrap_or(DEFAULT_RETRY_BUDGET);
+        }
+        if let Some(node) = table.get("approval") {
+            let field = table.field("approval");
+            match self.string(node, &field).as_deref() {
+                Some("required") => execution.approval_required = true,
+                Some("none") | None => {}
+                Some(other) => self.problem(
+                    node.at,
+                    &field,
+                    format!("unknown approval {other:?} (known: \"none\", \"required\")"),
+                ),
+            }
         }
         execution
     }

@@ -1,7 +1,15 @@
-//! The Leader's operations on a task (RFC 0002 §9): cancel, interrupt, resume, redirect, and
-//! the review and approval decisions. Each is proposed to the kernel with its authority: the
-//! approving principal (the local OS account the Doctor observed) and an operator action record
-//! (`valp-operator-action.v1`) stored as evidence and named by `authority_evidence_id`.
+//! The Leader's operations on a task (RFC 0002 §9): cancel, interrupt, resume, redirect, the
+//! review and approval decisions, and the ways forward from `blocked` and `fixing`: a retry of
+//! a blocked work item (a new attempt, which the System then runs like its own) and recovery
+//! (`blocked_recovery_to_fixing`, or `fix_dispatch_requested` for a task already `fixing`).
+//! Each is proposed to the kernel with an operator action record (`valp-operator-action.v1`:
+//! who, when, why) stored as evidence; the kinds the kernel binds to authority also name the
+//! approving principal (the local OS account the Doctor observed) and that record.
+//!
+//! A review pass on a task whose plan requires approval (`approval = "required"`) is proposed
+//! as `approval_required_raised` (the review's record as its evidence): `review_passed` would
+//! skip the approval. A retry on a `blocked` task first recovers it to `fixing` (a blocked task
+//! runs nothing), each step its own event with its own record.
 //!
 //! Only a re-proven Leader on the task's own epoch may act; the caller proves the session, this
 //! module checks the epoch and builds exactly the slots each kind requires.
@@ -10,7 +18,7 @@ use valp_kernel::canonical::Canonical;
 use valp_kernel::json::write::Fields;
 use valp_kernel::{
     CancellationScope, ControlReason, ControlStatus, Event, EventKind, Evidence, Identity,
-    IdentityKind, Open, StateBody,
+    IdentityKind, Open, StateBody, TaskStatus, WorkItemStatus,
 };
 use valp_store::{Appended, ControlRoot, Journal};
 
@@ -41,6 +49,12 @@ pub enum Operation {
     Review(bool),
     /// The Leader's approval decision: grant or deny.
     Approval(bool),
+    /// A review pass on a task whose plan requires approval: `approval_required_raised`.
+    RequestApproval,
+    /// A new attempt for a blocked work item (its retry budget may be spent).
+    Retry(String),
+    /// `blocked` -> `fixing`; for a `fixing` task, dispatch it again.
+    Recover,
 }
 
 impl Operation {
@@ -55,6 +69,9 @@ impl Operation {
             Self::Review(false) => "review_reject",
             Self::Approval(true) => "approval_grant",
             Self::Approval(false) => "approval_deny",
+            Self::RequestApproval => "review_pass_approval_required",
+            Self::Retry(_) => "retry_work_item",
+            Self::Recover => "recover",
         }
     }
 }
@@ -127,7 +144,7 @@ impl Canonical for ActionRecord<'_> {
             fields.strs("superseded_work_item_ids", superseded);
         }
         fields.str("task_id", self.task_id);
-        if let Operation::CancelItem(item) = self.operation {
+        if let Operation::CancelItem(item) | Operation::Retry(item) = self.operation {
             fields.str("work_item_id", item);
         }
         fields.end();
@@ -164,6 +181,20 @@ pub fn signal_running(
         .collect()
 }
 
+/// The operations `operation` stands for on the task `body`, in order, each its own event: a
+/// retry on a `blocked` task is a recovery to `fixing` first (a blocked task runs nothing), and
+/// a review pass on a task whose plan requires approval asks for it
+/// ([`Operation::RequestApproval`]). Everything else is itself.
+pub fn expand(body: &StateBody, operation: &Operation, approval_required: bool) -> Vec<Operation> {
+    match operation {
+        Operation::Retry(_) if body.status.known() == Some(TaskStatus::Blocked) => {
+            vec![Operation::Recover, operation.clone()]
+        }
+        Operation::Review(true) if approval_required => vec![Operation::RequestApproval],
+        other => vec![other.clone()],
+    }
+}
+
 /// Proposes `operation` on the task of `journal`, whose epoch must be `active_epoch`.
 pub fn apply(
     root: &ControlRoot,
@@ -177,10 +208,28 @@ pub fn apply(
     if body.leader_epoch != active_epoch {
         return Err(ControlError::Invalid(format!(
             "task {} is bound to epoch {}, which is fenced (the active epoch is {active_epoch}); \
-             hand it over with `valp task handoff` first",
+             {}",
             body.task_id.value(),
-            body.leader_epoch
+            body.leader_epoch,
+            crate::authority::handoff::fenced_hint(root, body.task_id.value())
         )));
+    }
+    let approval_required = crate::plan::of_task(root, body.task_id.value())
+        .is_ok_and(|(plan, _, _)| plan.execution.approval_required);
+    let steps = expand(&body, operation, approval_required);
+    let Some((operation, before)) = steps.split_last() else {
+        return Err(ControlError::Invalid("nothing to do".to_owned()));
+    };
+    if !before.is_empty() {
+        // Each step is its own event, proposed (and re-read) in turn.
+        for step in before {
+            if let refused @ Verdict::Refused { .. } =
+                apply(root, journal, active_epoch, step, actor)?
+            {
+                return Ok(refused);
+            }
+        }
+        return apply(root, journal, active_epoch, operation, actor);
     }
     let revision = body.revision;
     let intent = match operation {
@@ -237,17 +286,7 @@ pub fn event_for(
         .control
         .clone()
         .unwrap_or(valp_kernel::Control::INITIAL);
-    let kind = match operation {
-        Operation::CancelTask => EventKind::TaskCancelled,
-        Operation::CancelItem(_) => EventKind::WorkItemCancelled,
-        Operation::Interrupt => EventKind::InterruptRequested,
-        Operation::Resume => EventKind::InterruptResumed,
-        Operation::Redirect { .. } => EventKind::RedirectAuthorized,
-        Operation::Review(true) => EventKind::ReviewPassed,
-        Operation::Review(false) => EventKind::ReviewRejected,
-        Operation::Approval(true) => EventKind::ApprovalGranted,
-        Operation::Approval(false) => EventKind::ApprovalDenied,
-    };
+    let kind = kind_of(body, operation)?;
     let mut event = super::task_event(body, kind, identity)?;
     if kind.is_authority_bound() {
         event.authority_principal_id = Some(identity(IdentityKind::Principal, &*actor.principal)?);
@@ -295,7 +334,84 @@ pub fn event_for(
                 .map(|item| identity(IdentityKind::WorkItem, &**item))
                 .collect::<Result<_, _>>()?;
         }
-        Operation::Review(_) | Operation::Approval(_) => {}
+        Operation::Retry(item) => retry_slots(body, item, &mut event)?,
+        Operation::Review(_)
+        | Operation::Approval(_)
+        | Operation::RequestApproval
+        | Operation::Recover => {}
     }
     Ok(event)
+}
+
+/// The event kind `operation` stands for on the task `body`.
+fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
+    Ok(match operation {
+        Operation::CancelTask => EventKind::TaskCancelled,
+        Operation::CancelItem(_) => EventKind::WorkItemCancelled,
+        Operation::Interrupt => EventKind::InterruptRequested,
+        Operation::Resume => EventKind::InterruptResumed,
+        Operation::Redirect { .. } => EventKind::RedirectAuthorized,
+        Operation::Review(true) => EventKind::ReviewPassed,
+        Operation::Review(false) => EventKind::ReviewRejected,
+        Operation::Approval(true) => EventKind::ApprovalGranted,
+        Operation::Approval(false) => EventKind::ApprovalDenied,
+        Operation::RequestApproval => EventKind::ApprovalRequiredRaised,
+        Operation::Retry(_) => EventKind::AttemptCreated,
+        Operation::Recover => match body.status.known() {
+            Some(TaskStatus::Blocked) => EventKind::BlockedRecoveryToFixing,
+            Some(TaskStatus::Fixing) => EventKind::FixDispatchRequested,
+            _ => {
+                return Err(ControlError::Invalid(format!(
+                    "task {} is {}: recovery moves a blocked task to fixing, or dispatches a \
+                     fixing task again",
+                    body.task_id.value(),
+                    body.status.as_str()
+                )));
+            }
+        },
+    })
+}
+
+/// Fills the slots of the Leader's retry of `item`: the next generation of its attempt, named
+/// as the System names its own. Refused unless the item is blocked and the task runs attempts.
+fn retry_slots(body: &StateBody, item: &str, event: &mut Event) -> Result<(), ControlError> {
+    let target = body
+        .work_items
+        .iter()
+        .find(|candidate| candidate.work_item_id.value() == item)
+        .ok_or_else(|| {
+            ControlError::Invalid(format!(
+                "task {} has no work item {item}",
+                body.task_id.value()
+            ))
+        })?;
+    if !matches!(
+        body.status.known(),
+        Some(TaskStatus::Executing | TaskStatus::Fixing)
+    ) {
+        // A blocked task is recovered first ([`expand`]); in verification, review,
+        // approval or recording nothing runs, so the attempt would wait there unseen.
+        return Err(ControlError::Invalid(format!(
+            "task {} is {}: a work item is retried while the task executes, is fixing \
+             or is blocked",
+            body.task_id.value(),
+            body.status.as_str()
+        )));
+    }
+    if target.status != WorkItemStatus::Blocked {
+        return Err(ControlError::Invalid(format!(
+            "work item {item} is {}: only a blocked work item can be retried",
+            target.status.as_str()
+        )));
+    }
+    let generation = target
+        .current_attempt
+        .as_ref()
+        .map_or(1, |attempt| attempt.dispatch_generation + 1);
+    let slots = super::workflow::attempt_slots(body.task_id.value(), item, generation);
+    event.work_item_id = Some(target.work_item_id.clone());
+    event.attempt_id = Some(identity(IdentityKind::Attempt, slots.attempt_id)?);
+    event.dispatch_id = Some(identity(IdentityKind::Dispatch, slots.dispatch_id)?);
+    event.dispatch_generation = Some(generation);
+    Ok(())
 }

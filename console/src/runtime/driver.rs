@@ -66,10 +66,7 @@ pub enum RuntimeError {
     #[error(transparent)]
     Adapter(#[from] process::ProcessError),
     /// The task is bound to a fenced epoch.
-    #[error(
-        "task {task} is bound to epoch {epoch}, which is fenced (active: {active}); hand it over \
-         with `valp task handoff` first"
-    )]
+    #[error("task {task} is bound to epoch {epoch}, which is fenced (active: {active}); {hint}")]
     Fenced {
         /// The task.
         task: String,
@@ -77,6 +74,8 @@ pub enum RuntimeError {
         epoch: i128,
         /// The active epoch.
         active: i128,
+        /// What the Leader can do ([`crate::authority::handoff::fenced_hint`]).
+        hint: String,
     },
     /// Something on disk is not what the ledger or a proof says it is.
     #[error("{0}")]
@@ -280,10 +279,7 @@ impl Driver {
     }
 
     fn execution(&self) -> ExecutionPolicy {
-        ExecutionPolicy {
-            max_concurrency: usize::try_from(self.plan.execution.max_concurrency).unwrap_or(1),
-            retry_budget: i128::from(self.plan.execution.retry_budget),
-        }
+        ExecutionPolicy::from(&self.plan.execution)
     }
 
     /// Takes one step. `active_epoch` is the installation's; a task on another epoch is fenced.
@@ -305,6 +301,7 @@ impl Driver {
                 task: body.task_id.value().to_owned(),
                 epoch: body.leader_epoch,
                 active: active_epoch,
+                hint: crate::authority::handoff::fenced_hint(&self.root, body.task_id.value()),
             });
         }
         let reports = self.reports(&body);

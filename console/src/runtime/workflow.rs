@@ -8,16 +8,24 @@
 //!
 //! The rules, in the order they are tried while the task is `executing`:
 //! 1. settle what the adapters reported for live attempts (submitted → running → completed;
-//!    a failure is retried with a new attempt while the retry budget lasts, degrades a soft
-//!    item, and fails anything else);
+//!    a failed attempt is fenced, then its item is retried while the retry budget lasts, a
+//!    soft item degrades, and anything else is blocked: a blocked item can still be given a
+//!    new attempt by the Leader (`valp retry`), a failed one never could);
 //! 2. launch attempts that were created but not yet submitted to their runtime;
-//! 3. give blocked items with budget left a new attempt (higher generation);
+//! 3. give blocked items a new attempt (higher generation) while their budget lasts, and
+//!    items blocked by a dependency that has completed since their first;
 //! 4. settle pending items whose hard dependency can no longer complete (skip optional/soft
 //!    items nobody requires, block the others);
 //! 5. make pending items with an open dependency gate eligible;
 //! 6. create attempts for eligible items while fewer than `max_concurrency` are in flight;
 //! 7. once every item is settled: `work_completed` if every required item completed, else
 //!    `task_blocked`.
+//!
+//! Outside `executing` the task waits for the Leader, and the wait says which of the Leader's
+//! ways forward the kernel allows there: `fixing` is dispatched again as soon as anything can
+//! run or is still in flight (an attempt running while the Leader redirected is settled once
+//! the task executes again); a `blocked` task offers retry, recovery to `fixing`, redirect and
+//! cancel.
 
 use std::collections::BTreeMap;
 
@@ -34,8 +42,20 @@ use crate::adapter::abi::ObservationStatus;
 pub struct ExecutionPolicy {
     /// Attempts in flight at once.
     pub max_concurrency: usize,
-    /// Attempts per work item (the first included).
+    /// Attempts per work item (the first included) the System makes by itself.
     pub retry_budget: i128,
+    /// The plan requires the Leader's approval after the review (`approval = "required"`).
+    pub approval: bool,
+}
+
+impl From<&crate::plan::Execution> for ExecutionPolicy {
+    fn from(execution: &crate::plan::Execution) -> Self {
+        Self {
+            max_concurrency: usize::try_from(execution.max_concurrency).unwrap_or(1),
+            retry_budget: i128::from(execution.retry_budget),
+            approval: execution.approval_required,
+        }
+    }
 }
 
 /// What the adapter's folder says about one attempt.
@@ -162,6 +182,64 @@ fn task_event(kind: EventKind, why: &str) -> Step {
     })
 }
 
+/// Why an adapter's final word about `attempt_id` (completed, blocked, cancelled, …) is not
+/// what the journal shows, in words; `None` when the journal took it (or the attempt is not
+/// the task's). The console shows this next to the observation, so a `completed` report beside
+/// a work item that is still `running` is never left unexplained.
+pub fn unapplied(body: &StateBody, attempt_id: &str) -> Option<String> {
+    let item = body.work_items.iter().find(|item| {
+        item.current_attempt
+            .as_ref()
+            .is_some_and(|attempt| attempt.attempt_id.value() == attempt_id)
+    });
+    let Some(attempt) = item.and_then(|item| item.current_attempt.as_ref()) else {
+        let prefix = |item: &&WorkItem| {
+            attempt_id.starts_with(&format!(
+                "{}:{}:",
+                body.task_id.value(),
+                item.work_item_id.value()
+            ))
+        };
+        return body.work_items.iter().find(prefix).map(|item| {
+            let current = item
+                .current_attempt
+                .as_ref()
+                .map_or("none", |attempt| attempt.attempt_id.value());
+            format!(
+                "superseded: the current attempt of {} is {current}",
+                item.work_item_id.value()
+            )
+        });
+    };
+    let control = body.control.as_ref().map(|control| control.status);
+    let status = body.status.as_str();
+    match attempt.status {
+        AttemptStatus::Completed | AttemptStatus::Failed => None,
+        AttemptStatus::Fenced => Some(
+            "the attempt was fenced: its end counts as a failure, and nothing it reports \
+                 afterwards is applied"
+                .to_owned(),
+        ),
+        AttemptStatus::Cancelled => {
+            Some("not applied: the attempt was cancelled before it ended".to_owned())
+        }
+        AttemptStatus::Created | AttemptStatus::Submitted | AttemptStatus::Running => {
+            Some(if control == Some(ControlStatus::Interrupted) {
+                "not applied yet: the task is interrupted; it is recorded after a resume".to_owned()
+            } else if body.status.known().is_some_and(TaskStatus::is_terminal) {
+                format!("not applied: the task is {status}")
+            } else if body.status.known() == Some(TaskStatus::Executing) {
+                "not applied yet: the System records it at its next step".to_owned()
+            } else {
+                format!(
+                    "not applied yet: the task is {status}; it is recorded once the task \
+                     executes again"
+                )
+            })
+        }
+    }
+}
+
 /// The next step for a task. `reports` is keyed by attempt id.
 pub fn decide(
     body: &StateBody,
@@ -197,42 +275,128 @@ pub fn decide(
         TaskStatus::Executing => execute(body, policy, reports),
         TaskStatus::Verifying if !verified => Step::Verify,
         TaskStatus::Verifying => Step::Wait(Wait::InFlight(0)),
-        TaskStatus::Reviewing => Step::Wait(Wait::Leader(
-            "review: pass or reject the task (`valp review TASK pass|reject`)".to_owned(),
-        )),
-        TaskStatus::ApprovalRequired => Step::Wait(Wait::Leader(
-            "approval: grant or deny (`valp approve TASK grant|deny`)".to_owned(),
-        )),
+        TaskStatus::Reviewing => Step::Wait(Wait::Leader(format!(
+            "review: pass or reject the task (`valp review {} pass|reject`){}",
+            body.task_id.value(),
+            if policy.approval {
+                "; the plan requires approval, so a pass asks for it"
+            } else {
+                ""
+            }
+        ))),
+        TaskStatus::ApprovalRequired => Step::Wait(Wait::Leader(format!(
+            "approval: grant or deny (`valp approve {} grant|deny`)",
+            body.task_id.value()
+        ))),
         TaskStatus::Recording => Step::Record,
-        TaskStatus::Fixing => fixing(body),
-        TaskStatus::Blocked => Step::Wait(Wait::Leader(
-            "blocked: cancel, redirect, or recover the task".to_owned(),
-        )),
+        TaskStatus::Fixing => fixing(body, policy),
+        TaskStatus::Blocked => Step::Wait(Wait::Leader(blocked(body, policy))),
         TaskStatus::Done | TaskStatus::Failed | TaskStatus::Cancelled => {
             Step::Wait(Wait::Finished(status))
         }
     }
 }
 
-/// After a redirect (or a failed verification) the task is `fixing`: work that can still run
-/// is dispatched again; otherwise the Leader decides.
-fn fixing(body: &StateBody) -> Step {
+/// After a redirect (or a failed verification, a rejected review, a denied approval, a
+/// recovery) the task is `fixing`: it is dispatched again when something can run or is still in
+/// flight (a running attempt is only settled while the task executes); otherwise the Leader
+/// decides, and the wait names what the kernel allows.
+fn fixing(body: &StateBody, policy: &ExecutionPolicy) -> Step {
     let runnable = body.work_items.iter().any(|item| {
         matches!(
             item.status,
-            WorkItemStatus::Pending | WorkItemStatus::Eligible | WorkItemStatus::Blocked
-        )
+            WorkItemStatus::Pending
+                | WorkItemStatus::Eligible
+                | WorkItemStatus::Submitted
+                | WorkItemStatus::Running
+        ) || system_retries(body, policy, item)
     });
     if runnable {
-        task_event(
+        return task_event(
             EventKind::FixDispatchRequested,
-            "work items remain to run after the redirect",
+            "work items remain to run or are still running",
+        );
+    }
+    let task = body.task_id.value();
+    let spent = spent_items(body, policy);
+    Step::Wait(Wait::Leader(if spent.is_empty() {
+        format!(
+            "fixing: every work item is settled; `valp unblock {task}` dispatches the task \
+             again (verification runs again once every required item completed), or redirect \
+             or cancel it"
         )
     } else {
-        Step::Wait(Wait::Leader(
-            "fixing: nothing left to run; redirect or cancel the task".to_owned(),
-        ))
+        format!(
+            "fixing: {} spent the retry budget; `valp retry {task} ITEM` gives one a new \
+             attempt, `valp unblock {task}` dispatches the task as it is, or redirect or cancel \
+             it",
+            spent.join(", ")
+        )
+    }))
+}
+
+/// What a `blocked` task offers the Leader, in words.
+fn blocked(body: &StateBody, policy: &ExecutionPolicy) -> String {
+    let task = body.task_id.value();
+    let spent = spent_items(body, policy);
+    if spent.is_empty() {
+        format!(
+            "blocked: `valp unblock {task}` returns the task to fixing, or redirect or cancel \
+             it (no blocked work item can be retried: {})",
+            unretriable_reason(body)
+        )
+    } else {
+        format!(
+            "blocked: {} spent the retry budget; `valp retry {task} ITEM` gives one a new \
+             attempt, `valp unblock {task}` returns the task to fixing, or redirect or cancel it",
+            spent.join(", ")
+        )
     }
+}
+
+/// Why no item of a blocked task can run again: the items that are cancelled or failed (never
+/// run again) and the blocked ones still waiting for a dependency.
+fn unretriable_reason(body: &StateBody) -> String {
+    let stuck: Vec<String> = body
+        .work_items
+        .iter()
+        .filter(|item| {
+            item.requirement == Requirement::Required && item.status != WorkItemStatus::Completed
+        })
+        .map(|item| format!("{} is {}", item.work_item_id.value(), item.status.as_str()))
+        .collect();
+    if stuck.is_empty() {
+        "every required item completed".to_owned()
+    } else {
+        stuck.join(", ")
+    }
+}
+
+/// Blocked items whose own attempts spent the retry budget, while their hard dependencies are
+/// completed: only the Leader's retry gives them another attempt.
+fn spent_items(body: &StateBody, policy: &ExecutionPolicy) -> Vec<String> {
+    body.work_items
+        .iter()
+        .filter(|item| {
+            item.status == WorkItemStatus::Blocked
+                && hard_dependencies_completed(body, item)
+                && item.current_attempt.as_ref().is_some_and(|attempt| {
+                    !attempt.status.is_live() && attempt.dispatch_generation >= policy.retry_budget
+                })
+        })
+        .map(|item| item.work_item_id.value().to_owned())
+        .collect()
+}
+
+/// Whether the System itself gives a blocked item its next attempt: its hard dependencies are
+/// completed and either it never had an attempt (it was blocked by a dependency that has
+/// completed since) or its last attempt ended with budget left.
+fn system_retries(body: &StateBody, policy: &ExecutionPolicy, item: &WorkItem) -> bool {
+    item.status == WorkItemStatus::Blocked
+        && hard_dependencies_completed(body, item)
+        && item.current_attempt.as_ref().is_none_or(|attempt| {
+            !attempt.status.is_live() && attempt.dispatch_generation < policy.retry_budget
+        })
 }
 
 fn execute(
@@ -242,7 +406,7 @@ fn execute(
 ) -> Step {
     settle_attempts(body, policy, reports)
         .or_else(|| retry(body, policy))
-        .or_else(|| pending(body))
+        .or_else(|| pending(body, policy))
         .or_else(|| new_attempt(body, policy))
         .unwrap_or_else(|| close(body, policy))
 }
@@ -289,7 +453,7 @@ fn settle_attempts(
                 ));
             }
             AttemptStatus::Submitted if report.last.is_some() || report.supervisor_lost => {
-                return Some(failure(item, policy));
+                return Some(failure(item));
             }
             AttemptStatus::Running => match report.last {
                 Some(ObservationStatus::Completed) => {
@@ -300,18 +464,23 @@ fn settle_attempts(
                         format!("{id} completed with its expected evidence"),
                     ));
                 }
-                Some(_) => return Some(failure(item, policy)),
-                None if report.supervisor_lost => return Some(failure(item, policy)),
+                Some(_) => return Some(failure(item)),
+                None if report.supervisor_lost => return Some(failure(item)),
                 None => {}
             },
             AttemptStatus::Fenced if item.status == WorkItemStatus::Running => {
-                use EventKind::{WorkItemBlocked, WorkItemDegraded, WorkItemFailed};
+                use EventKind::{WorkItemBlocked, WorkItemDegraded};
+                // Never `work_item_failed`: a failed item can never run again, a blocked one
+                // can be retried by the Leader.
                 let (kind, why) = if attempt.dispatch_generation < policy.retry_budget {
                     (WorkItemBlocked, format!("{id} waits for its next attempt"))
                 } else if item.requirement == Requirement::Soft {
                     (WorkItemDegraded, format!("soft item {id} degrades"))
                 } else {
-                    (WorkItemFailed, format!("{id} failed"))
+                    (
+                        WorkItemBlocked,
+                        format!("{id} spent its retry budget; the Leader may retry it"),
+                    )
                 };
                 return Some(propose(kind, item, EvidenceNeed::Nothing, why));
             }
@@ -321,40 +490,40 @@ fn settle_attempts(
     None
 }
 
-/// 3: blocked items with budget left get a new attempt with the next generation.
+/// 3: blocked items the System retries ([`system_retries`]) get a new attempt with the next
+/// generation.
 fn retry(body: &StateBody, policy: &ExecutionPolicy) -> Option<Step> {
-    for item in &body.work_items {
-        if item.status != WorkItemStatus::Blocked {
-            continue;
-        }
-        if let Some(attempt) = &item.current_attempt
-            && attempt.dispatch_generation < policy.retry_budget
-            && !attempt.status.is_live()
-            && hard_dependencies_completed(body, item)
-        {
-            let next = attempt.dispatch_generation + 1;
-            return Some(Step::Propose(Proposal {
-                kind: EventKind::AttemptCreated,
-                work_item_id: Some(item.work_item_id.value().to_owned()),
-                attempt: Some(attempt_slots(
-                    body.task_id.value(),
-                    item.work_item_id.value(),
-                    next,
-                )),
-                evidence: EvidenceNeed::Nothing,
-                why: format!(
-                    "retry {} of {} for {}",
-                    next, policy.retry_budget, item.work_item_id
-                ),
-            }));
-        }
-    }
-    None
+    let item = body
+        .work_items
+        .iter()
+        .find(|item| system_retries(body, policy, item))?;
+    let next = item
+        .current_attempt
+        .as_ref()
+        .map_or(1, |attempt| attempt.dispatch_generation + 1);
+    Some(Step::Propose(Proposal {
+        kind: EventKind::AttemptCreated,
+        work_item_id: Some(item.work_item_id.value().to_owned()),
+        attempt: Some(attempt_slots(
+            body.task_id.value(),
+            item.work_item_id.value(),
+            next,
+        )),
+        evidence: EvidenceNeed::Nothing,
+        why: if next == 1 {
+            format!("the hard dependencies of {} completed", item.work_item_id)
+        } else {
+            format!(
+                "retry {} of {} for {}",
+                next, policy.retry_budget, item.work_item_id
+            )
+        },
+    }))
 }
 
 /// 4 and 5: pending items whose hard dependency died are settled; unlocked ones (all
 /// dependencies settled) become eligible.
-fn pending(body: &StateBody) -> Option<Step> {
+fn pending(body: &StateBody, policy: &ExecutionPolicy) -> Option<Step> {
     for (item, position) in body.work_items.iter().zip(frontier(body)) {
         if item.status != WorkItemStatus::Pending {
             continue;
@@ -362,7 +531,7 @@ fn pending(body: &StateBody) -> Option<Step> {
         match position.position {
             // The kernel gates on hard dependencies only; the System also waits for soft and
             // optional ones to settle, so a dependent runs after them (or after their failure).
-            Position::Unlocked { .. } if !dependencies_settled(body, item) => {}
+            Position::Unlocked { .. } if !dependencies_settled(body, policy, item) => {}
             Position::Unlocked { .. } => {
                 return Some(propose(
                     EventKind::WorkItemEligible,
@@ -374,7 +543,7 @@ fn pending(body: &StateBody) -> Option<Step> {
             Position::Locked { by } => {
                 let dead = by.iter().find(|lock| {
                     lock.status.is_none_or(|status| {
-                        can_no_longer_complete(body, &lock.work_item_id, status)
+                        can_no_longer_complete(body, policy, &lock.work_item_id, status)
                     })
                 });
                 if let Some(lock) = dead {
@@ -469,33 +638,25 @@ fn close(body: &StateBody, policy: &ExecutionPolicy) -> Step {
     }
 }
 
-/// The failure of a live attempt: retry while the budget lasts, degrade a soft item, fail the
-/// rest. A retry or a degradation first fences the attempt so nothing it reports later counts.
-fn failure(item: &WorkItem, policy: &ExecutionPolicy) -> Step {
-    let id = item.work_item_id.value();
-    let Some(attempt) = &item.current_attempt else {
-        return Step::Wait(Wait::InFlight(0));
-    };
-    let retry = attempt.dispatch_generation < policy.retry_budget;
-    if attempt.status.is_live() && (retry || item.requirement == Requirement::Soft) {
-        return propose(
-            EventKind::AttemptFenced,
-            item,
-            EvidenceNeed::Final,
-            format!("{id} attempt {} failed", attempt.dispatch_generation),
-        );
-    }
+/// The failure of a live attempt: it is fenced first, so nothing it reports later counts;
+/// then its item is retried, degraded or blocked (see [`settle_attempts`]).
+fn failure(item: &WorkItem) -> Step {
+    let generation = item
+        .current_attempt
+        .as_ref()
+        .map_or(0, |attempt| attempt.dispatch_generation);
     propose(
-        EventKind::AttemptFailed,
+        EventKind::AttemptFenced,
         item,
         EvidenceNeed::Final,
-        format!("{id} failed and its retry budget is spent"),
+        format!("{} attempt {generation} failed", item.work_item_id.value()),
     )
 }
 
 /// Whether an item whose dependency `id` has `status` is waiting in vain.
 fn can_no_longer_complete(
     body: &StateBody,
+    policy: &ExecutionPolicy,
     id: &valp_kernel::Identity,
     status: WorkItemStatus,
 ) -> bool {
@@ -505,22 +666,22 @@ fn can_no_longer_complete(
         | WorkItemStatus::Skipped
         | WorkItemStatus::Partial
         | WorkItemStatus::Degraded => true,
-        // Blocked for good: its own dependencies died, or its retries are spent.
-        WorkItemStatus::Blocked => body.work_item(id).is_some_and(|item| {
-            item.current_attempt.is_none() || !hard_dependencies_completed(body, item)
-        }),
+        // Blocked for good (without the Leader): the System will not retry it.
+        WorkItemStatus::Blocked => body
+            .work_item(id)
+            .is_some_and(|item| !system_retries(body, policy, item)),
         _ => false,
     }
 }
 
 /// Whether every dependency of `item`, of any kind, is settled (completed, partial, degraded,
 /// failed, cancelled, skipped, or blocked for good) or missing.
-fn dependencies_settled(body: &StateBody, item: &WorkItem) -> bool {
+fn dependencies_settled(body: &StateBody, policy: &ExecutionPolicy, item: &WorkItem) -> bool {
     item.dependencies.iter().all(|dependency| {
         body.work_item(&dependency.work_item_id)
             .is_none_or(|target| {
                 target.status.is_terminal()
-                    || can_no_longer_complete(body, &target.work_item_id, target.status)
+                    || can_no_longer_complete(body, policy, &target.work_item_id, target.status)
             })
     })
 }
@@ -552,10 +713,7 @@ fn settled_for_good(body: &StateBody, policy: &ExecutionPolicy, item: &WorkItem)
         | WorkItemStatus::Failed
         | WorkItemStatus::Cancelled
         | WorkItemStatus::Skipped => true,
-        WorkItemStatus::Blocked => item.current_attempt.as_ref().is_none_or(|attempt| {
-            attempt.dispatch_generation >= policy.retry_budget
-                || !hard_dependencies_completed(body, item)
-        }),
+        WorkItemStatus::Blocked => !system_retries(body, policy, item),
         _ => false,
     }
 }
@@ -571,6 +729,7 @@ mod tests {
     const POLICY: ExecutionPolicy = ExecutionPolicy {
         max_concurrency: 2,
         retry_budget: 2,
+        approval: false,
     };
 
     fn id(kind: IdentityKind, value: &str) -> Identity {
@@ -758,18 +917,19 @@ mod tests {
     }
 
     #[test]
-    fn failures_retry_then_fail_or_degrade() {
+    fn failures_are_fenced_then_retried_degraded_or_blocked() {
         let failed = AttemptReport {
             launched: true,
             accepted: true,
             last: Some(ObservationStatus::Blocked),
             supervisor_lost: false,
         };
+        // Every failure fences the attempt first, whatever the budget.
         for (requirement, generation, expected) in [
             (Requirement::Required, 1, EventKind::AttemptFenced),
-            (Requirement::Required, 2, EventKind::AttemptFailed),
+            (Requirement::Required, 2, EventKind::AttemptFenced),
             (Requirement::Soft, 2, EventKind::AttemptFenced),
-            (Requirement::Optional, 2, EventKind::AttemptFailed),
+            (Requirement::Optional, 2, EventKind::AttemptFenced),
         ] {
             let running = lone_attempt(
                 requirement,
@@ -803,11 +963,13 @@ mod tests {
             kind_of(&decide_reported(&submitted, &[("a", 1, lost)])).0,
             EventKind::AttemptFenced
         );
-        // After the fence: blocked for a retry, degraded (soft), or failed.
+        // After the fence: blocked for a retry, degraded (soft), or blocked with the budget
+        // spent (never failed: the Leader may still retry it).
         for (requirement, generation, expected) in [
             (Requirement::Required, 1, EventKind::WorkItemBlocked),
             (Requirement::Soft, 2, EventKind::WorkItemDegraded),
-            (Requirement::Required, 2, EventKind::WorkItemFailed),
+            (Requirement::Required, 2, EventKind::WorkItemBlocked),
+            (Requirement::Optional, 2, EventKind::WorkItemBlocked),
         ] {
             let fenced = lone_attempt(
                 requirement,
@@ -829,6 +991,81 @@ mod tests {
         };
         assert_eq!(retry.kind, EventKind::AttemptCreated);
         assert_eq!(retry.attempt, Some(attempt_slots("T", "a", 2)));
+        // Blocked with the budget spent: the System waits, and names the Leader's retry.
+        let spent = body(
+            TaskStatus::Executing,
+            vec![with(
+                item("a", Requirement::Required, &[]),
+                WorkItemStatus::Blocked,
+                Some((2, AttemptStatus::Fenced)),
+            )],
+        );
+        assert_eq!(
+            kind_of(&decide_unreported(&spent)).0,
+            EventKind::TaskBlocked
+        );
+        let mut blocked = spent.clone();
+        blocked.status = Open::Known(TaskStatus::Blocked);
+        let Step::Wait(Wait::Leader(words)) = decide_unreported(&blocked) else {
+            panic!()
+        };
+        assert_eq!(
+            words,
+            "blocked: a spent the retry budget; `valp retry T ITEM` gives one a new attempt, \
+             `valp unblock T` returns the task to fixing, or redirect or cancel it"
+        );
+    }
+
+    #[test]
+    fn fixing_dispatches_again_while_work_runs_or_can_run() {
+        let running = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Running,
+            Some((1, AttemptStatus::Running)),
+        );
+        let cancelled = with(
+            item("b", Requirement::Optional, &[]),
+            WorkItemStatus::Cancelled,
+            None,
+        );
+        // Redirected while `c` runs: `c` is still in flight, so the task is dispatched again
+        // (its completion is settled while executing), not left waiting for the Leader.
+        let state = body(TaskStatus::Fixing, vec![cancelled.clone(), running]);
+        assert_eq!(
+            kind_of(&decide_unreported(&state)).0,
+            EventKind::FixDispatchRequested
+        );
+        // A dependent blocked by an item that has completed since is run again.
+        let done = with(
+            item("a", Requirement::Required, &[]),
+            WorkItemStatus::Completed,
+            Some((3, AttemptStatus::Completed)),
+        );
+        let dependent = with(
+            item("d", Requirement::Required, &[("a", Requirement::Required)]),
+            WorkItemStatus::Blocked,
+            None,
+        );
+        let state = body(TaskStatus::Fixing, vec![done.clone(), dependent.clone()]);
+        assert_eq!(
+            kind_of(&decide_unreported(&state)).0,
+            EventKind::FixDispatchRequested
+        );
+        let state = body(TaskStatus::Executing, vec![done.clone(), dependent]);
+        let Step::Propose(created) = decide_unreported(&state) else {
+            panic!()
+        };
+        assert_eq!(created.kind, EventKind::AttemptCreated);
+        assert_eq!(created.attempt, Some(attempt_slots("T", "d", 1)));
+        // Nothing left to run: the Leader decides, and is told how.
+        let state = body(TaskStatus::Fixing, vec![done, cancelled]);
+        let Step::Wait(Wait::Leader(words)) = decide_unreported(&state) else {
+            panic!()
+        };
+        assert!(
+            words.contains("`valp unblock T` dispatches the task again"),
+            "{words}"
+        );
     }
 
     #[test]
@@ -930,6 +1167,52 @@ mod tests {
             kind_of(&decide_unreported(&state)),
             (EventKind::AttemptCreated, Some("c".to_owned()))
         );
+    }
+
+    #[test]
+    fn an_observation_the_journal_does_not_show_is_explained() {
+        let running = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Running,
+            Some((2, AttemptStatus::Running)),
+        );
+        let mut state = body(TaskStatus::Fixing, vec![running.clone()]);
+        assert_eq!(
+            unapplied(&state, "T:c:a2").as_deref(),
+            Some(
+                "not applied yet: the task is fixing; it is recorded once the task executes again"
+            )
+        );
+        state.control = Some(Control {
+            intent_version: 0,
+            status: ControlStatus::Interrupted,
+            active_interrupt_id: Some(id(IdentityKind::Interrupt, "i1")),
+        });
+        assert!(unapplied(&state, "T:c:a2").unwrap().contains("interrupted"));
+        assert_eq!(
+            unapplied(&state, "T:c:a1").as_deref(),
+            Some("superseded: the current attempt of c is T:c:a2")
+        );
+        let fenced = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Blocked,
+            Some((2, AttemptStatus::Fenced)),
+        );
+        assert!(
+            unapplied(&body(TaskStatus::Executing, vec![fenced]), "T:c:a2")
+                .unwrap()
+                .contains("fenced")
+        );
+        let completed = with(
+            item("c", Requirement::Required, &[]),
+            WorkItemStatus::Completed,
+            Some((2, AttemptStatus::Completed)),
+        );
+        assert_eq!(
+            unapplied(&body(TaskStatus::Executing, vec![completed]), "T:c:a2"),
+            None
+        );
+        assert_eq!(unapplied(&state, "T:verification-v:r3"), None);
     }
 
     #[test]

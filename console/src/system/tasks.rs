@@ -15,7 +15,7 @@ use crate::doctor::sanitize::display_text;
 use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{Driver, Progress};
 use crate::runtime::effects;
-use crate::runtime::workflow::Wait;
+use crate::runtime::workflow::{self, Wait};
 use crate::view::{ItemRow, Refusal, RejectionRow, TaskRow};
 
 /// Activity lines kept (newest first).
@@ -255,6 +255,30 @@ impl Desk {
         }
     }
 
+    /// Adds to every observation row carrying an adapter's final word the reason the journal
+    /// does not show it, when it does not ([`workflow::unapplied`]), so the displayed work-item
+    /// status (the journal's) never contradicts an observation without a word.
+    pub fn explain(&self, rows: &mut [crate::view::ObservationRow]) {
+        for row in rows {
+            let interim = ["accepted", "waiting"].contains(&row.status.as_str());
+            let Some(body) = self
+                .journals
+                .values()
+                .map(|journal| journal.live().body())
+                .find(|body| display_text(body.task_id.value()) == row.task_id)
+            else {
+                continue;
+            };
+            if let (false, Some(why)) = (interim, workflow::unapplied(body, &row.attempt_id)) {
+                row.detail = if row.detail.is_empty() {
+                    why
+                } else {
+                    format!("{why}; {}", row.detail)
+                };
+            }
+        }
+    }
+
     /// Proposes a Leader's operation on a task and carries out the cancels it raises.
     pub fn operate(
         &mut self,
@@ -333,6 +357,9 @@ fn operation_name(operation: &Operation) -> &'static str {
         Operation::Review(false) => "review reject",
         Operation::Approval(true) => "approval grant",
         Operation::Approval(false) => "approval deny",
+        Operation::RequestApproval => "review pass (approval required)",
+        Operation::Retry(_) => "retry",
+        Operation::Recover => "recover",
     }
 }
 

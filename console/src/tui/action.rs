@@ -42,13 +42,22 @@ pub enum Action {
     PassReview,
     /// Reject the review of the selected task (asks to confirm).
     RejectReview,
+    /// Grant the approval the selected task waits for (asks to confirm).
+    GrantApproval,
+    /// Deny the approval the selected task waits for (asks to confirm).
+    DenyApproval,
+    /// Give the selected blocked work item a new attempt (asks to confirm).
+    RetryItem,
+    /// Move the selected blocked task to fixing, or dispatch a fixing one again (asks to
+    /// confirm).
+    Recover,
     /// Mark or unmark the work item under the cursor (redirect dialog).
     Toggle,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 23] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -67,6 +76,10 @@ impl Action {
         Self::Redirect,
         Self::PassReview,
         Self::RejectReview,
+        Self::GrantApproval,
+        Self::DenyApproval,
+        Self::RetryItem,
+        Self::Recover,
         Self::Toggle,
     ];
 
@@ -91,6 +104,10 @@ impl Action {
             Self::Redirect => "redirect",
             Self::PassReview => "pass_review",
             Self::RejectReview => "reject_review",
+            Self::GrantApproval => "grant_approval",
+            Self::DenyApproval => "deny_approval",
+            Self::RetryItem => "retry_item",
+            Self::Recover => "recover",
             Self::Toggle => "toggle",
         }
     }
@@ -121,6 +138,10 @@ impl Action {
             Self::Redirect => "redirect…",
             Self::PassReview => "pass review…",
             Self::RejectReview => "reject review…",
+            Self::GrantApproval => "grant approval…",
+            Self::DenyApproval => "deny approval…",
+            Self::RetryItem => "retry…",
+            Self::Recover => "recover…",
             Self::Toggle => "mark superseded",
         }
     }
@@ -151,6 +172,12 @@ impl Action {
             Self::Redirect => "redirect the selected task to a new intent (asks first)",
             Self::PassReview => "pass the selected task's review (asks first)",
             Self::RejectReview => "reject the selected task's review (asks first)",
+            Self::GrantApproval => "grant the approval the selected task waits for (asks first)",
+            Self::DenyApproval => "deny the approval the selected task waits for (asks first)",
+            Self::RetryItem => "give the selected blocked work item a new attempt (asks first)",
+            Self::Recover => {
+                "blocked task: back to fixing; fixing task: dispatch it again (asks first)"
+            }
             Self::Toggle => "mark or unmark a work item as superseded",
         }
     }

@@ -9,8 +9,9 @@
 //!
 //! - confirming a dialog: a first selection ([`Request::Select`]) or a rotation from the
 //!   read-only lists ([`Request::Rotate`]); on the main screen, cancelling the selected task or
-//!   work item ([`Request::Cancel`]), a redirect ([`Request::Redirect`]) or a review decision
-//!   ([`Request::Review`]);
+//!   work item ([`Request::Cancel`]), a redirect ([`Request::Redirect`]), a review or approval
+//!   decision ([`Request::Review`], [`Request::Approve`]), a retry of a blocked work item
+//!   ([`Request::Retry`]) or a recovery of a blocked or fixing task ([`Request::Recover`]);
 //! - on the main screen only, `interrupt` and `resume` ([`Request::Interrupt`],
 //!   [`Request::Resume`]), which are reversible and need no dialog.
 //!
@@ -36,6 +37,14 @@ use crate::view::{ConsoleView, Refusal, Request, SessionCheck, TaskRow};
 
 /// The task status in which the Leader's review decision is offered.
 const REVIEWING: &str = "reviewing";
+/// The task status in which the Leader's approval decision is offered.
+const APPROVAL_REQUIRED: &str = "approval_required";
+/// The status (of a task or a work item) from which the Leader retries or recovers.
+const BLOCKED: &str = "blocked";
+/// The task status in which the Leader may dispatch the task again.
+const FIXING: &str = "fixing";
+/// The task status in which the System runs attempts.
+const EXECUTING: &str = "executing";
 
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -299,7 +308,9 @@ impl App {
     /// Whether `action` means something right now (the footer offers only those). On the main
     /// screen the task actions need a selected task in the focused Tasks or Work items pane:
     /// cancel needs the selected row of the focused pane, interrupt a task that is not
-    /// interrupted, resume one that is, the review decisions a task in `reviewing`.
+    /// interrupted, resume one that is, the review decisions a task in `reviewing`, the approval
+    /// decisions a task in `approval_required`, retry a blocked work item in the focused Work
+    /// items pane, recover a task that is `blocked` or `fixing`.
     pub fn offers(&self, action: Action) -> bool {
         match self.mode() {
             Mode::Main => {
@@ -319,6 +330,22 @@ impl App {
                     Action::Redirect => task.is_some(),
                     Action::PassReview | Action::RejectReview => {
                         task.is_some_and(|task| task.status == REVIEWING)
+                    }
+                    Action::GrantApproval | Action::DenyApproval => {
+                        task.is_some_and(|task| task.status == APPROVAL_REQUIRED)
+                    }
+                    Action::RetryItem => {
+                        focus == Pane::Items
+                            && task.is_some_and(|task| {
+                                [EXECUTING, FIXING, BLOCKED].contains(&task.status.as_str())
+                            })
+                            && self
+                                .selection
+                                .item(&self.view)
+                                .is_some_and(|item| item.status == BLOCKED)
+                    }
+                    Action::Recover => {
+                        task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
                     }
                     _ => true,
                 }
@@ -346,6 +373,14 @@ impl App {
             Action::CancelSelected => self.dialog = Some(Dialog::cancel_task(task)),
             Action::PassReview => self.dialog = Some(Dialog::review(task, true)),
             Action::RejectReview => self.dialog = Some(Dialog::review(task, false)),
+            Action::GrantApproval => self.dialog = Some(Dialog::approval(task, true)),
+            Action::DenyApproval => self.dialog = Some(Dialog::approval(task, false)),
+            Action::RetryItem => {
+                if let Some(item) = self.selection.item(&self.view) {
+                    self.dialog = Some(Dialog::retry(task, item));
+                }
+            }
+            Action::Recover => self.dialog = Some(Dialog::recover(task)),
             Action::Redirect => {
                 self.redirect = Some(Redirect::new(&task_id, &self.selection.items(&self.view)));
             }

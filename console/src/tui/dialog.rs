@@ -120,6 +120,72 @@ impl Dialog {
         }
     }
 
+    /// The dialog for the Leader's approval decision on `task`.
+    pub fn approval(task: &TaskRow, grant: bool) -> Self {
+        let id = &task.task_id;
+        let (question, consequence) = if grant {
+            (
+                format!("Grant the approval of task {id}?"),
+                "The task goes on to recording.",
+            )
+        } else {
+            (
+                format!("Deny the approval of task {id}?"),
+                "The task goes back to fixing.",
+            )
+        };
+        Self {
+            request: Request::Approve {
+                task_id: id.clone(),
+                grant,
+            },
+            question,
+            details: Vec::new(),
+            consequence: consequence.to_owned(),
+        }
+    }
+
+    /// The dialog for retrying a blocked work item of `task`.
+    pub fn retry(task: &TaskRow, item: &ItemRow) -> Self {
+        let (task_id, id) = (&item.task_id, &item.work_item_id);
+        let mut details = vec![format!("It is {} ({}).", item.status, item.position)];
+        if !item.attempt.is_empty() {
+            details.push(format!("Its last attempt was {}.", item.attempt));
+        }
+        if task.status == "blocked" {
+            details.push("The task is blocked: it is recovered to fixing first.".to_owned());
+        }
+        Self {
+            request: Request::Retry {
+                task_id: task_id.clone(),
+                work_item_id: id.clone(),
+            },
+            question: format!("Retry work item {id} of task {task_id}?"),
+            details,
+            consequence: "A new attempt is created in your name and runs like any other."
+                .to_owned(),
+        }
+    }
+
+    /// The dialog for recovering `task` (blocked or fixing).
+    pub fn recover(task: &TaskRow) -> Self {
+        let id = &task.task_id;
+        let consequence = if task.status == "blocked" {
+            "The task goes back to fixing; the System dispatches what can still run."
+        } else {
+            "The task is dispatched again; verification runs again once every required work \
+             item completed."
+        };
+        Self {
+            request: Request::Recover {
+                task_id: id.clone(),
+            },
+            question: format!("Recover task {id}?"),
+            details: vec![format!("It is {}.", task.status)],
+            consequence: consequence.to_owned(),
+        }
+    }
+
     /// The dialog for redirecting `task_id` to `intent`, superseding `superseded`.
     pub fn redirect(task_id: &str, intent: &str, superseded: Vec<String>) -> Self {
         let marked = if superseded.is_empty() {

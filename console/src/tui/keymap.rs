@@ -448,6 +448,10 @@ mod tests {
             (KeyCode::Char('R'), Action::Redirect),
             (KeyCode::Char('p'), Action::PassReview),
             (KeyCode::Char('f'), Action::RejectReview),
+            (KeyCode::Char('a'), Action::GrantApproval),
+            (KeyCode::Char('d'), Action::DenyApproval),
+            (KeyCode::Char('t'), Action::RetryItem),
+            (KeyCode::Char('o'), Action::Recover),
         ] {
             assert_eq!(press(Mode::Main, code), Some(action), "{code:?}");
         }
@@ -518,7 +522,8 @@ mod tests {
             error("[main]\nx = \"explode\"\n"),
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
-             cancel_selected, interrupt, resume, redirect, pass_review, reject_review, toggle)"
+             cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
+             grant_approval, deny_approval, retry_item, recover, toggle)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -1,4 +1,5 @@
-//! The Leader's task controls on the main screen (cancel, interrupt, resume, redirect, review),
+//! The Leader's task controls on the main screen (cancel, interrupt, resume, redirect, review,
+//! approval, retry, recover),
 //! pane focus and selection, and the read-only screen sending none of them: key flows through
 //! `App::handle` and `dispatch` against the scripted backend.
 
@@ -252,6 +253,74 @@ fn review_decisions_need_a_task_in_review_and_a_confirmation() {
         assert_eq!(backend.requests.last(), Some(&review));
     }
     assert_eq!(backend.requests.len(), 2);
+}
+
+#[test]
+fn approval_decisions_need_a_task_waiting_for_approval_and_a_confirmation() {
+    let mut view = working();
+    view.tasks[2].status = "approval_required".to_owned();
+    let mut backend = Scripted::new(view);
+    let mut app = start(&mut backend);
+    // task-build-index is executing: a and d mean nothing and are not offered.
+    assert_eq!(app.handle(key(KeyCode::Char('a'))), []);
+    assert_eq!(app.handle(key(KeyCode::Char('d'))), []);
+    assert!(!footer(&app).contains("approval"));
+    type_keys(&mut app, &mut backend, "jj");
+    assert!(footer(&app).contains("a grant approval…"));
+    assert!(footer(&app).contains("d deny approval…"));
+    for (code, grant, question) in [
+        ('a', true, "Grant the approval of task task-review-docs?"),
+        ('d', false, "Deny the approval of task task-review-docs?"),
+    ] {
+        press(&mut app, &mut backend, KeyCode::Char(code));
+        let approve = Request::Approve {
+            task_id: REVIEW.to_owned(),
+            grant,
+        };
+        assert_eq!(app.pending(), Some(&approve));
+        assert!(screen_text(&app, 120, 40).contains(question));
+        type_keys(&mut app, &mut backend, "y");
+        assert_eq!(backend.requests.last(), Some(&approve));
+    }
+    assert_eq!(backend.requests.len(), 2);
+}
+
+#[test]
+fn retry_needs_a_blocked_work_item_and_recover_a_blocked_or_fixing_task() {
+    let mut backend = Scripted::new(working());
+    let mut app = start(&mut backend);
+    // task-build-index is executing: no recovery offered.
+    assert_eq!(app.handle(key(KeyCode::Char('o'))), []);
+    assert!(!footer(&app).contains("recover"));
+    // In the Work items pane, only the blocked `lint` can be retried.
+    press(&mut app, &mut backend, KeyCode::Tab);
+    assert_eq!(app.handle(key(KeyCode::Char('t'))), [], "scan is completed");
+    assert!(!footer(&app).contains("retry"));
+    type_keys(&mut app, &mut backend, "jj");
+    assert!(footer(&app).contains("t retry…"), "{}", footer(&app));
+    press(&mut app, &mut backend, KeyCode::Char('t'));
+    let retry = Request::Retry {
+        task_id: BUILD.to_owned(),
+        work_item_id: "lint".to_owned(),
+    };
+    assert_eq!(app.pending(), Some(&retry));
+    assert!(screen_text(&app, 120, 40).contains("Retry work item lint of task task-build-index?"));
+    type_keys(&mut app, &mut backend, "y");
+    assert_eq!(backend.requests.last(), Some(&retry));
+    // The blocked and the fixing task can be recovered, after a confirmation.
+    press(&mut app, &mut backend, KeyCode::BackTab);
+    for (keys, task) in [("j", MIGRATE), ("jj", TUNE)] {
+        type_keys(&mut app, &mut backend, keys);
+        assert!(footer(&app).contains("o recover…"), "{}", footer(&app));
+        press(&mut app, &mut backend, KeyCode::Char('o'));
+        let recover = Request::Recover {
+            task_id: task.to_owned(),
+        };
+        assert_eq!(app.pending(), Some(&recover));
+        type_keys(&mut app, &mut backend, "y");
+        assert_eq!(backend.requests.last(), Some(&recover));
+    }
+    assert_eq!(backend.requests.len(), 3);
 }
 
 #[test]

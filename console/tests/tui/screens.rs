@@ -149,6 +149,25 @@ fn the_cancel_dialog_names_the_work_item_its_task_and_attempt() {
 }
 
 #[test]
+fn the_retry_recover_and_approval_dialogs_say_what_happens() {
+    let mut backend = Scripted::new(working());
+    let mut app = start(&mut backend);
+    press(&mut app, &mut backend, KeyCode::Tab);
+    type_keys(&mut app, &mut backend, "jjt");
+    snapshots("confirm_retry", &app);
+    press(&mut app, &mut backend, KeyCode::Esc);
+    press(&mut app, &mut backend, KeyCode::BackTab);
+    type_keys(&mut app, &mut backend, "jo");
+    snapshots("confirm_recover", &app);
+    let mut view = working();
+    view.tasks[2].status = "approval_required".to_owned();
+    let mut backend = Scripted::new(view);
+    let mut app = start(&mut backend);
+    type_keys(&mut app, &mut backend, "jjd");
+    snapshots("confirm_deny_approval", &app);
+}
+
+#[test]
 fn the_redirect_dialog_shows_the_typed_intent_and_the_marked_items() {
     let mut backend = Scripted::new(working());
     let mut app = start(&mut backend);
