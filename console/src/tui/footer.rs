@@ -108,5 +108,18 @@ fn pending_text(request: &Request) -> String {
             task_id,
             pass: false,
         } => format!("rejecting the review of task {task_id}"),
+        Request::Approve {
+            task_id,
+            grant: true,
+        } => format!("granting the approval of task {task_id}"),
+        Request::Approve {
+            task_id,
+            grant: false,
+        } => format!("denying the approval of task {task_id}"),
+        Request::Retry {
+            task_id,
+            work_item_id,
+        } => format!("retrying work item {work_item_id} of task {task_id}"),
+        Request::Recover { task_id } => format!("unblocking task {task_id}"),
     }
 }

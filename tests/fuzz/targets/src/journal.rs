@@ -105,9 +105,9 @@ fn open_as<M: Machine>(dir: &Path, data: &[u8], verified: Verified) {
             assert_eq!((journal.len() + 1, journal.verified_bytes()), (lines, end));
         }
         (Ok(_), None) => panic!("a journal with damage opened"),
-        (Err(StoreError::Corrupt { .. }), _) => {}
-        // No complete first line, so no head was written.
-        (Err(StoreError::HeadMissing { .. }), Some((0, _)) | None) => {}
+        // Damage; or no complete first line, so no head was written.
+        (Err(StoreError::Corrupt { .. }), _)
+        | (Err(StoreError::HeadMissing { .. }), Some((0, _)) | None) => {}
         (Err(other), _) => panic!("opening a journal failed with {other}"),
     }
     let writer = open(Access::Write);
