@@ -316,6 +316,14 @@ fn check_effects_after_kill(
         "{context}: {} records after {acked} acknowledged",
         records.len()
     );
+    // The head is rewritten before a record is acknowledged and never names a line that is
+    // not there (a kill between a line and its head leaves it one record behind).
+    let anchored = ledger.head().map_or(0, |head| head.seq + 1);
+    assert!(
+        (acked..=records.len()).contains(&usize::try_from(anchored).unwrap()),
+        "{context}: the head names record {anchored} of {} ({acked} acknowledged)",
+        records.len()
+    );
     tally.unacked_entries += records.len() - acked;
     for (number, record) in records.iter().enumerate() {
         assert_eq!(record.obligation, obligation(number), "{context}");
