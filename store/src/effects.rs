@@ -143,9 +143,8 @@ impl EffectLedger {
             )));
         }
         let path = dir.join(EFFECT_LEDGER_FILE);
-        // The head first: it is only ever rewritten after the lines it names are there, so
-        // read before the ledger it can never be ahead of what we read.
-        let anchor = Anchor::read(&path, true)?;
+        // Read (before the file) by the first `follow`.
+        let anchor = Anchor::ignored(&path);
         let mut ledger = Self {
             dir: dir.to_owned(),
             file: ChainedFile {
@@ -217,6 +216,13 @@ impl EffectLedger {
     /// Verifies the lines after the tip; deals with what follows them (repairing a torn tail
     /// only under `lock`, which a writer takes when it finds one).
     fn follow(&mut self, lock: Option<&LockGuard>) -> Result<usize, StoreError> {
+        if self.tip.is_none() {
+            // The head first: it is only ever rewritten after the lines it names are there, so
+            // read before the ledger it can never be ahead of what we read. Until a line is
+            // verified it is read again each time: another writer may have created the first
+            // line since, replacing the head a crash left before a first line that never came.
+            self.anchor = Anchor::read(&self.file.path, true)?;
+        }
         let mut reader = match &self.tip {
             None if self.holds_no_byte()? => return self.check_empty().map(|()| 0),
             None => ChainReader::open(&self.file.path)?,
@@ -238,12 +244,10 @@ impl EffectLedger {
         let tail = reader.tail()?;
         self.anchor
             .check_tail(self.records.len() as u64, self.verified_bytes(), &tail)?;
-        if self.file.settle(
-            tail,
-            self.access,
-            lock.is_some(),
-            &mut self.warnings,
-        )? {
+        if self
+            .file
+            .settle(tail, self.access, lock.is_some(), &mut self.warnings)?
+        {
             applied += self.follow(Some(&self.lock()?))?;
         }
         Ok(applied)
@@ -298,8 +302,10 @@ impl EffectLedger {
     ) -> Result<EffectAppended, StoreError> {
         ensure_writable(&self.file.path, self.access, self.poisoned.as_deref())?;
         let lock = self.lock()?;
-        self.anchor
-            .check_not_shortened(self.verified_bytes(), self.records.len().saturating_sub(1) as u64)?;
+        self.anchor.check_not_shortened(
+            self.verified_bytes(),
+            self.records.len().saturating_sub(1) as u64,
+        )?;
         self.follow(Some(&lock))?;
         if let Some(record) = self.record_of(obligation) {
             return Ok(EffectAppended::AlreadyRecorded(record.clone()));

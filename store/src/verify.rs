@@ -199,19 +199,20 @@ fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
         &root.layout().quarantine_dir(),
         Arc::clone(root.storage()),
         Access::ReadOnly,
-    )
-    .and_then(|ledger| verify_against(&ledger).map(|()| ledger));
+    );
     Some(match opened {
-        Ok(ledger) => check(
-            ledger.records().len() as u64,
-            with_lag(
+        Ok(ledger) => {
+            let warnings = with_lag(
                 ledger.warnings(),
                 ledger.head().map(|head| head.seq + 1),
                 ledger.records().len() as u64,
                 "record",
-            ),
-            None,
-        ),
+            );
+            match verify_against(&ledger) {
+                Ok(()) => check(ledger.records().len() as u64, warnings, None),
+                Err(problem) => check(0, warnings, Some(problem)),
+            }
+        }
         Err(problem) => check(0, Vec::new(), Some(problem)),
     })
 }

@@ -17,11 +17,11 @@ use std::process::Command;
 use std::sync::Arc;
 
 use valp_kernel::canonical::Canonical;
-use valp_store::head::head_path;
 use valp_store::effects::{
     Conversion, EFFECT_LEDGER_FILE, EffectAppended, EffectLedger, EffectRecord,
     LAYOUT1_EFFECTS_FILE, Outcome, convert_layout1,
 };
+use valp_store::head::head_path;
 use valp_store::io::{Fault, FaultyStorage, Operation, OsStorage, Storage};
 use valp_store::{Access, ControlRoot, StoreCode, StoreError, Warning};
 use valp_tests::child::Reporter;
@@ -840,13 +840,21 @@ fn a_layout1_ledger_is_verified_before_anything_is_written() {
             2
         );
     }
-    // A failed folder sync after the rename: the ledger is there, its durability unknown;
-    // running it again finds it converted.
+    // A failed folder sync: the first is the head's, written before the ledger, so the
+    // ledger is not there yet and running it again converts it, with its head.
     let (_temp, dir) = layout1_folder(&old);
     let storage = FaultyStorage::default();
     storage.fail(Operation::SyncDir, Fault::Once);
     let error = convert_layout1(&dir, &storage).unwrap_err();
     assert_eq!(error.code(), StoreCode::DurabilityUnknownOrCommitted);
+    assert!(!dir.join(EFFECT_LEDGER_FILE).exists());
+    assert_eq!(
+        convert_layout1(&dir, &storage).unwrap(),
+        Conversion::Converted {
+            records: 2,
+            torn_tail: None
+        }
+    );
     assert_eq!(
         convert_layout1(&dir, &storage).unwrap(),
         Conversion::AlreadyConverted { records: 2 }
@@ -933,7 +941,9 @@ fn clone_corrupt(error: &StoreError) -> StoreError {
 }
 
 /// The refusal's ledger, head and anchored seq; panics on any other result.
-fn head_mismatch<T: std::fmt::Debug>(result: Result<T, StoreError>) -> (PathBuf, PathBuf, u64, String) {
+fn head_mismatch<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+) -> (PathBuf, PathBuf, u64, String) {
     match result {
         Err(StoreError::HeadMismatch {
             path,
@@ -971,8 +981,15 @@ impl Fixture {
             "{what}: {problem}"
         );
         assert!(std::fs::read(&self.path).unwrap() == ledger, "{what}");
-        assert!(std::fs::read(head_path(&self.path)).unwrap() == head, "{what}");
-        assert_eq!(quarantine_files(&self.root), Vec::<PathBuf>::new(), "{what}");
+        assert!(
+            std::fs::read(head_path(&self.path)).unwrap() == head,
+            "{what}"
+        );
+        assert_eq!(
+            quarantine_files(&self.root),
+            Vec::<PathBuf>::new(),
+            "{what}"
+        );
         refusal
     }
 }
@@ -1088,8 +1105,14 @@ fn every_flipped_byte_of_the_effect_ledger_head_is_refused() {
             let refusal = open_effects(&fixture.root, access).unwrap_err();
             assert_eq!(refusal.code(), StoreCode::Corrupt, "{what}: {refusal}");
         }
-        assert!(std::fs::read(&fixture.path).unwrap() == fixture.full, "{what}");
-        assert!(std::fs::read(head_path(&fixture.path)).unwrap() == damaged, "{what}");
+        assert!(
+            std::fs::read(&fixture.path).unwrap() == fixture.full,
+            "{what}"
+        );
+        assert!(
+            std::fs::read(head_path(&fixture.path)).unwrap() == damaged,
+            "{what}"
+        );
     }
     eprintln!("head flips refused: {} of {}", head.len(), head.len());
     std::fs::write(head_path(&fixture.path), &head).unwrap();

@@ -9,8 +9,8 @@ use super::{EFFECT_LEDGER_FILE, EFFECT_LEDGER_LOCK, EffectRecord, LAYOUT1_EFFECT
 use crate::chain::encode_line;
 use crate::error::StoreError;
 use crate::files::write_atomically;
-use crate::journal::create_journal;
 use crate::io::Storage;
+use crate::journal::create_journal;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 
 /// What [`convert_layout1`] did.
