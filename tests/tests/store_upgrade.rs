@@ -132,7 +132,7 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         "anchor the installation ledger: root: verified 15 entries, anchored at seq 15".to_owned(),
         "anchor the task journal: demo-build: verified 30 entries, anchored at seq 30".to_owned(),
         "upgraded".to_owned(),
-        "verify: 2 journals ok, 0 problems".to_owned(),
+        "verify: 3 journals ok, 0 problems".to_owned(),
     ] {
         assert!(upgraded.contains(&needle), "{needle:?} in\n{upgraded}");
     }
@@ -166,7 +166,7 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         installation.contains(r#""layout_version":2,"#),
         "{installation}"
     );
-    assert!(ok(dir, &["verify"]).contains("verify: 2 journals ok, 0 problems"));
+    assert!(ok(dir, &["verify"]).contains("verify: 3 journals ok, 0 problems"));
     assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 2: nothing to upgrade"));
 
     // The root runs: the task waits for the Leader's review. The fixture's Leader is the OS
@@ -214,12 +214,12 @@ fn an_upgrade_interrupted_before_the_version_bump_is_finished_by_running_it_agai
         "{again}"
     );
     assert!(
-        again.contains("verify: 2 journals ok, 0 problems"),
+        again.contains("verify: 3 journals ok, 0 problems"),
         "{again}"
     );
     // The second backup is the root as the crash left it: the heads are there.
     assert!(files(&backup).contains_key(Path::new("tasks/demo-build/journal.head")));
-    assert!(ok(dir, &["verify"]).contains("verify: 2 journals ok, 0 problems"));
+    assert!(ok(dir, &["verify"]).contains("verify: 3 journals ok, 0 problems"));
 }
 
 #[test]
