@@ -48,12 +48,12 @@ pub(super) fn run(root: &ControlRoot, out: &mut dyn Write) -> Result<ExitCode, C
             ("effects", Some(StoreError::HeadMismatch { .. } | StoreError::HeadMissing { .. })) => {
                 writeln!(
                     out,
-                    "the effect ledger of {} does not match its head (`valp recover` does not cut effect \
-                 ledgers): restore tasks/{}/effect-ledger.jsonl and effect-ledger.head from a \
-                 backup of the task folder; a record lost from it would have its cancel \
-                 carried out again",
+                    "the effect ledger of {} does not match its head (`valp recover` does not \
+                     cut effect ledgers): restore tasks/{}/effect-ledger.jsonl and \
+                     effect-ledger.head from a backup of the task folder; a record lost from it \
+                     would have its cancel carried out again",
                     check.name, check.name
-                )?
+                )?;
             }
             _ => {}
         }
