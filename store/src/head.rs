@@ -142,9 +142,11 @@ pub fn write(
 /// The head anchor of one chained file, as its reader and writer use it: [`Anchor::read`] before
 /// reading the file, [`Anchor::check_line`] on every verified line, [`Anchor::check_end`] once
 /// the verified lines end, [`Anchor::advance`] after a durable append. Any chained file of the
-/// store (task journals and the ledger through [`Journal`](crate::Journal), and any other file
-/// of [`chain`](crate::chain) lines) gets truncation and rollback detection from these four
-/// calls.
+/// store (task journals and the ledger through [`Journal`](crate::Journal), effect ledgers
+/// through [`EffectLedger`](crate::effects::EffectLedger), and any other file of
+/// [`chain`](crate::chain) lines) gets truncation and rollback detection from these four calls
+/// (and the helpers both readers share: [`Anchor::check_tail`], [`Anchor::check_not_shortened`],
+/// [`Anchor::advance_after_append`]).
 #[derive(Debug, Clone)]
 pub struct Anchor {
     file: PathBuf,
