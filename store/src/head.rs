@@ -146,7 +146,7 @@ pub fn write(
 /// through [`EffectLedger`](crate::effects::EffectLedger), and any other file of
 /// [`chain`](crate::chain) lines) gets truncation and rollback detection from these four calls
 /// (and the helpers both readers share: [`Anchor::check_tail`], [`Anchor::check_not_shortened`],
-/// [`Anchor::advance_after_append`]).
+/// `Anchor::advance_after_append`).
 #[derive(Debug, Clone)]
 pub struct Anchor {
     file: PathBuf,
