@@ -11,6 +11,17 @@
 //! store's torn-tail rule, quarantine and fault injection work on. There is no genesis line:
 //! a missing file is the empty ledger, and each record names its task inside its obligation.
 //!
+//! **Head anchor.** Like a task journal, the ledger has a head anchor, `effect-ledger.head`
+//! ([`head`](crate::head)): the seq, `entry_digest` and end of the last line known durable.
+//! Open reads it first and checks it with [`Anchor`] exactly as a journal does: a ledger with
+//! lines and no head ([`StoreError::HeadMissing`]), shorter than its head, or with another line
+//! at the anchored seq ([`StoreError::HeadMismatch`]) is refused, so a ledger cut at a line
+//! boundary or replaced by an older copy cannot make reconciliation carry a cancel out a second
+//! time; bytes at or before the anchored line are never a torn tail. A missing or empty ledger
+//! has no line to anchor; its head may name only the first line (the one window a crash can
+//! leave: the first line's head is written before the file, see **Append**), and a head
+//! naming a later one refuses it (the ledger was cut or removed).
+//!
 //! **Open = verify.** Every line is verified ([`ChainReader`]) and every record decoded
 //! strictly (exact members, types, the status rules of `schemas/console/effect-record.schema.json`,
 //! both chains, the effect id, at most one record per obligation); anything else refuses the
@@ -22,7 +33,10 @@
 //! **Append** ([`EffectLedger::append`]): take the ledger's lock (`effect-ledger.lock`), read
 //! and verify what other writers appended, and if the obligation has a record already answer
 //! it ([`EffectAppended::AlreadyRecorded`]) without writing; else write one line and
-//! `sync_data` it (and sync the folder when the append created the file). A record is therefore
+//! `sync_data` it, then rewrite the head after it (a head that cannot be rewritten lags, with
+//! [`Warning::HeadNotUpdated`], until the next append). The first line is created as a journal
+//! is: its head durably first, then the file holding it atomically (with a folder sync). A
+//! record is therefore
 //! never duplicated, whatever the number of concurrent writers. A write that failed after it
 //! began poisons the handle (`VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED`) until it is reopened, as
 //! for journals.
@@ -49,6 +63,8 @@ use valp_kernel::replay::CompactEntry;
 
 use crate::chain::{ChainLine, ChainReader, encode_line};
 use crate::error::StoreError;
+use crate::files::write_atomically;
+use crate::head::{Anchor, Head};
 use crate::io::Storage;
 use crate::journal::append::ensure_writable;
 use crate::journal::repair::ChainedFile;
@@ -81,6 +97,8 @@ pub struct EffectLedger {
     dir: PathBuf,
     /// The ledger file, its quarantine and storage.
     file: ChainedFile,
+    /// Its head anchor, as read on open, then as written by this handle.
+    anchor: Anchor,
     access: Access,
     records: Vec<EffectRecord>,
     /// Byte offset of each record's line.
@@ -124,13 +142,17 @@ impl EffectLedger {
                 old.display()
             )));
         }
+        let path = dir.join(EFFECT_LEDGER_FILE);
+        // Read (before the file) by the first `follow`.
+        let anchor = Anchor::ignored(&path);
         let mut ledger = Self {
             dir: dir.to_owned(),
             file: ChainedFile {
                 storage,
-                path: dir.join(EFFECT_LEDGER_FILE),
+                path,
                 quarantine: quarantine.to_owned(),
             },
+            anchor,
             access,
             records: Vec::new(),
             starts: Vec::new(),
@@ -171,6 +193,12 @@ impl EffectLedger {
         &self.file.path
     }
 
+    /// The head anchor as read on open or last written by this handle (`None`: the ledger
+    /// has no line yet).
+    pub fn head(&self) -> Option<&Head> {
+        self.anchor.head()
+    }
+
     /// Byte length of the verified part of the file.
     pub fn verified_bytes(&self) -> u64 {
         self.tip.as_ref().map_or(0, |(_, end)| *end)
@@ -188,8 +216,15 @@ impl EffectLedger {
     /// Verifies the lines after the tip; deals with what follows them (repairing a torn tail
     /// only under `lock`, which a writer takes when it finds one).
     fn follow(&mut self, lock: Option<&LockGuard>) -> Result<usize, StoreError> {
+        if self.tip.is_none() {
+            // The head first: it is only ever rewritten after the lines it names are there, so
+            // read before the ledger it can never be ahead of what we read. Until a line is
+            // verified it is read again each time: another writer may have created the first
+            // line since, replacing the head a crash left before a first line that never came.
+            self.anchor = Anchor::read(&self.file.path, true)?;
+        }
         let mut reader = match &self.tip {
-            None if !self.file.path.exists() => return Ok(0),
+            None if self.holds_no_byte()? => return self.check_empty().map(|()| 0),
             None => ChainReader::open(&self.file.path)?,
             Some((digest, end)) => {
                 ChainReader::resume(&self.file.path, *end, self.records.len() as u64, digest)?
@@ -197,6 +232,7 @@ impl EffectLedger {
         };
         let before = self.records.len();
         while let Some(line) = reader.next_line()? {
+            self.anchor.check_line(&line)?;
             let record = self.verify_line(&line)?;
             self.index
                 .insert(record.obligation.clone(), self.records.len());
@@ -205,15 +241,36 @@ impl EffectLedger {
             self.tip = Some((line.digest, line.end));
         }
         let mut applied = self.records.len() - before;
-        if self.file.settle(
-            reader.tail()?,
-            self.access,
-            lock.is_some(),
-            &mut self.warnings,
-        )? {
+        let tail = reader.tail()?;
+        self.anchor
+            .check_tail(self.records.len() as u64, self.verified_bytes(), &tail)?;
+        if self
+            .file
+            .settle(tail, self.access, lock.is_some(), &mut self.warnings)?
+        {
             applied += self.follow(Some(&self.lock()?))?;
         }
         Ok(applied)
+    }
+
+    /// Whether the ledger file is missing or empty.
+    fn holds_no_byte(&self) -> Result<bool, StoreError> {
+        match std::fs::metadata(&self.file.path) {
+            Ok(metadata) => Ok(metadata.len() == 0),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(source) => Err(StoreError::io(&self.file.path, "stat", source)),
+        }
+    }
+
+    /// A missing or empty ledger holds no line. Its head may name the first line only: the
+    /// first line is created with its head written first (see [`EffectLedger::append`]), so a
+    /// crash in between leaves that head and no line, which no record was acknowledged under.
+    /// A head naming a later line means the ledger was cut or removed: refused.
+    fn check_empty(&self) -> Result<(), StoreError> {
+        match self.anchor.head() {
+            Some(head) if head.seq > 0 => self.anchor.check_end(0, 0, 0),
+            _ => Ok(()),
+        }
     }
 
     fn verify_line(&self, line: &ChainLine) -> Result<EffectRecord, StoreError> {
@@ -245,6 +302,10 @@ impl EffectLedger {
     ) -> Result<EffectAppended, StoreError> {
         ensure_writable(&self.file.path, self.access, self.poisoned.as_deref())?;
         let lock = self.lock()?;
+        self.anchor.check_not_shortened(
+            self.verified_bytes(),
+            self.records.len().saturating_sub(1) as u64,
+        )?;
         self.follow(Some(&lock))?;
         if let Some(record) = self.record_of(obligation) {
             return Ok(EffectAppended::AlreadyRecorded(record.clone()));
@@ -259,7 +320,7 @@ impl EffectLedger {
         let seq = self.records.len() as u64;
         let prior = self.tip.as_ref().map(|(digest, _)| digest.as_str());
         let (line, digest) = encode_line(seq, prior, &record);
-        if let Err(error) = self.write(seq, &line) {
+        if let Err(error) = self.write(seq, &line, &digest) {
             // Once the write began, what is on disk is unknown until the file is read again.
             if matches!(error, StoreError::UnknownOrCommitted { .. }) {
                 self.poisoned = Some(error.to_string());
@@ -276,12 +337,20 @@ impl EffectLedger {
         Ok(EffectAppended::Recorded(record))
     }
 
-    /// Appends and syncs one line; when it creates the file, syncs the folder too, so that an
-    /// acknowledged record cannot vanish with its file's name.
-    fn write(&self, seq: u64, line: &[u8]) -> Result<(), StoreError> {
-        let created = !self.file.path.exists();
+    /// Appends and syncs one line, then rewrites the head after it (see
+    /// [`Anchor::advance_after_append`]). The first line is created as a journal is: its head is
+    /// written (durably) first, then the file holding the line (atomically, with a folder sync),
+    /// so that no ledger line is ever without its head, and an acknowledged record cannot
+    /// vanish with its file's name.
+    fn write(&mut self, seq: u64, line: &[u8], digest: &str) -> Result<(), StoreError> {
+        let storage = Arc::clone(&self.file.storage);
+        let Some((_, start)) = &self.tip else {
+            self.anchor
+                .advance(storage.as_ref(), seq, digest, line.len() as u64, true)?;
+            return write_atomically(storage.as_ref(), &self.dir, &self.file.path, line);
+        };
+        let end = start + line.len() as u64;
         let mut file = OpenOptions::new()
-            .create(true)
             .append(true)
             .open(&self.file.path)
             .map_err(|source| StoreError::Precommit {
@@ -289,18 +358,9 @@ impl EffectLedger {
                 operation: "open",
                 source,
             })?;
-        let storage = self.file.storage.as_ref();
-        crate::io::append_line(storage, &mut file, &self.file.path, seq, line)?;
-        if created {
-            storage
-                .sync_dir(&self.dir)
-                .map_err(|source| StoreError::UnknownOrCommitted {
-                    path: self.dir.clone(),
-                    operation: "sync directory",
-                    seq,
-                    source,
-                })?;
-        }
+        crate::io::append_line(storage.as_ref(), &mut file, &self.file.path, seq, line)?;
+        self.anchor
+            .advance_after_append(storage.as_ref(), seq, digest, end, &mut self.warnings);
         Ok(())
     }
 }

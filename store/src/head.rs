@@ -31,10 +31,11 @@ use valp_kernel::canonical::{Canonical, decode_canonical};
 use valp_kernel::json::write::Fields;
 use valp_kernel::json::{Number, Value};
 
-use crate::chain::ChainLine;
+use crate::chain::{ChainLine, Tail};
 use crate::error::StoreError;
 use crate::files::replace_under_lock;
 use crate::io::Storage;
+use crate::journal::Warning;
 
 /// `schema_version` of a head record.
 pub const HEAD_SCHEMA: &str = "valp-store-head.v1";
@@ -141,9 +142,11 @@ pub fn write(
 /// The head anchor of one chained file, as its reader and writer use it: [`Anchor::read`] before
 /// reading the file, [`Anchor::check_line`] on every verified line, [`Anchor::check_end`] once
 /// the verified lines end, [`Anchor::advance`] after a durable append. Any chained file of the
-/// store (task journals and the ledger through [`Journal`](crate::Journal), and any other file
-/// of [`chain`](crate::chain) lines) gets truncation and rollback detection from these four
-/// calls.
+/// store (task journals and the ledger through [`Journal`](crate::Journal), effect ledgers
+/// through [`EffectLedger`](crate::effects::EffectLedger), and any other file of
+/// [`chain`](crate::chain) lines) gets truncation and rollback detection from these four calls
+/// (and the helpers both readers share: [`Anchor::check_tail`], [`Anchor::check_not_shortened`],
+/// `Anchor::advance_after_append`).
 #[derive(Debug, Clone)]
 pub struct Anchor {
     file: PathBuf,
@@ -255,6 +258,57 @@ impl Anchor {
         write(storage, &self.path, &head, sync_dir)?;
         self.head = Some(head);
         Ok(())
+    }
+
+    /// [`Anchor::check_end`] for the verified lines ending at `next_seq`, byte `offset`, with
+    /// `tail` after them.
+    pub fn check_tail(&self, next_seq: u64, offset: u64, tail: &Tail) -> Result<(), StoreError> {
+        let unverified = match tail {
+            Tail::Clean => 0,
+            Tail::Torn { bytes, .. } => bytes.len() as u64,
+        };
+        self.check_end(next_seq, offset, unverified)
+    }
+
+    /// Refuses to append to the file when it is shorter than the `verified` bytes a handle read
+    /// (through seq `last_seq`): it was cut under the handle, and a line appended now would not
+    /// chain to what is left. Call under the file's lock, before following it.
+    pub fn check_not_shortened(&self, verified: u64, last_seq: u64) -> Result<(), StoreError> {
+        if verified == 0 {
+            return Ok(());
+        }
+        let length = std::fs::metadata(&self.file)
+            .map_err(|source| StoreError::io(&self.file, "stat", source))?
+            .len();
+        if length >= verified {
+            return Ok(());
+        }
+        Err(self.mismatch(format!(
+            "the file is {length} bytes, shorter than the {verified} bytes verified through seq \
+             {last_seq}: truncated under an open writer"
+        )))
+    }
+
+    /// [`Anchor::advance`] after an append made line `seq` durable (without syncing the
+    /// folder): the line is acknowledged whatever happens to the head, so a head that cannot be
+    /// rewritten only lags, as after a crash, until the next append. That is recorded in
+    /// `warnings` as [`Warning::HeadNotUpdated`] (replacing an earlier one).
+    pub(crate) fn advance_after_append(
+        &mut self,
+        storage: &dyn Storage,
+        seq: u64,
+        entry_digest: &str,
+        length: u64,
+        warnings: &mut Vec<Warning>,
+    ) {
+        let written = self.advance(storage, seq, entry_digest, length, false);
+        warnings.retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
+        if let Err(error) = written {
+            warnings.push(Warning::HeadNotUpdated {
+                seq,
+                error: error.to_string(),
+            });
+        }
     }
 
     /// A refusal naming the file, its head and the anchored seq.

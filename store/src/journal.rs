@@ -43,7 +43,7 @@ use valp_kernel::decode::DecodeError;
 use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
-use crate::chain::{ChainLine, ChainReader, Tail};
+use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
 use crate::files::write_atomically;
 use crate::head::{self, Anchor, Head};
@@ -331,13 +331,9 @@ impl<M: Machine> Journal<M> {
             applied += 1;
         }
         let tail = reader.tail()?;
-        let unverified = match &tail {
-            Tail::Clean => 0,
-            Tail::Torn { bytes, .. } => bytes.len() as u64,
-        };
         if let Err(error) = self
             .anchor
-            .check_end(self.tip.next_seq, self.tip.offset, unverified)
+            .check_tail(self.tip.next_seq, self.tip.offset, &tail)
         {
             self.poisoned = Some(error.to_string());
             return Err(error);

@@ -1,7 +1,9 @@
 //! Verifying a whole control root: every task journal (full replay, against its head anchor),
-//! every effect ledger (its chain, its records, and that each answers an obligation of its task
-//! journal) and every evidence blob. A head that lags its journal (a crash between an append's
-//! line and its head; the next append catches it up) is a warning, not a problem.
+//! every effect ledger (its chain, its records, that each answers an obligation of its task
+//! journal, and against its head anchor like a journal) and every evidence blob. A head that
+//! lags its journal or ledger (a crash between an append's line and its head; the next append
+//! catches it up) is a warning, not a problem; a file shorter than its head, or with another
+//! line at the anchored seq, is a problem naming the file and the anchored seq.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,18 +64,32 @@ impl Verification {
     }
 }
 
-/// A journal's warnings, and whether its head lags.
-fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> Vec<String> {
-    let mut warnings: Vec<String> = journal.warnings().iter().map(ToString::to_string).collect();
-    if let Some(head) = journal.head().filter(|head| head.seq < journal.len()) {
+/// A chained file's warnings, and whether its head lags: it names `unit` number `anchored`
+/// of `count`.
+fn with_lag(
+    warnings: &[crate::journal::Warning],
+    anchored: Option<u64>,
+    count: u64,
+    unit: &str,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+    if let Some(anchored) = anchored.filter(|&anchored| anchored < count) {
         warnings.push(format!(
-            "the head anchor names entry {} of {} (it lags after a crash; the next append \
-             catches it up)",
-            head.seq,
-            journal.len()
+            "the head anchor names {unit} {anchored} of {count} (it lags after a crash; the \
+             next append catches it up)"
         ));
     }
     warnings
+}
+
+/// A journal's warnings, and whether its head lags.
+fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> Vec<String> {
+    with_lag(
+        journal.warnings(),
+        journal.head().map(|head| head.seq),
+        journal.len(),
+        "entry",
+    )
 }
 
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
@@ -183,14 +199,20 @@ fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
         &root.layout().quarantine_dir(),
         Arc::clone(root.storage()),
         Access::ReadOnly,
-    )
-    .and_then(|ledger| verify_against(&ledger).map(|()| ledger));
+    );
     Some(match opened {
-        Ok(ledger) => check(
-            ledger.records().len() as u64,
-            ledger.warnings().iter().map(ToString::to_string).collect(),
-            None,
-        ),
+        Ok(ledger) => {
+            let warnings = with_lag(
+                ledger.warnings(),
+                ledger.head().map(|head| head.seq + 1),
+                ledger.records().len() as u64,
+                "record",
+            );
+            match verify_against(&ledger) {
+                Ok(()) => check(ledger.records().len() as u64, warnings, None),
+                Err(problem) => check(0, warnings, Some(problem)),
+            }
+        }
         Err(problem) => check(0, Vec::new(), Some(problem)),
     })
 }

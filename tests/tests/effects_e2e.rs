@@ -1,6 +1,6 @@
 //! The effect ledger end to end, through the real `valp` binary and real processes: a cancel
-//! whose reconciliation meets a torn ledger tail (a crash mid-append) still carries the
-//! obligation out and records it; `valp run` and `valp cancel` killed with SIGKILL at random
+//! whose reconciliation meets what a crash creating the ledger leaves (its head, no ledger)
+//! still carries the obligation out and records it; `valp run` and `valp cancel` killed with SIGKILL at random
 //! points while they reconcile cancels lose no acknowledged effect and never record one twice;
 //! `valp report` killed at random points loses no acknowledged report, and one that follows the
 //! torn remnant of an earlier report is kept.
@@ -40,11 +40,12 @@ fn effects_of(project: &Project, task: &str, access: Access) -> EffectLedger {
 }
 
 #[test]
-fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
+fn a_cancel_after_a_reconciler_killed_creating_the_ledger_is_carried_out_and_recorded() {
     let project = Project::new();
     project.sleeping("nap", "sleep");
-    // What a reconciler killed in the middle of recording this very cancel leaves: half of the
-    // line it was writing.
+    // What a reconciler killed in the middle of recording this very cancel leaves: the first
+    // line of a ledger is created after its head, atomically, so the head of the line it was
+    // writing and no ledger (a torn first line cannot happen).
     let obligation = cancel_obligation("nap", "sleep");
     let record = EffectRecord::new(
         &obligation,
@@ -54,9 +55,13 @@ fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
         None,
     );
     let (line, _) = valp_store::chain::encode_line(0, None, &record);
-    let torn = &line[..line.len() / 2];
     let ledger = project.control_root().join("tasks/nap/effect-ledger.jsonl");
-    std::fs::write(&ledger, torn).unwrap();
+    let crashed = valp_store::head::of_lines(&line).unwrap();
+    std::fs::write(
+        valp_store::head::head_path(&ledger),
+        valp_kernel::canonical::Canonical::canonical_bytes(&crashed),
+    )
+    .unwrap();
 
     let cancelled = project.ok(&["cancel", "nap", "--item", "sleep"]);
     assert!(
@@ -68,12 +73,12 @@ fn a_cancel_meeting_a_torn_ledger_tail_is_carried_out_and_recorded() {
     assert_eq!(effects.records().len(), 1);
     assert_eq!(effects.records()[0].obligation, obligation);
     assert_eq!(effects.records()[0].status, "fulfilled");
-    let quarantine: Vec<_> = std::fs::read_dir(project.control_root().join("quarantine"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    assert_eq!(quarantine.len(), 1);
-    assert!(std::fs::read(&quarantine[0]).unwrap() == torn);
+    // The crashed reconciler's head was replaced by the head of the record now there.
+    assert_eq!(
+        effects.head(),
+        valp_store::head::of_lines(&std::fs::read(&ledger).unwrap()).as_ref()
+    );
+    assert_ne!(effects.head(), Some(&crashed));
     let verified = project.ok(&["verify"]);
     assert!(
         verified.contains("effects   nap                     1  ok\n"),

@@ -316,6 +316,14 @@ fn check_effects_after_kill(
         "{context}: {} records after {acked} acknowledged",
         records.len()
     );
+    // The head never names a line that is not there (a kill between a line and its head
+    // leaves it behind; a record found already there is acknowledged without moving it).
+    let anchored = ledger.head().map_or(0, |head| head.seq + 1);
+    assert!(
+        usize::try_from(anchored).unwrap() <= records.len(),
+        "{context}: the head names record {anchored} of {}",
+        records.len()
+    );
     tally.unacked_entries += records.len() - acked;
     for (number, record) in records.iter().enumerate() {
         assert_eq!(record.obligation, obligation(number), "{context}");

@@ -4,7 +4,10 @@
 //! file, line and byte and rewrites nothing; every injected I/O failure is the right error and
 //! the ledger verifies afterwards; records are strict; a second record for an obligation is
 //! never written, by threads or processes racing; the layout-1 `effects.jsonl` converts; and
-//! `verify` checks every record against the task journal.
+//! `verify` checks every record against the task journal. Like a task journal, the ledger is
+//! checked against its head anchor: a ledger cut at any line boundary, rolled back, without its
+//! head or with a damaged head is refused by readers, writers and `valp verify`; a lagging head
+//! is caught up by the next append.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -18,13 +21,15 @@ use valp_store::effects::{
     Conversion, EFFECT_LEDGER_FILE, EffectAppended, EffectLedger, EffectRecord,
     LAYOUT1_EFFECTS_FILE, Outcome, convert_layout1,
 };
+use valp_store::head::head_path;
 use valp_store::io::{Fault, FaultyStorage, Operation, OsStorage, Storage};
 use valp_store::{Access, ControlRoot, StoreCode, StoreError, Warning};
 use valp_tests::child::Reporter;
+use valp_tests::cli::valp_in;
 use valp_tests::store::{
     History, Rng, assert_repaired, clear_quarantine, corrupt_location, create_journal,
     effect_ledger_path, init_root_with, line_ranges, obligation, open_effects, outcome,
-    quarantine_files,
+    quarantine_files, write_anchored,
 };
 
 /// Records in the ledger under test.
@@ -33,7 +38,7 @@ const RECORDS: usize = 6;
 /// A control root over `FaultyStorage` (healthy until told otherwise) with the walk task and
 /// an effect ledger of `records` records.
 struct Fixture {
-    _temp: tempfile::TempDir,
+    temp: tempfile::TempDir,
     storage: Arc<FaultyStorage>,
     root: ControlRoot,
     path: PathBuf,
@@ -57,7 +62,7 @@ impl Fixture {
         let lines = line_ranges(&full);
         assert_eq!(lines.len(), records + 1);
         Self {
-            _temp: temp,
+            temp,
             storage,
             root,
             path,
@@ -73,6 +78,13 @@ impl Fixture {
             .map_or(0, |last| self.lines[last].end)]
     }
 
+    /// Writes the first `records` (at least one) records followed by `tail`, with the head of
+    /// the last record: as a ledger holding them is after its appends (or after a crash, for
+    /// the records before a torn tail).
+    fn write(&self, records: usize, tail: &[u8]) {
+        write_anchored(&self.path, self.ledger(records), tail);
+    }
+
     /// Writes the first `records` records followed by `torn`, then checks that a reader
     /// reports the torn bytes and changes nothing, that a writer quarantines exactly them and
     /// cuts them off, and that the next record lands where an undamaged ledger has it.
@@ -80,7 +92,7 @@ impl Fixture {
         clear_quarantine(&self.root);
         let good = self.ledger(records).to_vec();
         let damaged = [good.as_slice(), torn].concat();
-        std::fs::write(&self.path, &damaged).unwrap();
+        self.write(records, torn);
         let (offset, len) = (good.len() as u64, torn.len() as u64);
 
         let reader = open_effects(&self.root, Access::ReadOnly)
@@ -219,8 +231,16 @@ fn torn_tails_of_every_kind_are_reported_then_repaired() {
     for run in [1, 4096] {
         fixture.check_torn_tail(RECORDS, &vec![0; run], &format!("{run} NULs after"));
     }
+    // A torn first line cannot be a crash's remnant: the first line is created atomically,
+    // after its head. Without a head it is refused like any ledger that holds bytes.
     let first = &fixture.full[fixture.lines[0].clone()];
-    fixture.check_torn_tail(0, &first[..first.len() / 3], "a torn first line");
+    std::fs::remove_file(head_path(&fixture.path)).unwrap();
+    std::fs::write(&fixture.path, &first[..first.len() / 3]).unwrap();
+    let refused = open_effects(&fixture.root, Access::Write).unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::HeadMissing { path, .. } if path == &fixture.path),
+        "{refused}"
+    );
 }
 
 #[test]
@@ -255,11 +275,14 @@ fn a_flipped_bit_in_any_complete_line_is_refused_where_it_is() {
             index + 1
         );
         if damaged[position] == 0 && index == RECORDS {
-            // A NUL in the last line is what a crash leaves there: a torn tail (the rule
-            // shared with task journals), reported by a reader.
+            // A NUL in the last line would be a torn tail (the rule shared with task
+            // journals), but the head anchors that line: bytes at or before it are never torn.
             nul_made += 1;
-            let reader = open_effects(&fixture.root, Access::ReadOnly).unwrap();
-            assert_eq!(reader.records().len(), RECORDS, "{what}");
+            let refused = open_effects(&fixture.root, Access::ReadOnly).unwrap_err();
+            assert!(
+                matches!(&refused, StoreError::HeadMismatch { seq, .. } if *seq == RECORDS as u64),
+                "{what}: {refused}"
+            );
             continue;
         }
         for access in [Access::ReadOnly, Access::Write] {
@@ -276,7 +299,7 @@ fn a_flipped_bit_in_any_complete_line_is_refused_where_it_is() {
             "{what}: rewritten"
         );
     }
-    eprintln!("{FLIPS} flips, {nul_made} made a NUL in the last line (torn by rule)");
+    eprintln!("{FLIPS} flips, {nul_made} made a NUL in the anchored last line");
     assert_eq!(quarantine_files(&fixture.root), Vec::<PathBuf>::new());
     std::fs::write(&fixture.path, &original).unwrap();
     assert_eq!(
@@ -297,7 +320,7 @@ fn write_ledger(path: &Path, records: &[EffectRecord]) {
         bytes.extend_from_slice(&line);
         prior = Some(digest);
     }
-    std::fs::write(path, bytes).unwrap();
+    write_anchored(path, &bytes, b"");
 }
 
 #[test]
@@ -374,7 +397,7 @@ fn records_are_checked_strictly_with_exact_errors() {
     );
     // A payload that is not a record at all.
     let (line, _) = valp_store::chain::encode_line(0, None, &Text);
-    std::fs::write(&fixture.path, line).unwrap();
+    write_anchored(&fixture.path, &line, b"");
     assert!(matches!(
         open_effects(&fixture.root, Access::ReadOnly).unwrap_err(),
         StoreError::Corrupt { line: 1, ref reason, .. }
@@ -410,7 +433,7 @@ fn failed_appends_are_unknown_or_committed_and_the_ledger_verifies_after() {
     ] {
         let what = format!("{operation:?} {fault:?}");
         let fixture = Fixture::new(RECORDS);
-        std::fs::write(&fixture.path, fixture.ledger(RECORDS)).unwrap();
+        fixture.write(RECORDS, b"");
         let before = fixture.ledger(RECORDS).to_vec();
         let mut ledger = open_effects(&fixture.root, Access::Write).unwrap();
         fixture.storage.fail(operation, fault);
@@ -496,11 +519,20 @@ fn a_failed_folder_sync_after_the_first_record_is_reported() {
             "{fault:?}: {error}"
         );
         fixture.storage.heal();
-        let reopened = open_effects(&fixture.root, Access::ReadOnly).unwrap();
+        // The first line's head is written (and its folder synced) before the file: that
+        // sync failed, so no ledger was created, and the head alone names no record.
+        assert!(!fixture.path.exists(), "{fault:?}");
+        let mut reopened = open_effects(&fixture.root, Access::Write).unwrap();
+        assert_eq!(reopened.records().len(), 0, "{fault:?}");
+        record(&mut reopened, 0);
         assert_eq!(
-            reopened.records().len(),
-            1,
-            "{fault:?}: written, durability unknown"
+            reopened.head().map(|head| head.seq),
+            Some(0),
+            "{fault:?}: the retry is anchored"
+        );
+        assert!(
+            std::fs::read(&fixture.path).unwrap() == fixture.ledger(1),
+            "{fault:?}"
         );
     }
 }
@@ -522,7 +554,7 @@ fn failed_repairs_change_nothing_and_heal() {
         let last = &fixture.full[fixture.lines[RECORDS].clone()];
         let torn = last[..last.len() / 2].to_vec();
         let damaged = [fixture.ledger(RECORDS), &torn].concat();
-        std::fs::write(&fixture.path, &damaged).unwrap();
+        fixture.write(RECORDS, &torn);
         fixture.storage.fail(operation, fault);
         let error = open_effects(&fixture.root, Access::Write).unwrap_err();
         let expected = match operation {
@@ -808,13 +840,21 @@ fn a_layout1_ledger_is_verified_before_anything_is_written() {
             2
         );
     }
-    // A failed folder sync after the rename: the ledger is there, its durability unknown;
-    // running it again finds it converted.
+    // A failed folder sync: the first is the head's, written before the ledger, so the
+    // ledger is not there yet and running it again converts it, with its head.
     let (_temp, dir) = layout1_folder(&old);
     let storage = FaultyStorage::default();
     storage.fail(Operation::SyncDir, Fault::Once);
     let error = convert_layout1(&dir, &storage).unwrap_err();
     assert_eq!(error.code(), StoreCode::DurabilityUnknownOrCommitted);
+    assert!(!dir.join(EFFECT_LEDGER_FILE).exists());
+    assert_eq!(
+        convert_layout1(&dir, &storage).unwrap(),
+        Conversion::Converted {
+            records: 2,
+            torn_tail: None
+        }
+    );
     assert_eq!(
         convert_layout1(&dir, &storage).unwrap(),
         Conversion::AlreadyConverted { records: 2 }
@@ -898,4 +938,241 @@ fn clone_corrupt(error: &StoreError) -> StoreError {
         },
         other => panic!("{other:?}"),
     }
+}
+
+/// The refusal's ledger, head and anchored seq; panics on any other result.
+fn head_mismatch<T: std::fmt::Debug>(
+    result: Result<T, StoreError>,
+) -> (PathBuf, PathBuf, u64, String) {
+    match result {
+        Err(StoreError::HeadMismatch {
+            path,
+            head,
+            seq,
+            reason,
+        }) => (path, head, seq, reason),
+        other => panic!("expected a head mismatch, got {other:?}"),
+    }
+}
+
+impl Fixture {
+    /// Writes `ledger` and `head` (the head file's bytes) and checks that a reader, a writer
+    /// and `verify` refuse them with a head mismatch, changing nothing and quarantining
+    /// nothing. Returns the reader's refusal.
+    fn check_head_refused(
+        &self,
+        ledger: &[u8],
+        head: &[u8],
+        what: &str,
+    ) -> (PathBuf, PathBuf, u64, String) {
+        std::fs::write(&self.path, ledger).unwrap();
+        std::fs::write(head_path(&self.path), head).unwrap();
+        let refusal = head_mismatch(open_effects(&self.root, Access::ReadOnly));
+        head_mismatch(open_effects(&self.root, Access::Write));
+        let verification = valp_store::verify::verify(&self.root).unwrap();
+        let problem = verification
+            .checks
+            .iter()
+            .find(|check| check.kind == "effects")
+            .and_then(|check| check.problem.as_ref())
+            .unwrap_or_else(|| panic!("{what}: verify finds no problem"));
+        assert!(
+            matches!(problem, StoreError::HeadMismatch { seq, .. } if *seq == refusal.2),
+            "{what}: {problem}"
+        );
+        assert!(std::fs::read(&self.path).unwrap() == ledger, "{what}");
+        assert!(
+            std::fs::read(head_path(&self.path)).unwrap() == head,
+            "{what}"
+        );
+        assert_eq!(
+            quarantine_files(&self.root),
+            Vec::<PathBuf>::new(),
+            "{what}"
+        );
+        refusal
+    }
+}
+
+#[test]
+fn an_effect_ledger_cut_at_any_line_boundary_or_rolled_back_is_refused() {
+    const LAST: usize = 99;
+    let fixture = Fixture::new(LAST);
+    let head = std::fs::read(head_path(&fixture.path)).unwrap();
+    assert_eq!(
+        valp_store::head::read(&head_path(&fixture.path)).unwrap(),
+        valp_store::head::of_lines(&fixture.full),
+        "the head names the last record"
+    );
+    let mut detected = 0;
+    for records in 0..=LAST {
+        let what = format!("cut to {records} records");
+        let cut = fixture.ledger(records);
+        let (path, head_file, seq, reason) = fixture.check_head_refused(cut, &head, &what);
+        assert_eq!(
+            (path, head_file, seq),
+            (fixture.path.clone(), head_path(&fixture.path), LAST as u64),
+            "{what}"
+        );
+        let last = match records.checked_sub(1) {
+            Some(seq) => format!("line {records} (seq {seq})"),
+            None => "no line".to_owned(),
+        };
+        assert_eq!(
+            reason,
+            format!(
+                "the file's lines end with {last} at byte {}, the anchor names seq {LAST} ending \
+                 at byte {}: truncated or rolled back",
+                cut.len(),
+                fixture.full.len()
+            ),
+            "{what}"
+        );
+        let run = valp_in(fixture.temp.path(), None, &["verify"]).unwrap();
+        assert_eq!(run.code, Some(1), "{what}: {run:?}");
+        assert!(
+            run.stdout.contains(&format!(
+                "PROBLEM VALP-E-KERNEL-STORE-CORRUPT: {}: does not match its head anchor {} \
+                 (anchored seq {LAST})",
+                fixture.path.display(),
+                head_path(&fixture.path).display()
+            )) && run.stdout.contains(
+                "the effect ledger of task-1 does not match its head (`valp recover` does not \
+                 cut effect ledgers): restore tasks/task-1/effect-ledger.jsonl"
+            ),
+            "{what}: {}",
+            run.stdout
+        );
+        detected += 1;
+    }
+    eprintln!(
+        "effect ledger truncations refused: {detected} of {} line boundaries",
+        LAST + 1
+    );
+    assert_eq!(detected, LAST + 1);
+
+    // Removed altogether, while its head names record 100.
+    std::fs::remove_file(&fixture.path).unwrap();
+    let (_, _, seq, _) = head_mismatch(open_effects(&fixture.root, Access::ReadOnly));
+    assert_eq!(seq, LAST as u64);
+
+    // Another ledger of the same length in its place (other outcomes, same obligations).
+    let other = Fixture::new(0);
+    std::fs::remove_file(&other.path).unwrap();
+    std::fs::remove_file(head_path(&other.path)).unwrap();
+    let mut writer = open_effects(&other.root, Access::Write).unwrap();
+    for number in 0..=LAST {
+        writer
+            .append(&obligation(number), &outcome(number, "other"))
+            .unwrap();
+    }
+    let replaced = std::fs::read(&other.path).unwrap();
+    let (_, _, seq, reason) = fixture.check_head_refused(&replaced, &head, "another ledger");
+    assert_eq!(seq, LAST as u64);
+    assert!(reason.contains("rolled back or replaced"), "{reason}");
+
+    // No head at all.
+    std::fs::write(&fixture.path, &fixture.full).unwrap();
+    std::fs::remove_file(head_path(&fixture.path)).unwrap();
+    let refusal = open_effects(&fixture.root, Access::ReadOnly).unwrap_err();
+    assert!(
+        matches!(&refusal, StoreError::HeadMissing { path, head }
+            if path == &fixture.path && head == &head_path(&fixture.path)),
+        "{refusal}"
+    );
+    std::fs::write(head_path(&fixture.path), &head).unwrap();
+    assert_eq!(
+        open_effects(&fixture.root, Access::ReadOnly)
+            .unwrap()
+            .records()
+            .len(),
+        LAST + 1
+    );
+}
+
+#[test]
+fn every_flipped_byte_of_the_effect_ledger_head_is_refused() {
+    let fixture = Fixture::new(RECORDS);
+    let head = std::fs::read(head_path(&fixture.path)).unwrap();
+    let mut rng = Rng::new(0xEFF_EAD);
+    for position in 0..head.len() {
+        let mask = u8::try_from(1 + rng.below(255)).unwrap();
+        let mut damaged = head.clone();
+        damaged[position] ^= mask;
+        let what = format!("head byte {position} ^ {mask:#04x}");
+        std::fs::write(head_path(&fixture.path), &damaged).unwrap();
+        for access in [Access::ReadOnly, Access::Write] {
+            let refusal = open_effects(&fixture.root, access).unwrap_err();
+            assert_eq!(refusal.code(), StoreCode::Corrupt, "{what}: {refusal}");
+        }
+        assert!(
+            std::fs::read(&fixture.path).unwrap() == fixture.full,
+            "{what}"
+        );
+        assert!(
+            std::fs::read(head_path(&fixture.path)).unwrap() == damaged,
+            "{what}"
+        );
+    }
+    eprintln!("head flips refused: {} of {}", head.len(), head.len());
+    std::fs::write(head_path(&fixture.path), &head).unwrap();
+    assert!(open_effects(&fixture.root, Access::ReadOnly).is_ok());
+}
+
+#[test]
+fn a_lagging_effect_ledger_head_is_a_warning_caught_up_by_the_next_append() {
+    let fixture = Fixture::new(RECORDS);
+    // The head of record 4: the renames of the later heads were lost in a crash.
+    let lagging = valp_store::head::of_lines(fixture.ledger(4)).unwrap();
+    std::fs::write(head_path(&fixture.path), lagging.canonical_bytes()).unwrap();
+    let mut writer = open_effects(&fixture.root, Access::Write).unwrap();
+    assert_eq!(
+        (writer.records().len(), writer.warnings()),
+        (RECORDS + 1, &[][..])
+    );
+    let effects_warnings = || {
+        valp_store::verify::verify(&fixture.root)
+            .unwrap()
+            .checks
+            .into_iter()
+            .find(|check| check.kind == "effects")
+            .unwrap()
+            .warnings
+    };
+    assert_eq!(
+        effects_warnings(),
+        [format!(
+            "the head anchor names record 4 of {} (it lags after a crash; the next append \
+             catches it up)",
+            RECORDS + 1
+        )]
+    );
+    record(&mut writer, RECORDS + 1);
+    assert_eq!(effects_warnings(), Vec::<String>::new());
+    let written = std::fs::read(&fixture.path).unwrap();
+    assert_eq!(
+        valp_store::head::read(&head_path(&fixture.path)).unwrap(),
+        valp_store::head::of_lines(&written)
+    );
+    assert_eq!(writer.head().map(|head| head.seq), Some(RECORDS as u64 + 1));
+}
+
+#[test]
+fn an_effect_ledger_cut_under_an_open_writer_is_not_appended_to() {
+    let fixture = Fixture::new(RECORDS);
+    let mut writer = open_effects(&fixture.root, Access::Write).unwrap();
+    std::fs::write(&fixture.path, fixture.ledger(3)).unwrap();
+    let (path, _, seq, reason) =
+        head_mismatch(writer.append(&obligation(50), &outcome(50, "fixture")));
+    assert_eq!((path, seq), (fixture.path.clone(), RECORDS as u64));
+    assert_eq!(
+        reason,
+        format!(
+            "the file is {} bytes, shorter than the {} bytes verified through seq {RECORDS}: \
+             truncated under an open writer",
+            fixture.ledger(3).len(),
+            fixture.full.len()
+        )
+    );
+    assert!(std::fs::read(&fixture.path).unwrap() == fixture.ledger(3));
 }

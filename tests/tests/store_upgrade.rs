@@ -1,7 +1,7 @@
 //! Layout 2 and `valp upgrade`, on a real control root of layout 1 made by the code before the
 //! change (`tests/fixtures/roots/layout-1/`, see its PROVENANCE.md): every command but the
 //! upgrade refuses it and says to run `valp upgrade`; the upgrade keeps a byte-identical backup,
-//! anchors every journal, bumps the version last and can be re-run after a crash; afterwards the
+//! anchors every journal (and writes the converted effect ledger with its head), bumps the version last and can be re-run after a crash; afterwards the
 //! root verifies and runs. Any other `layout_version` is refused with
 //! `VALP-E-MIGRATION-UNSUPPORTED`.
 
@@ -146,6 +146,23 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
     for head in ["installation/journal.head", "tasks/demo-build/journal.head"] {
         assert!(now.contains_key(Path::new(head)), "{head}");
     }
+    // The converted effect ledger is written with its head, which names its last record, and
+    // it opens (verifying against that head) with the layout-1 record.
+    let ledger = &now[Path::new("tasks/demo-build/effect-ledger.jsonl")];
+    let head = valp_store::head::of_lines(ledger).unwrap();
+    assert_eq!(
+        now[Path::new("tasks/demo-build/effect-ledger.head")],
+        valp_kernel::canonical::Canonical::canonical_bytes(&head)
+    );
+    let opened = valp_store::effects::EffectLedger::open(
+        &root.join("tasks/demo-build"),
+        &root.join("quarantine"),
+        Arc::new(OsStorage),
+        valp_store::Access::ReadOnly,
+    )
+    .unwrap();
+    assert_eq!(opened.head(), Some(&head));
+    assert_eq!(opened.records().len() as u64, head.seq + 1);
     let installation = String::from_utf8(now[Path::new("installation.json")].clone()).unwrap();
     assert!(
         installation.contains(r#""layout_version":2,"#),

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use valp_store::ControlRoot;
 use valp_store::verify::verify;
+use valp_store::{ControlRoot, StoreError};
 
 use super::CommandError;
 
@@ -45,6 +45,16 @@ pub(super) fn run(root: &ControlRoot, out: &mut dyn Write) -> Result<ExitCode, C
                 out,
                 "to see what can be kept of the ledger: valp recover --ledger"
             )?,
+            ("effects", Some(StoreError::HeadMismatch { .. } | StoreError::HeadMissing { .. })) => {
+                writeln!(
+                    out,
+                    "the effect ledger of {} does not match its head (`valp recover` does not \
+                     cut effect ledgers): restore tasks/{}/effect-ledger.jsonl and \
+                     effect-ledger.head from a backup of the task folder; a record lost from it \
+                     would have its cancel carried out again",
+                    check.name, check.name
+                )?;
+            }
             _ => {}
         }
     }

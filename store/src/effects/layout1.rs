@@ -10,6 +10,7 @@ use crate::chain::encode_line;
 use crate::error::StoreError;
 use crate::files::write_atomically;
 use crate::io::Storage;
+use crate::journal::create_journal;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 
 /// What [`convert_layout1`] did.
@@ -38,7 +39,8 @@ pub enum Conversion {
 /// read and verified first (every complete line must be a canonical record continuing its
 /// chain: else `VALP-E-KERNEL-STORE-CORRUPT` with file, line and byte, and nothing is written);
 /// then the new file is written atomically (temporary file, sync, rename, folder sync), each
-/// record wrapped unchanged in a chained line. The old file is never modified or removed (the
+/// record wrapped unchanged in a chained line, with its head anchor `effect-ledger.head` written
+/// durably before it ([`create_journal`]; an empty ledger has no line to anchor). The old file is never modified or removed (the
 /// upgrade's backup keeps it). Re-running it is harmless: a ledger that already starts with
 /// those records is left as it is, and one that holds other records is refused.
 pub fn convert_layout1(task_dir: &Path, storage: &dyn Storage) -> Result<Conversion, StoreError> {
@@ -79,7 +81,13 @@ pub fn convert_layout1(task_dir: &Path, storage: &dyn Storage) -> Result<Convers
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => return Err(StoreError::io(&new, "read", source)),
     }
-    write_atomically(storage, task_dir, &new, &converted)?;
+    if converted.is_empty() {
+        // Nothing to anchor: an empty ledger needs no head.
+        write_atomically(storage, task_dir, &new, &converted)?;
+    } else {
+        // The head first, as for every journal: no converted ledger exists without its head.
+        create_journal(storage, &new, &converted)?;
+    }
     Ok(Conversion::Converted {
         records: records.len(),
         torn_tail,

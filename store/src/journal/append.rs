@@ -6,7 +6,7 @@ use valp_kernel::{ErrorCode, Evidence, Identity};
 use crate::chain::encode_line;
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
-use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
 
@@ -161,36 +161,26 @@ impl<M: Machine> Journal<M> {
         };
         self.guard.observe(seq, event, evidence_set);
         // The entry is durable: from here on it is acknowledged whatever happens to the head.
-        // A head that cannot be rewritten lags, as after a crash, until the next append.
-        let written = self.advance_anchor(false);
-        self.warnings
-            .retain(|warning| !matches!(warning, Warning::HeadNotUpdated { .. }));
-        if let Err(error) = written {
-            self.warnings.push(Warning::HeadNotUpdated {
-                seq,
-                error: error.to_string(),
-            });
-        }
+        self.anchor.advance_after_append(
+            self.storage.as_ref(),
+            seq,
+            &self.tip.digest,
+            self.tip.offset,
+            &mut self.warnings,
+        );
         Ok(Appended::Accepted { seq, record })
     }
 
     /// Refuses to append when the file is shorter than what this handle verified: it was cut
     /// under us, and a line appended now would not chain to what is left.
     fn check_not_shortened(&mut self) -> Result<(), StoreError> {
-        let length = std::fs::metadata(&self.path)
-            .map_err(|source| StoreError::io(&self.path, "stat", source))?
-            .len();
-        if length >= self.tip.offset {
-            return Ok(());
+        let checked = self
+            .anchor
+            .check_not_shortened(self.tip.offset, self.tip.next_seq - 1);
+        if let Err(error) = &checked {
+            self.poisoned = Some(error.to_string());
         }
-        let error = self.anchor.mismatch(format!(
-            "the file is {length} bytes, shorter than the {} bytes verified through seq {}: \
-             truncated under an open writer",
-            self.tip.offset,
-            self.tip.next_seq - 1
-        ));
-        self.poisoned = Some(error.to_string());
-        Err(error)
+        checked
     }
 }
 
