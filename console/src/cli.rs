@@ -231,6 +231,20 @@ pub enum Command {
     /// `target/valp-demo/`); run it again to reopen (the demo tasks are kept, and the Leader
     /// you selected is re-proven without asking).
     Demo(DemoArgs),
+    /// A scripted terminal coding agent, for the tmux adapter's demo and tests.
+    ///
+    /// Shows a prompt box; Enter submits the input as a turn: a working phase streaming lines
+    /// under a spinner, sometimes a permission question (answer y/1/Enter or n/2/Escape), then
+    /// every `@path` the prompt names is written under the current folder. Escape stops a
+    /// turn; Ctrl-C twice within 2 s exits. The same seed replays the same session.
+    DemoAgent {
+        /// Seed of the session.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// When to ask a permission question.
+        #[arg(long, value_enum, default_value_t = crate::agent::demo::Ask::Sometimes)]
+        ask: crate::agent::demo::Ask,
+    },
     /// Check the kernel against reference conformance vectors.
     ///
     /// Reads vector files (`.jsonl` or `.jsonl.gz`) in the three formats of the VALP reference

@@ -193,6 +193,10 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
+        Command::DemoAgent { seed, ask } => {
+            crate::agent::demo_terminal::run(seed, ask, &current_dir()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
         Command::Conformance {
             files,
