@@ -195,6 +195,20 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
+        command @ (Command::Agent(_) | Command::DemoAgent { .. }) => agents(command, out),
+        Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
+        Command::Conformance {
+            files,
+            deviations,
+            no_deviations,
+            quiet,
+        } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// `valp agent …` and `valp demo-agent`.
+fn agents(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    match command {
         Command::Agent(AgentCommand::Classify {
             agent,
             profile,
@@ -207,13 +221,9 @@ pub fn run(
             crate::agent::demo_terminal::run(seed, ask, &current_dir()?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
-        Command::Conformance {
-            files,
-            deviations,
-            no_deviations,
-            quiet,
-        } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+        other => Err(CommandError::Usage(format!(
+            "{other:?} is not an agent command"
+        ))),
     }
 }
 

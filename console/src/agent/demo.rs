@@ -86,9 +86,9 @@ enum Phase {
 struct Turn {
     prompt: String,
     files: Vec<String>,
-    steps: u32,
-    step: u32,
-    ask_at: Option<u32>,
+    steps: u64,
+    step: u64,
+    ask_at: Option<u64>,
     step_ms: u64,
     next_step_at: u64,
     spinner: usize,
@@ -177,7 +177,7 @@ impl DemoAgent {
         let prompt = std::mem::take(&mut self.input);
         self.turns += 1;
         let mut random = Random::new(self.seed, self.turns);
-        let steps = 3 + random.below(5) as u32;
+        let steps = 3 + random.below(5);
         let asks = match self.ask {
             Ask::Always => true,
             Ask::Never => false,
@@ -192,7 +192,7 @@ impl DemoAgent {
             prompt,
             steps,
             step: 0,
-            ask_at: asks.then(|| 1 + random.below(u64::from(steps - 1)) as u32),
+            ask_at: asks.then(|| 1 + random.below(steps - 1)),
             step_ms,
             next_step_at: now + step_ms,
             spinner: 0,
@@ -209,7 +209,8 @@ impl DemoAgent {
         }
         turn.step += 1;
         turn.next_step_at = now + turn.step_ms;
-        let verb = VERBS[(turn.step as usize + turn.prompt.len()) % VERBS.len()];
+        let index = usize::try_from(turn.step).unwrap_or_default();
+        let verb = VERBS[index.wrapping_add(turn.prompt.len()) % VERBS.len()];
         self.transcript
             .push(format!("  ● {verb} (step {} of {})", turn.step, turn.steps));
         if turn.ask_at == Some(turn.step) {
