@@ -355,7 +355,7 @@ fn the_demo_agent_in_tmux_pastes_works_asks_and_writes() {
     pane.wait_for(AgentState::Idle);
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
-        format!("written by valp demo-agent (seed 4, turn 1) for: {prompt}\n")
+        format!("written by valp demo-agent (seed 4, turn 1)\n{prompt}")
     );
     assert!(!dir.path().join("pwned").exists());
 }

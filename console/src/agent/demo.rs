@@ -4,9 +4,9 @@
 //!
 //! It has a prompt box; Enter on a non-empty input starts a *turn*: a working phase that
 //! streams a few lines under a spinner, sometimes stops on a permission question and waits
-//! (blocked), then writes every file the prompt names (`@path` words) and returns to the
-//! prompt. Escape stops a turn (and answers "no" to a question); Ctrl-C clears the input or
-//! stops the turn, and a second Ctrl-C within [`EXIT_WINDOW_MS`] exits. Everything a turn does
+//! (blocked), then writes every file the prompt names (`@path` words; each holds a header line
+//! and the whole prompt, byte for byte) and returns to the prompt. Escape stops a turn (and
+//! answers "no" to a question); Ctrl-C clears the input or stops the turn, and a second Ctrl-C within [`EXIT_WINDOW_MS`] exits. Everything a turn does
 //! (how many lines, how fast, whether it asks) comes from the seed and the turn number, never
 //! from timing, so a seed replays the same session. Time comes in with every input as
 //! milliseconds since start; the terminal loop in [`super::demo_terminal`] supplies it.
@@ -223,11 +223,10 @@ impl DemoAgent {
             return Vec::new();
         }
         let turn = turn.clone();
+        // The whole prompt, byte for byte: a file is where a test can see what arrived.
         let contents = format!(
-            "written by valp demo-agent (seed {}, turn {}) for: {}\n",
-            self.seed,
-            self.turns,
-            display_line(turn.prompt.lines().next().unwrap_or_default())
+            "written by valp demo-agent (seed {}, turn {})\n{}",
+            self.seed, self.turns, turn.prompt
         );
         let mut effects = Vec::new();
         for path in &turn.files {

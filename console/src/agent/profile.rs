@@ -99,6 +99,18 @@ pub struct InputLine {
     pub placeholders: Vec<String>,
 }
 
+/// How a submission checks that a pasted prompt landed in the input line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Readback {
+    /// The input line shows the end of the prompt as typed (line breaks shown as `⏎`, as
+    /// display text): the demo agent echoes every byte.
+    Echo,
+    /// The input line is no longer empty (real CLIs show a placeholder such as `[Pasted text
+    /// #1 +40 lines]` for a long paste, so the text itself cannot be compared).
+    Changed,
+}
+
 /// A loaded, checked profile.
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -114,8 +126,10 @@ pub struct Profile {
     pub interrupt_keys: Vec<String>,
     /// Keys that exit the agent.
     pub exit_keys: Vec<String>,
-    /// The input line, if the profile knows it.
+    /// The input line, if the profile knows it (without it valp never submits to the agent).
     pub input: Option<InputLine>,
+    /// How a pasted prompt is checked.
+    pub readback: Readback,
     /// The rules, highest priority first (ties in file order).
     pub rules: Vec<Rule>,
 }
@@ -202,6 +216,8 @@ struct ProfileFile {
     interrupt_keys: Vec<String>,
     exit_keys: Vec<String>,
     input: Option<InputFile>,
+    #[serde(default = "changed")]
+    readback: Readback,
     rules: Vec<RuleFile>,
 }
 
@@ -309,9 +325,14 @@ impl Profile {
             interrupt_keys: parsed.interrupt_keys,
             exit_keys: parsed.exit_keys,
             input,
+            readback: parsed.readback,
             rules,
         })
     }
+}
+
+fn changed() -> Readback {
+    Readback::Changed
 }
 
 fn compile(file: &str, rule: &str, pattern: &str) -> Result<Regex, ProfileError> {
