@@ -237,3 +237,76 @@ fn a_one_megabyte_prompt_arrives_byte_exact() {
         "not byte-exact"
     );
 }
+
+/// Drives the demo agent through turns for `length`: every turn is submitted with proof,
+/// questions are answered, every fourth turn is stopped with Escape; the pane is sampled every
+/// 50 ms through the demo profile and its idle debounce. Returns (turns, samples, false idles):
+/// a false idle is a debounced idle while a turn is still running (its file not yet written
+/// and not stopped).
+fn soak(length: Duration) -> (u32, u64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = demo(dir.path(), "sometimes");
+    let pane = pane_of(&server);
+    let profile = Profile::builtin("demo").unwrap();
+    let started = Instant::now();
+    let (mut turns, mut samples, mut false_idles) = (0, 0, 0);
+    while started.elapsed() < length {
+        turns += 1;
+        let file = dir.path().join(format!("turn-{turns}.txt"));
+        let prompt = format!("turn {turns}: write @turn-{turns}.txt");
+        let submission = submit(&pane, &profile, &prompt, dir.path(), PATIENCE).unwrap();
+        assert!(
+            matches!(submission, Submission::Proven(_)),
+            "{submission:?}"
+        );
+        let mut debouncer = valp_console::agent::classify::Debouncer::new(profile.idle_debounce_ms);
+        let turn_started = Instant::now();
+        let mut stopped = false;
+        loop {
+            let read = classify(&profile, &pane.capture().unwrap());
+            let now = u64::try_from(turn_started.elapsed().as_millis()).unwrap();
+            let reported = debouncer.sample(read.state, now);
+            samples += 1;
+            let running = !stopped && !file.exists();
+            if reported == AgentState::Idle {
+                if running {
+                    false_idles += 1;
+                }
+                break;
+            }
+            match read.state {
+                AgentState::Blocked => {
+                    tmux_at(server.socket(), &["send-keys", "-t", "agents", "y"]);
+                }
+                AgentState::Working if turns % 4 == 0 && !stopped && now > 300 => {
+                    pane.press(&["Escape"]).unwrap();
+                    stopped = true;
+                }
+                _ => {}
+            }
+            assert!(
+                turn_started.elapsed() < PATIENCE,
+                "turn {turns} never ended"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    (turns, samples, false_idles)
+}
+
+#[test]
+fn a_one_minute_soak_of_the_demo_agent_has_no_false_idle() {
+    let (turns, samples, false_idles) = soak(Duration::from_secs(60));
+    eprintln!("soak 60 s: {turns} turns, {samples} samples, {false_idles} false idles");
+    assert!(turns >= 10, "only {turns} turns in a minute");
+    assert_eq!(false_idles, 0);
+}
+
+/// The documented long run: `cargo test -p valp-tests --test tmux_submit -- --ignored`.
+#[test]
+#[ignore = "10-minute soak; run with --ignored"]
+fn a_ten_minute_soak_of_the_demo_agent_has_no_false_idle() {
+    let (turns, samples, false_idles) = soak(Duration::from_secs(600));
+    eprintln!("soak 600 s: {turns} turns, {samples} samples, {false_idles} false idles");
+    assert_eq!(false_idles, 0);
+}
