@@ -13,3 +13,4 @@ pub mod external;
 pub(crate) mod files;
 pub mod process;
 pub mod report;
+pub mod tmux;

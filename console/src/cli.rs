@@ -292,6 +292,23 @@ pub enum Command {
     /// `target/valp-demo/`); run it again to reopen (the demo tasks are kept, and the Leader
     /// you selected is re-proven without asking).
     Demo(DemoArgs),
+    /// Terminal coding agents: check what an agent profile reads from a screen.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// A scripted terminal coding agent, for the tmux adapter's demo and tests.
+    ///
+    /// Shows a prompt box; Enter submits the input as a turn: a working phase streaming lines
+    /// under a spinner, sometimes a permission question (answer y/1/Enter or n/2/Escape), then
+    /// every `@path` the prompt names is written under the current folder. Escape stops a
+    /// turn; Ctrl-C twice within 2 s exits. The same seed replays the same session.
+    DemoAgent {
+        /// Seed of the session.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// When to ask a permission question.
+        #[arg(long, value_enum, default_value_t = crate::agent::demo::Ask::Sometimes)]
+        ask: crate::agent::demo::Ask,
+    },
     /// Check the kernel against reference conformance vectors.
     ///
     /// Reads vector files (`.jsonl` or `.jsonl.gz`) in the three formats of the VALP reference
@@ -439,6 +456,28 @@ pub enum AdapterCommand {
         /// run.json).
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
+    },
+}
+
+/// `valp agent …`
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Print the state an agent profile reads from a captured screen, and the rule that
+    /// matched: for tuning a profile.
+    ///
+    /// FILE is a screen as `tmux capture-pane -p [-e] -t PANE > FILE` saves it (escape
+    /// sequences are removed before any rule sees the text). Prints `state:`, `rule:` (name
+    /// and line, or `none`) and `input:` (the input line's text, `empty`, or `not seen`).
+    Classify {
+        /// A built-in profile: claude, codex, aider, gemini, generic or demo.
+        #[arg(long, value_name = "NAME", required_unless_present = "profile")]
+        agent: Option<String>,
+        /// A profile file instead (`valp-agent-profile.v1` TOML, as in console/assets/agents/).
+        #[arg(long, value_name = "FILE", conflicts_with = "agent")]
+        profile: Option<PathBuf>,
+        /// The captured screen.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
 }
 

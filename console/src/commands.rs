@@ -28,7 +28,9 @@ use valp_store::layout::{ROOT_DIR, ROOT_ENV, control_root_of, resolve_root};
 use valp_store::{ControlRoot, StoreError};
 
 use crate::authority::AuthorityError;
-use crate::cli::{AdapterCommand, Cli, Command, LeaderCommand, ObserveArgs, TaskCommand};
+use crate::cli::{
+    AdapterCommand, AgentCommand, Cli, Command, LeaderCommand, ObserveArgs, TaskCommand,
+};
 use crate::clock::{Clock, SystemClock};
 use crate::conformance::ConformanceError;
 use crate::doctor::ObserveOptions;
@@ -195,6 +197,7 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
+        command @ (Command::Agent(_) | Command::DemoAgent { .. }) => agents(command, out),
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
         Command::Conformance {
             files,
@@ -202,6 +205,27 @@ pub fn run(
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// `valp agent …` and `valp demo-agent`.
+fn agents(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    match command {
+        Command::Agent(AgentCommand::Classify {
+            agent,
+            profile,
+            file,
+        }) => {
+            crate::agent::command::classify_file(agent.as_deref(), profile.as_deref(), &file, out)
+                .map_err(|error| CommandError::Usage(error.to_string()))
+        }
+        Command::DemoAgent { seed, ask } => {
+            crate::agent::demo_terminal::run(seed, ask, &current_dir()?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(CommandError::Usage(format!(
+            "{other:?} is not an agent command"
+        ))),
     }
 }
 
