@@ -37,15 +37,17 @@ pub fn procfs(data: &[u8]) {
     }
 }
 
-/// A `/proc/<pid>/stat` line holding `stat`'s fields (field 3 `S`, the others zero).
+/// A `/proc/<pid>/stat` line holding `stat`'s fields (fields 6 to 21 zero).
 fn stat_line(stat: &ProcStat) -> Vec<u8> {
     let zeros = |count: usize| " 0".repeat(count);
     format!(
-        "{} ({}) S {}{} {}\n",
+        "{} ({}) {} {} {}{} {}\n",
         stat.pid,
         stat.comm,
+        stat.state,
         stat.ppid,
-        zeros(22 - 5),
+        stat.pgrp,
+        zeros(22 - 6),
         stat.start_ticks
     )
     .into_bytes()
