@@ -179,6 +179,10 @@ pub struct TaskRow {
     pub interrupted: bool,
     /// What the System waits for on this task, in words (empty while it works).
     pub waiting: String,
+    /// The four dimension gates as the Done gate would see them now, in one line
+    /// (`quality* pass · experience pass · cost unverifiable · stability fail`, `*` marking a
+    /// required gate); empty when the task's frozen Done policy has no dimension section.
+    pub gates: String,
 }
 
 /// What the user asked for from the console.

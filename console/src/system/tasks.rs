@@ -13,7 +13,7 @@ use valp_store::{Access, ControlRoot, Journal, StoreError};
 
 use crate::doctor::sanitize::display_text;
 use crate::runtime::control::{self, Actor, Operation, Verdict};
-use crate::runtime::driver::{Driver, Progress};
+use crate::runtime::driver::{self, Driver, Progress};
 use crate::runtime::effects;
 use crate::runtime::workflow::{self, Wait};
 use crate::view::{ItemRow, Refusal, RejectionRow, TaskRow};
@@ -35,6 +35,9 @@ pub struct Desk {
     /// console costs the entries appended since the last view, not a full replay.
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
+    /// Each task's gate line ([`TaskRow::gates`]) and the revision it was measured at: the
+    /// measurement reads the plan and the journal, so it is redone only when the task moved.
+    gates: BTreeMap<PathBuf, (i128, String)>,
     activity: VecDeque<String>,
 }
 
@@ -48,6 +51,7 @@ impl Desk {
             settled: BTreeSet::new(),
             journals: BTreeMap::new(),
             waiting: BTreeMap::new(),
+            gates: BTreeMap::new(),
             activity: VecDeque::new(),
         }
     }
@@ -206,10 +210,14 @@ impl Desk {
         let mut rows = Vec::new();
         let mut items = Vec::new();
         for dir in &dirs {
-            match self.journal(root, dir) {
-                Ok(journal) => {
-                    let body = journal.live().body().clone();
-                    rows.push(self.task_row(&body, active_epoch));
+            match self
+                .journal(root, dir)
+                .map(|journal| journal.live().body().clone())
+            {
+                Ok(body) => {
+                    let mut row = self.task_row(&body, active_epoch);
+                    row.gates = self.gate_line(root, dir, body.revision);
+                    rows.push(row);
                     items.extend(item_rows(&body));
                 }
                 Err(error) => rows.push(TaskRow {
@@ -225,6 +233,7 @@ impl Desk {
                     items_total: 0,
                     interrupted: false,
                     waiting: display_text(&error.to_string()),
+                    gates: String::new(),
                 }),
             }
         }
@@ -252,7 +261,38 @@ impl Desk {
                 .as_ref()
                 .is_some_and(|control| control.status == ControlStatus::Interrupted),
             waiting: self.waiting.get(task).cloned().unwrap_or_default(),
+            gates: String::new(),
         }
+    }
+
+    /// The gate line of the task journal in `dir` (open in [`Self::journals`]) at `revision`.
+    fn gate_line(&mut self, root: &ControlRoot, dir: &Path, revision: i128) -> String {
+        if let Some((measured, line)) = self.gates.get(dir)
+            && *measured == revision
+        {
+            return line.clone();
+        }
+        let Some(journal) = self.journals.get(dir) else {
+            return String::new();
+        };
+        let line = match driver::task_gates(root, journal) {
+            Ok(Some(gates)) => gates
+                .iter()
+                .map(|gate| {
+                    format!(
+                        "{}{} {}",
+                        gate.dimension.as_str(),
+                        if gate.required { "*" } else { "" },
+                        gate.verdict.as_str()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" · "),
+            Ok(None) => String::new(),
+            Err(error) => display_text(&format!("gates: {error}")),
+        };
+        self.gates.insert(dir.to_owned(), (revision, line.clone()));
+        line
     }
 
     /// Adds to every observation row carrying an adapter's final word the reason the journal

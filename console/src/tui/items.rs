@@ -62,11 +62,20 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ),
         None => Pane::Items.title().to_owned(),
     };
-    let note = task.filter(|task| !task.waiting.is_empty()).map(|task| {
-        Line::from(span(
-            &format!(" waiting for: {} ", task.waiting),
-            ctx.style(Slot::Muted),
-        ))
+    let note = task.and_then(|task| {
+        let mut parts = Vec::new();
+        if !task.gates.is_empty() {
+            parts.push(format!("gates: {}", task.gates));
+        }
+        if !task.waiting.is_empty() {
+            parts.push(format!("waiting for: {}", task.waiting));
+        }
+        (!parts.is_empty()).then(|| {
+            Line::from(span(
+                &format!(" {} ", parts.join(" · ")),
+                ctx.style(Slot::Muted),
+            ))
+        })
     });
     list::render(
         frame,

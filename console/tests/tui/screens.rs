@@ -52,6 +52,17 @@ fn the_main_screen_shows_tasks_work_items_observations_rejections_and_activity()
     snapshots("main_working", &app);
 }
 
+#[test]
+fn the_work_items_pane_shows_the_selected_tasks_dimension_gates_and_what_it_waits_for() {
+    let mut view = working();
+    "quality* fail · experience pass · cost unverifiable · stability pass"
+        .clone_into(&mut view.tasks[0].gates);
+    "the Done gate: dimension_gate:quality:fail".clone_into(&mut view.tasks[0].waiting);
+    let mut backend = Scripted::new(view);
+    let app = start(&mut backend);
+    snapshots("main_gates", &app);
+}
+
 /// The cell at the start of the first occurrence of `text` on screen.
 fn cell_of<'b>(buffer: &'b ratatui::buffer::Buffer, text: &str) -> &'b ratatui::buffer::Cell {
     let width = usize::from(buffer.area.width);

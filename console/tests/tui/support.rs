@@ -188,6 +188,7 @@ fn task(task_id: &str, status: &str, revision: i128, epoch: i128, fenced: bool) 
         items_total: 5,
         interrupted: false,
         waiting: String::new(),
+        gates: String::new(),
     }
 }
 
