@@ -59,7 +59,8 @@ fn the_work_items_pane_shows_the_selected_tasks_dimension_gates_and_what_it_wait
         .clone_into(&mut view.tasks[0].gates);
     "the Done gate: dimension_gate:quality:fail".clone_into(&mut view.tasks[0].waiting);
     let mut backend = Scripted::new(view);
-    let app = start(&mut backend);
+    let mut app = start(&mut backend);
+    press(&mut app, &mut backend, KeyCode::Tab);
     snapshots("main_gates", &app);
 }
 
