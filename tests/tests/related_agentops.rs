@@ -532,3 +532,19 @@ fn manifests_and_intents_bind_by_their_bytes() {
         }]
     );
 }
+
+#[test]
+fn a_missing_folder_is_a_usage_error_not_an_empty_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = valp_in(dir.path(), None, &["ingest", "agentops"]).unwrap();
+    assert_eq!(run.code, Some(2), "{}", run.stdout);
+    assert_eq!(
+        run.stderr,
+        "valp: agentops folder .agents/ao/verdicts/sha256: No such file or directory (os error 2)\n"
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(
+        !dir.path().join(".agents").exists(),
+        "the folder is never created"
+    );
+}
