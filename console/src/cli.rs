@@ -154,6 +154,9 @@ pub enum Command {
     /// The Leader: candidates, the one explicit selection, rotation, and the binding.
     #[command(subcommand)]
     Leader(LeaderCommand),
+    /// Read another loop system's files as foreign evidence (read-only).
+    #[command(subcommand)]
+    Ingest(IngestCommand),
     /// Tasks: publishing a plan, handing a task over from a fenced Leader epoch.
     #[command(subcommand)]
     Task(TaskCommand),
@@ -478,6 +481,25 @@ pub enum AgentCommand {
         /// The captured screen.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+    },
+}
+
+/// `valp ingest …`
+#[derive(Debug, Subcommand)]
+pub enum IngestCommand {
+    /// Read AgentOps `verdict.v2` files as foreign review evidence (never writes anything).
+    ///
+    /// Lists every verdict with its outcome mapped (`PASS` -> claim pass supported by a foreign
+    /// review, never a VALP review or Done; `FAIL` -> fail; `NOT_PROVEN` -> unknown, review
+    /// blocked), its verification levels, declared independence, criteria and findings, and
+    /// every file not taken with the exact reason. Exit code 3 when a file was not taken.
+    Agentops {
+        /// The verdict folder (default: `.agents/ao/verdicts/sha256`).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The VALP task these verdicts speak for; without it none is named (never guessed).
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
     },
 }
 

@@ -11,6 +11,7 @@ mod leader;
 mod leadership;
 mod publish;
 mod recover;
+mod related;
 mod report;
 mod run;
 mod status;
@@ -126,6 +127,7 @@ pub fn run(
                 CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
             })
         }
+        Command::Ingest(command) => related::run(command, out),
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(TaskCommand::Status { task }) => {

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod evidence;
 pub mod ingest;
 pub mod plan;
+pub mod related;
 pub mod runtime;
 pub mod system;
 pub mod tui;

@@ -1,0 +1,166 @@
+//! `valp ingest agentops`: AgentOps verdicts shown as foreign review evidence, read-only.
+//!
+//! Prints one block per verdict (origin, evidence content digest, the exact outcome mapping,
+//! verification levels, declared independence, validation time, criteria, findings, unbound
+//! references) and one `rejected:` line per file not taken. Every foreign string goes through
+//! the sanitizer. Nothing is written anywhere: no control root is opened, no kernel event is
+//! proposed (a foreign PASS is never a `review_passed`). Exit code 3 when a file was rejected.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::CommandError;
+use crate::cli::IngestCommand;
+use crate::doctor::sanitize::{display_line, display_text};
+use crate::related::agentops::{self, ClaimResult, Independence, Ingested, Outcome, ReviewVerdict};
+
+/// Runs `valp ingest …`.
+pub(super) fn run(command: IngestCommand, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    match command {
+        IngestCommand::Agentops { dir, task } => agentops(dir.as_deref(), task.as_deref(), out),
+    }
+}
+
+/// Runs `valp ingest agentops [DIR] [--task TASK]`.
+fn agentops(
+    dir: Option<&Path>,
+    task: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let dir = dir.unwrap_or_else(|| Path::new(agentops::DEFAULT_DIR));
+    let report = agentops::ingest_dir(dir).map_err(|error| {
+        CommandError::Usage(format!("agentops folder {}: {error}", super::shown(dir)))
+    })?;
+    writeln!(out, "agentops: {} (read-only)", super::shown(dir))?;
+    match task {
+        Some(task) => writeln!(
+            out,
+            "task: {} (named on the command line)",
+            display_text(task)
+        )?,
+        None => writeln!(out, "task: none named (give --task; never guessed)")?,
+    }
+    for verdict in &report.verdicts {
+        write_verdict(verdict, out)?;
+    }
+    for rejection in &report.rejections {
+        writeln!(
+            out,
+            "rejected: {}: {}",
+            display_text(&rejection.file),
+            display_line(&rejection.reason.to_string())
+        )?;
+    }
+    writeln!(
+        out,
+        "agentops: {} verdicts, {} manifests, {} intents, {} rejected",
+        report.verdicts.len(),
+        report.manifests.len(),
+        report.intents.len(),
+        report.rejections.len()
+    )?;
+    Ok(if report.rejections.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    })
+}
+
+fn write_verdict(ingested: &Ingested, out: &mut dyn Write) -> std::io::Result<()> {
+    let verdict = &ingested.verdict;
+    let claim = match ingested.mapped.claim {
+        ClaimResult::Pass => "pass (supported by a foreign review; not a VALP review, not Done)",
+        ClaimResult::Fail => "fail",
+        ClaimResult::Unknown => "unknown (not proven: neither pass nor fail)",
+    };
+    let review = match ingested.mapped.review {
+        ReviewVerdict::Pass => "pass",
+        ReviewVerdict::Fail => "fail",
+        ReviewVerdict::Blocked => "blocked",
+    };
+    writeln!(out, "verdict {}", display_text(&ingested.file))?;
+    writeln!(
+        out,
+        "  origin: agentops verdict.v2, artifact_digest agentops-c14n-nolf:{}",
+        verdict.artifact_digest
+    )?;
+    writeln!(
+        out,
+        "  evidence content digest: {}",
+        ingested.content_digest
+    )?;
+    writeln!(
+        out,
+        "  outcome: {} -> claim {claim}; review {review}",
+        outcome_text(verdict.verdict)
+    )?;
+    writeln!(out, "  levels: {}", ingested.levels.names().join(", "))?;
+    if !ingested.byte_canonical {
+        writeln!(out, "  note: file bytes are not the canonical form plus LF")?;
+    }
+    writeln!(out, "  subject: {}", verdict.subject_manifest_digest)?;
+    writeln!(out, "  acceptance: {}", verdict.acceptance_digest)?;
+    match &ingested.independence {
+        Independence::Declared { author, validator } => writeln!(
+            out,
+            "  independence: declared (author {}, validator {})",
+            display_text(author),
+            display_text(validator)
+        )?,
+        Independence::NotEstablished(why) => {
+            writeln!(out, "  independence: not established ({why})")?;
+        }
+    }
+    match &verdict.freshness_attestation {
+        Some(fresh) => writeln!(
+            out,
+            "  freshness: declared by {:?} attester {}",
+            fresh.source,
+            display_text(&fresh.attester_identity)
+        )?,
+        None => writeln!(out, "  freshness: none declared")?,
+    }
+    writeln!(
+        out,
+        "  validated_at: {}",
+        display_text(&verdict.validated_at)
+    )?;
+    for criterion in &verdict.criteria {
+        writeln!(
+            out,
+            "  criterion {}: {}",
+            display_text(&criterion.id),
+            outcome_text(criterion.result)
+        )?;
+    }
+    for finding in &verdict.findings {
+        writeln!(
+            out,
+            "  finding {}{}: {}",
+            display_text(&finding.id),
+            finding
+                .class
+                .as_deref()
+                .map(|class| format!(" [{}]", display_text(class)))
+                .unwrap_or_default(),
+            display_line(&finding.summary)
+        )?;
+    }
+    writeln!(
+        out,
+        "  checked {}, not_checked {}, evidence_refs {} (unbound labels, not resolved)",
+        verdict.checked.len(),
+        verdict.not_checked.len(),
+        verdict.evidence_refs.len()
+    )
+}
+
+/// A foreign outcome with its VALP claim result, as one word pair.
+const fn outcome_text(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Pass => "PASS",
+        Outcome::Fail => "FAIL",
+        Outcome::NotProven => "NOT_PROVEN",
+    }
+}
