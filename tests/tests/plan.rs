@@ -1266,3 +1266,150 @@ fn dimension_rules_are_checked_at_parse_with_the_spec_codes() {
     }
     assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
 }
+
+/// [`BASE`] with work item `a` run by the tmux adapter, its `run` table being `run`.
+fn tmux_base(run: &str) -> String {
+    base_with(
+        "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"process\", argv = [\"true\"] }",
+        &format!(
+            "id = \"a\"\nrequirement = \"required\"\nexpected_evidence = [\"out/a.md\"]\n{run}"
+        ),
+    )
+}
+
+#[test]
+fn a_tmux_work_item_names_its_agent_pane_and_prompt() {
+    let parse = |text: &str| plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
+    let started = parse(&tmux_base(
+        "run = { adapter = \"tmux\", agent = \"demo\", command = [\"valp\", \"demo-agent\"], \
+         prompt = \"write @out/a.md\", timeout_seconds = 60 }",
+    ));
+    let run = &started.work_item("a").unwrap().run;
+    assert_eq!(run.adapter, plan::Adapter::Tmux);
+    assert_eq!(
+        (run.argv.len(), run.env.len(), run.timeout_seconds),
+        (0, 0, 60)
+    );
+    assert_eq!(
+        run.tmux,
+        Some(plan::TmuxRun {
+            agent: "demo".to_owned(),
+            pane: plan::TmuxPane::Command(vec!["valp".to_owned(), "demo-agent".to_owned()]),
+            prompt: "write @out/a.md".to_owned(),
+            socket: None,
+        })
+    );
+    let attached = parse(&tmux_base(
+        "run = { adapter = \"tmux\", agent = \"claude\", target = \"%12\", prompt = \"p\", \
+         socket = \"work-1\" }",
+    ));
+    let tmux = attached.work_item("a").unwrap().run.tmux.clone().unwrap();
+    assert_eq!(tmux.pane, plan::TmuxPane::Target("%12".to_owned()));
+    assert_eq!(tmux.socket.as_deref(), Some("work-1"));
+    // The canonical form carries exactly the tmux members, and reads back the same.
+    for (plan, encoded) in [
+        (
+            &started,
+            r#""run":{"adapter":"tmux","agent":"demo","command":["valp","demo-agent"],"cwd":".","prompt":"write @out/a.md","timeout_seconds":60}"#,
+        ),
+        (
+            &attached,
+            r#""run":{"adapter":"tmux","agent":"claude","cwd":".","prompt":"p","socket":"work-1","target":"%12","timeout_seconds":300}"#,
+        ),
+    ] {
+        let bytes = plan.canonical_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(encoded), "{text}");
+        let again = Plan::from_canonical("plan-evidence", &bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&again, plan);
+        assert!(
+            validator(SCHEMA).is_valid(&serde_json::from_slice::<Value>(&bytes).unwrap()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_tmux_run_is_refused_with_the_exact_rule() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "run = { adapter = \"tmux\", agent = \"vim\", command = [\"x\"], prompt = \"p\" }",
+            &[
+                "plan.toml:13:35: work_items[0].run.agent: unknown agent \"vim\" (known: \
+                 \"aider\", \"claude\", \"codex\", \"demo\", \"gemini\", \"generic\")",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [\"x\"], target = \"%1\", \
+             prompt = \"p\" }",
+            &[
+                "plan.toml:13:69: work_items[0].run.target: give `command` (start the agent) or \
+                 `target` (an existing pane), not both",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:7: work_items[0].run.command: missing: give `command` (start the \
+                 agent) or `target` (an existing pane)",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", target = \"1\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:52: work_items[0].run.target: \"1\" is not a tmux pane id (`%` and \
+                 digits, e.g. \"%3\")",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [], prompt = \"\", \
+             socket = \"a/b\" }",
+            &[
+                "plan.toml:13:53: work_items[0].run.command: must not be empty (argv[0] is the \
+                 program to run)",
+                "plan.toml:13:66: work_items[0].run.prompt: must not be empty",
+                "plan.toml:13:79: work_items[0].run.socket: \"a/b\" is not a socket name (1 to 64 \
+                 letters, digits, '_' or '-')",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [\"x\"] , argv = [\"y\"], \
+             env = { A = \"b\" } }",
+            &[
+                "plan.toml:13:7: work_items[0].run.prompt: missing required key",
+                "plan.toml:13:61: work_items[0].run.argv: a tmux item starts its agent with \
+                 `command`",
+                "plan.toml:13:75: work_items[0].run.env: a tmux item's agent runs in the tmux \
+                 server's environment",
+            ],
+        ),
+        (
+            "run = { adapter = \"process\", argv = [\"true\"], agent = \"demo\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:47: work_items[0].run.agent: only the tmux adapter runs an agent",
+                "plan.toml:13:63: work_items[0].run.prompt: only the tmux adapter submits a prompt",
+            ],
+        ),
+        (
+            "run = { adapter = \"external\", target = \"%1\", socket = \"s\" }",
+            &[
+                "plan.toml:13:31: work_items[0].run.target: only the tmux adapter attaches to a \
+                 pane",
+                "plan.toml:13:46: work_items[0].run.socket: only the tmux adapter uses a tmux \
+                 socket",
+            ],
+        ),
+    ];
+    let validator = validator(SCHEMA);
+    for (run, expected) in cases {
+        let text = tmux_base(run);
+        let mut found = problems(&text);
+        found.sort();
+        let mut expected: Vec<String> = expected.iter().map(|line| (*line).to_owned()).collect();
+        expected.sort();
+        assert_eq!(found, expected, "{run}");
+        // The schema agrees, except on the agent's name being a built-in profile's, which it
+        // lists too.
+        assert_refused(&validator, &text);
+    }
+}
