@@ -22,6 +22,7 @@ const EXAMPLES: &[&str] = &[
     "examples/plans/docs-bundle.toml",
     "examples/plans/minimal.toml",
     "examples/plans/demo.toml",
+    "examples/plans/agents.toml",
 ];
 
 /// A valid plan the rule tests change one piece of (18 lines).
@@ -126,7 +127,7 @@ fn unknown_keys_are_refused_at_every_level() {
             "plan.toml:13:1: work_items[0].owner: unknown key (expected one of: id, description, \
              requirement, dependencies, run, expected_evidence)",
             "plan.toml:15:47: work_items[0].run.shell: unknown key (expected one of: adapter, \
-             argv, cwd, timeout_seconds, env)",
+             argv, cwd, timeout_seconds, env, agent, command, target, prompt, socket)",
             "plan.toml:20:29: work_items[1].dependencies[0].why: unknown key (expected one of: \
              id, kind)",
             "plan.toml:25:1: verification[0].env: unknown key (expected one of: id, argv, cwd, \
@@ -405,7 +406,7 @@ fn only_the_known_adapters_exist() {
             "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"docker\"",
         )),
         [
-            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")"
+            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")"
         ]
     );
 }
@@ -698,7 +699,7 @@ dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at crit
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a
 dir/plan.toml:18:38: work_items[0].dependencies[1].id: unknown work item \"zz\"
 dir/plan.toml:19:22: work_items[0].expected_evidence[0]: \"../x\" is not a safe relative path
-dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")
+dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")
 dir/plan.toml:23:19: work_items[0].run.timeout_seconds: 0 is out of range (1..=86400)
 dir/plan.toml:32:26: done.degradable_soft_items[0]: \"b\" is not a soft work item (its requirement is optional)"
     );
@@ -967,8 +968,13 @@ fn the_example_plans_really_run() {
     }
     copy_tree(&root.join("schemas"), &project.path().join("schemas"));
     // The demo plan sleeps two minutes on purpose (something to cancel in the console);
-    // tests/tests/console_e2e.rs runs it through the real console.
-    for path in EXAMPLES.iter().filter(|path| !path.ends_with("demo.toml")) {
+    // tests/tests/console_e2e.rs runs it through the real console. The agents plan needs the
+    // tmux adapter's supervisor, which is not built yet (tests/tests/cli_publish.rs checks
+    // that `valp run` refuses it whole).
+    for path in EXAMPLES
+        .iter()
+        .filter(|path| !path.ends_with("demo.toml") && !path.ends_with("agents.toml"))
+    {
         let (_, plan) = example(path);
         run_plan(project.path(), &plan);
     }
