@@ -1361,6 +1361,10 @@ fn a_tmux_run_is_refused_with_the_exact_rule() {
             ],
         ),
         (
+            "run = { adapter = \"tmux\", agent = \"demo\", target = \"%1\", prompt = \"a\\u0000b\" }",
+            &["plan.toml:13:67: work_items[0].run.prompt: contains a NUL character"],
+        ),
+        (
             "run = { adapter = \"tmux\", agent = \"demo\", target = \"1\", prompt = \"p\" }",
             &[
                 "plan.toml:13:52: work_items[0].run.target: \"1\" is not a tmux pane id (`%` and \

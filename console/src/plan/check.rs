@@ -761,10 +761,10 @@ impl Reader {
         let prompt = self
             .required(table, "prompt")
             .and_then(|node| self.text(node, &table.field("prompt")));
-        if let (Some(node), Some(text)) = (table.get("prompt"), prompt.as_deref()) {
-            if text.contains('\0') {
-                self.problem(node.at, table.field("prompt"), "contains a NUL character");
-            }
+        if let (Some(node), Some(text)) = (table.get("prompt"), prompt.as_deref())
+            && text.contains('\0')
+        {
+            self.problem(node.at, table.field("prompt"), "contains a NUL character");
         }
         let socket = table.get("socket").and_then(|node| {
             let field = table.field("socket");
