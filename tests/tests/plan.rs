@@ -1423,3 +1423,19 @@ fn a_tmux_run_is_refused_with_the_exact_rule() {
         assert_refused(&validator, &text);
     }
 }
+
+#[test]
+fn the_schema_lists_exactly_the_built_in_agent_profiles() {
+    let schema = read_json(&workspace_root().join("schemas").join(SCHEMA));
+    let listed: BTreeSet<String> = schema["$defs"]["run"]["properties"]["agent"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap().to_owned())
+        .collect();
+    let built_in: BTreeSet<String> = valp_console::agent::profile::Profile::builtin_texts()
+        .iter()
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    assert_eq!(listed, built_in);
+}
