@@ -178,7 +178,9 @@ pub const DEFAULT_RETRY_BUDGET: u32 = 2;
 /// The largest `retry_budget`.
 pub const MAX_RETRY_BUDGET: u32 = 10;
 /// The adapters a work item may name.
-pub const ADAPTERS: &[&str] = &["process", "external"];
+pub const ADAPTERS: &[&str] = &["process", "external", "tmux"];
+/// The longest tmux socket name a plan may give (`tmux -L NAME`).
+pub const MAX_SOCKET_CHARS: usize = 64;
 
 /// A validated plan (`valp-plan.v1`), defaults filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,8 +296,32 @@ pub struct Run {
     pub cwd: String,
     /// How long one attempt may run (0 for `external`: no timeout).
     pub timeout_seconds: u32,
-    /// Extra environment variables (empty for `external`).
+    /// Extra environment variables (empty for `external` and `tmux`).
     pub env: BTreeMap<String, String>,
+    /// What a `tmux` item runs and tells its agent (`None` for the other adapters).
+    pub tmux: Option<TmuxRun>,
+}
+
+/// A terminal agent in a tmux pane: the `tmux` adapter's part of a [`Run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TmuxRun {
+    /// The agent profile (a built-in name: `valp agent classify --agent NAME`).
+    pub agent: String,
+    /// Where the agent runs.
+    pub pane: TmuxPane,
+    /// The prompt submitted to the agent, with proof, once per attempt.
+    pub prompt: String,
+    /// A named tmux socket (`tmux -L NAME`); `None`: the installation's private server.
+    pub socket: Option<String>,
+}
+
+/// Where a `tmux` item's agent runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TmuxPane {
+    /// `command`: valp starts this argv (no shell) in a new window of its tmux server.
+    Command(Vec<String>),
+    /// `target`: an existing pane, by its tmux id (`%N`), that the Leader named; never guessed.
+    Target(String),
 }
 
 /// The adapters a work item can run on.
@@ -306,17 +332,21 @@ pub enum Adapter {
     /// `external`: a tool outside valp that reports through the inbox (see
     /// [`crate::adapter::external`]).
     External,
+    /// `tmux`: a terminal coding agent in a tmux pane, handed its prompt with proof (see
+    /// [`crate::adapter::tmux`]).
+    Tmux,
 }
 
 impl Adapter {
     /// Every adapter, in the order [`ADAPTERS`] lists them.
-    pub const ALL: &'static [Self] = &[Self::Process, Self::External];
+    pub const ALL: &'static [Self] = &[Self::Process, Self::External, Self::Tmux];
 
     /// The spelling in a plan.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Process => "process",
             Self::External => "external",
+            Self::Tmux => "tmux",
         }
     }
 

@@ -26,6 +26,7 @@ use valp_tests::workspace_root;
 
 const BUNDLE: &str = "examples/plans/docs-bundle.toml";
 const MINIMAL: &str = "examples/plans/minimal.toml";
+const AGENTS: &str = "examples/plans/agents.toml";
 
 struct Project(LeaderProject);
 
@@ -234,7 +235,7 @@ fn an_invalid_plan_is_reported_whole_and_nothing_is_written() {
          broken.toml:2:11: task_id: not a valid id: contains a path separator ('/' or '\\')\n\
          broken.toml:12:24: work_items[0].dependencies[0].id: work item \"a\" depends on itself\n\
          broken.toml:13:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \
-         \"process\", \"external\")\n\
+         \"process\", \"external\", \"tmux\")\n\
          broken.toml:13:36: work_items[0].run.argv: must not be empty (argv[0] is the program \
          to run)\n"
     );
@@ -391,4 +392,38 @@ fn of_task_refuses_tampered_evidence() {
         std::fs::write(&path, &original).unwrap();
         plan::of_task(&root, "docs-bundle").unwrap();
     }
+}
+
+#[test]
+fn a_task_with_tmux_items_is_published_but_not_run_until_the_tmux_supervisor_exists() {
+    let project = Project::with_leader();
+    let published = project.publish_example(AGENTS);
+    assert_eq!(published.code, Some(0), "{}", published.stderr);
+    assert!(
+        published
+            .stdout
+            .starts_with("published task agents at epoch 1: 3 work items, 1 criterion\n"),
+        "{}",
+        published.stdout
+    );
+    let before = project.snapshot();
+    let ran = project.run(&["run", "--once"]);
+    assert_ne!(ran.code, Some(0), "{}", ran.stdout);
+    let said = format!("{}{}", ran.stdout, ran.stderr);
+    assert!(
+        said.contains(
+            "work item draft runs on the tmux adapter, whose supervisor is not built yet; \
+             nothing of task agents was started"
+        ),
+        "{said}"
+    );
+    // Refused whole, before any event: the journal and runtime folders are as published.
+    let after = project.snapshot();
+    let changed: Vec<_> = after
+        .iter()
+        .filter(|(path, bytes)| before.get(*path) != Some(*bytes))
+        .map(|(path, _)| path.display().to_string())
+        .filter(|path| path.contains("tasks") || path.contains("runtime"))
+        .collect();
+    assert_eq!(changed, Vec::<String>::new());
 }

@@ -22,6 +22,7 @@ const EXAMPLES: &[&str] = &[
     "examples/plans/docs-bundle.toml",
     "examples/plans/minimal.toml",
     "examples/plans/demo.toml",
+    "examples/plans/agents.toml",
 ];
 
 /// A valid plan the rule tests change one piece of (18 lines).
@@ -126,7 +127,7 @@ fn unknown_keys_are_refused_at_every_level() {
             "plan.toml:13:1: work_items[0].owner: unknown key (expected one of: id, description, \
              requirement, dependencies, run, expected_evidence)",
             "plan.toml:15:47: work_items[0].run.shell: unknown key (expected one of: adapter, \
-             argv, cwd, timeout_seconds, env)",
+             argv, cwd, timeout_seconds, env, agent, command, target, prompt, socket)",
             "plan.toml:20:29: work_items[1].dependencies[0].why: unknown key (expected one of: \
              id, kind)",
             "plan.toml:25:1: verification[0].env: unknown key (expected one of: id, argv, cwd, \
@@ -405,7 +406,7 @@ fn only_the_known_adapters_exist() {
             "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"docker\"",
         )),
         [
-            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")"
+            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")"
         ]
     );
 }
@@ -698,7 +699,7 @@ dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at crit
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a
 dir/plan.toml:18:38: work_items[0].dependencies[1].id: unknown work item \"zz\"
 dir/plan.toml:19:22: work_items[0].expected_evidence[0]: \"../x\" is not a safe relative path
-dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\")
+dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")
 dir/plan.toml:23:19: work_items[0].run.timeout_seconds: 0 is out of range (1..=86400)
 dir/plan.toml:32:26: done.degradable_soft_items[0]: \"b\" is not a soft work item (its requirement is optional)"
     );
@@ -967,8 +968,13 @@ fn the_example_plans_really_run() {
     }
     copy_tree(&root.join("schemas"), &project.path().join("schemas"));
     // The demo plan sleeps two minutes on purpose (something to cancel in the console);
-    // tests/tests/console_e2e.rs runs it through the real console.
-    for path in EXAMPLES.iter().filter(|path| !path.ends_with("demo.toml")) {
+    // tests/tests/console_e2e.rs runs it through the real console. The agents plan needs the
+    // tmux adapter's supervisor, which is not built yet (tests/tests/cli_publish.rs checks
+    // that `valp run` refuses it whole).
+    for path in EXAMPLES
+        .iter()
+        .filter(|path| !path.ends_with("demo.toml") && !path.ends_with("agents.toml"))
+    {
         let (_, plan) = example(path);
         run_plan(project.path(), &plan);
     }
@@ -1265,4 +1271,171 @@ fn dimension_rules_are_checked_at_parse_with_the_spec_codes() {
         }
     }
     assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
+}
+
+/// [`BASE`] with work item `a` run by the tmux adapter, its `run` table being `run`.
+fn tmux_base(run: &str) -> String {
+    base_with(
+        "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"process\", argv = [\"true\"] }",
+        &format!(
+            "id = \"a\"\nrequirement = \"required\"\nexpected_evidence = [\"out/a.md\"]\n{run}"
+        ),
+    )
+}
+
+#[test]
+fn a_tmux_work_item_names_its_agent_pane_and_prompt() {
+    let parse = |text: &str| plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
+    let started = parse(&tmux_base(
+        "run = { adapter = \"tmux\", agent = \"demo\", command = [\"valp\", \"demo-agent\"], \
+         prompt = \"write @out/a.md\", timeout_seconds = 60 }",
+    ));
+    let run = &started.work_item("a").unwrap().run;
+    assert_eq!(run.adapter, plan::Adapter::Tmux);
+    assert_eq!(
+        (run.argv.len(), run.env.len(), run.timeout_seconds),
+        (0, 0, 60)
+    );
+    assert_eq!(
+        run.tmux,
+        Some(plan::TmuxRun {
+            agent: "demo".to_owned(),
+            pane: plan::TmuxPane::Command(vec!["valp".to_owned(), "demo-agent".to_owned()]),
+            prompt: "write @out/a.md".to_owned(),
+            socket: None,
+        })
+    );
+    let attached = parse(&tmux_base(
+        "run = { adapter = \"tmux\", agent = \"claude\", target = \"%12\", prompt = \"p\", \
+         socket = \"work-1\" }",
+    ));
+    let tmux = attached.work_item("a").unwrap().run.tmux.clone().unwrap();
+    assert_eq!(tmux.pane, plan::TmuxPane::Target("%12".to_owned()));
+    assert_eq!(tmux.socket.as_deref(), Some("work-1"));
+    // The canonical form carries exactly the tmux members, and reads back the same.
+    for (plan, encoded) in [
+        (
+            &started,
+            r#""run":{"adapter":"tmux","agent":"demo","command":["valp","demo-agent"],"cwd":".","prompt":"write @out/a.md","timeout_seconds":60}"#,
+        ),
+        (
+            &attached,
+            r#""run":{"adapter":"tmux","agent":"claude","cwd":".","prompt":"p","socket":"work-1","target":"%12","timeout_seconds":300}"#,
+        ),
+    ] {
+        let bytes = plan.canonical_bytes();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(encoded), "{text}");
+        let again = Plan::from_canonical("plan-evidence", &bytes).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(&again, plan);
+        assert!(
+            validator(SCHEMA).is_valid(&serde_json::from_slice::<Value>(&bytes).unwrap()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_tmux_run_is_refused_with_the_exact_rule() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "run = { adapter = \"tmux\", agent = \"vim\", command = [\"x\"], prompt = \"p\" }",
+            &[
+                "plan.toml:13:35: work_items[0].run.agent: unknown agent \"vim\" (known: \
+                 \"aider\", \"claude\", \"codex\", \"demo\", \"gemini\", \"generic\")",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [\"x\"], target = \"%1\", \
+             prompt = \"p\" }",
+            &[
+                "plan.toml:13:69: work_items[0].run.target: give `command` (start the agent) or \
+                 `target` (an existing pane), not both",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:7: work_items[0].run.command: missing: give `command` (start the \
+                 agent) or `target` (an existing pane)",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", target = \"%1\", prompt = \"a\\u0000b\" }",
+            &["plan.toml:13:67: work_items[0].run.prompt: contains a NUL character"],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", target = \"1\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:52: work_items[0].run.target: \"1\" is not a tmux pane id (`%` and \
+                 digits, e.g. \"%3\")",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [], prompt = \"\", \
+             socket = \"a/b\" }",
+            &[
+                "plan.toml:13:53: work_items[0].run.command: must not be empty (argv[0] is the \
+                 program to run)",
+                "plan.toml:13:66: work_items[0].run.prompt: must not be empty",
+                "plan.toml:13:79: work_items[0].run.socket: \"a/b\" is not a socket name (1 to 64 \
+                 letters, digits, '_' or '-')",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [\"x\"] , argv = [\"y\"], \
+             env = { A = \"b\" } }",
+            &[
+                "plan.toml:13:7: work_items[0].run.prompt: missing required key",
+                "plan.toml:13:61: work_items[0].run.argv: a tmux item starts its agent with \
+                 `command`",
+                "plan.toml:13:75: work_items[0].run.env: a tmux item's agent runs in the tmux \
+                 server's environment",
+            ],
+        ),
+        (
+            "run = { adapter = \"process\", argv = [\"true\"], agent = \"demo\", prompt = \"p\" }",
+            &[
+                "plan.toml:13:47: work_items[0].run.agent: only the tmux adapter runs an agent",
+                "plan.toml:13:63: work_items[0].run.prompt: only the tmux adapter submits a prompt",
+            ],
+        ),
+        (
+            "run = { adapter = \"external\", target = \"%1\", socket = \"s\" }",
+            &[
+                "plan.toml:13:31: work_items[0].run.target: only the tmux adapter attaches to a \
+                 pane",
+                "plan.toml:13:46: work_items[0].run.socket: only the tmux adapter uses a tmux \
+                 socket",
+            ],
+        ),
+    ];
+    let validator = validator(SCHEMA);
+    for (run, expected) in cases {
+        let text = tmux_base(run);
+        let mut found = problems(&text);
+        found.sort();
+        let mut expected: Vec<String> = expected.iter().map(|line| (*line).to_owned()).collect();
+        expected.sort();
+        assert_eq!(found, expected, "{run}");
+        // The schema agrees, except on the agent's name being a built-in profile's, which it
+        // lists too.
+        assert_refused(&validator, &text);
+    }
+}
+
+#[test]
+fn the_schema_lists_exactly_the_built_in_agent_profiles() {
+    let schema = read_json(&workspace_root().join("schemas").join(SCHEMA));
+    let listed: BTreeSet<String> = schema["$defs"]["run"]["properties"]["agent"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap().to_owned())
+        .collect();
+    let built_in: BTreeSet<String> = valp_console::agent::profile::Profile::builtin_texts()
+        .iter()
+        .map(|(name, _)| (*name).to_owned())
+        .collect();
+    assert_eq!(listed, built_in);
 }

@@ -12,7 +12,7 @@ use super::dimensions::Dimensions;
 use super::tree;
 use super::{
     Adapter, Criterion, DoneSettings, Execution, PLAN_SCHEMA, Plan, PlanDependency, PlanErrors,
-    PlanItem, PlanProblem, Run, Verification,
+    PlanItem, PlanProblem, Run, TmuxPane, Verification,
 };
 
 fn write_int(fields: &mut Fields<'_>, key: &'static str, value: u32) {
@@ -90,6 +90,24 @@ impl Canonical for Run {
             // No command: the members a process run needs are not part of an external one
             // (the reader refuses them), so they are not written.
             Adapter::External => fields.str("cwd", &self.cwd),
+            Adapter::Tmux => {
+                // A refused plan never reaches here, so a tmux run always has its members.
+                if let Some(tmux) = &self.tmux {
+                    fields.str("agent", &tmux.agent);
+                    if let TmuxPane::Command(argv) = &tmux.pane {
+                        fields.strs("command", argv);
+                    }
+                    fields.str("cwd", &self.cwd);
+                    fields.str("prompt", &tmux.prompt);
+                    if let Some(socket) = &tmux.socket {
+                        fields.str("socket", socket);
+                    }
+                    if let TmuxPane::Target(pane) = &tmux.pane {
+                        fields.str("target", pane);
+                    }
+                }
+                write_int(&mut fields, "timeout_seconds", self.timeout_seconds);
+            }
         }
         fields.end();
     }

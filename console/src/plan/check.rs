@@ -19,10 +19,11 @@ use super::tree::{Member, Node, Value};
 use super::{
     ADAPTERS, Adapter, Criterion, DEFAULT_MAX_CONCURRENCY, DEFAULT_RETRY_BUDGET,
     DEFAULT_TIMEOUT_SECONDS, DependencyKind, DoneSettings, Execution, MAX_CONCURRENCY,
-    MAX_ID_CHARS, MAX_RETRY_BUDGET, MAX_TIMEOUT_SECONDS, PLAN_SCHEMA, Plan, PlanDependency,
-    PlanItem, Run, Verification,
+    MAX_ID_CHARS, MAX_RETRY_BUDGET, MAX_SOCKET_CHARS, MAX_TIMEOUT_SECONDS, PLAN_SCHEMA, Plan,
+    PlanDependency, PlanItem, Run, TmuxPane, TmuxRun, Verification,
 };
 use crate::adapter::abi::is_safe_relative;
+use crate::agent::profile::Profile;
 
 /// A problem before it is positioned: the byte offset, the field path and the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +64,29 @@ const ITEM_KEYS: &[&str] = &[
     "expected_evidence",
 ];
 const DEPENDENCY_KEYS: &[&str] = &["id", "kind"];
-const RUN_KEYS: &[&str] = &["adapter", "argv", "cwd", "timeout_seconds", "env"];
+const RUN_KEYS: &[&str] = &[
+    "adapter",
+    "argv",
+    "cwd",
+    "timeout_seconds",
+    "env",
+    "agent",
+    "command",
+    "target",
+    "prompt",
+    "socket",
+];
+/// The keys only a `tmux` run has, with why the other adapters refuse them.
+const TMUX_ONLY: &[(&str, &str)] = &[
+    ("agent", "only the tmux adapter runs an agent"),
+    (
+        "command",
+        "only the tmux adapter starts an agent (a process runs argv)",
+    ),
+    ("target", "only the tmux adapter attaches to a pane"),
+    ("prompt", "only the tmux adapter submits a prompt"),
+    ("socket", "only the tmux adapter uses a tmux socket"),
+];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];
 const DONE_KEYS: &[&str] = &["skippable_optional_items", "degradable_soft_items"];
 const EXECUTION_KEYS: &[&str] = &["max_concurrency", "retry_budget", "approval"];
@@ -504,13 +527,7 @@ impl Reader {
             description: None,
             requirement: Requirement::Required,
             dependencies: Vec::new(),
-            run: Run {
-                adapter: Adapter::Process,
-                argv: Vec::new(),
-                cwd: ".".to_owned(),
-                timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
-                env: BTreeMap::new(),
-            },
+            run: placeholder_run(),
             expected_evidence: Vec::new(),
         };
         let mut places = ItemPlaces::default();
@@ -602,13 +619,7 @@ impl Reader {
     }
 
     fn run(&mut self, node: &Node, path: &str) -> Run {
-        let mut run = Run {
-            adapter: Adapter::Process,
-            argv: Vec::new(),
-            cwd: ".".to_owned(),
-            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
-            env: BTreeMap::new(),
-        };
+        let mut run = placeholder_run();
         let Some(table) = self.table(node, path, RUN_KEYS) else {
             return run;
         };
@@ -634,6 +645,13 @@ impl Reader {
             }
         }
         run.cwd = self.cwd(&table);
+        if run.adapter != Adapter::Tmux {
+            for (key, rule) in TMUX_ONLY {
+                if let Some(at) = table.key_at(key) {
+                    self.problem(at, table.field(key), *rule);
+                }
+            }
+        }
         match run.adapter {
             Adapter::Process => {
                 if let Some(node) = self.required(&table, "argv") {
@@ -662,8 +680,118 @@ impl Reader {
                     }
                 }
             }
+            Adapter::Tmux => {
+                run.timeout_seconds = self.timeout(&table);
+                run.tmux = self.tmux(&table);
+            }
         }
         run
+    }
+
+    /// The `tmux` members of a run table: a known agent profile, exactly one of `command`
+    /// and `target`, a prompt, an optional socket name. `argv` and `env` are refused: the
+    /// agent is started by `command` in a tmux window, whose environment is the server's.
+    fn tmux(&mut self, table: &Table<'_>) -> Option<TmuxRun> {
+        for (key, rule) in [
+            ("argv", "a tmux item starts its agent with `command`"),
+            (
+                "env",
+                "a tmux item's agent runs in the tmux server's environment",
+            ),
+        ] {
+            if let Some(at) = table.key_at(key) {
+                self.problem(at, table.field(key), rule);
+            }
+        }
+        let agent = self.required(table, "agent").and_then(|node| {
+            let field = table.field("agent");
+            let name = self.string(node, &field)?;
+            if Profile::builtin(&name).is_err() {
+                let known = Profile::builtin_texts()
+                    .iter()
+                    .map(|(known, _)| format!("{known:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                self.problem(
+                    node.at,
+                    &field,
+                    format!("unknown agent {name:?} (known: {known})"),
+                );
+                return None;
+            }
+            Some(name)
+        });
+        let pane = match (table.get("command"), table.get("target")) {
+            (Some(command), None) => {
+                let argv = self.argv(command, &table.field("command"));
+                (!argv.is_empty()).then_some(TmuxPane::Command(argv))
+            }
+            (None, Some(target)) => {
+                let field = table.field("target");
+                match self.string(target, &field) {
+                    Some(id) if is_pane_id(&id) => Some(TmuxPane::Target(id)),
+                    Some(id) => {
+                        self.problem(
+                            target.at,
+                            &field,
+                            format!("{id:?} is not a tmux pane id (`%` and digits, e.g. \"%3\")"),
+                        );
+                        None
+                    }
+                    None => None,
+                }
+            }
+            (Some(_), Some(target)) => {
+                self.problem(
+                    target.at,
+                    table.field("target"),
+                    "give `command` (start the agent) or `target` (an existing pane), not both",
+                );
+                None
+            }
+            (None, None) => {
+                self.problem(
+                    table.at,
+                    table.field("command"),
+                    "missing: give `command` (start the agent) or `target` (an existing pane)",
+                );
+                None
+            }
+        };
+        let prompt = self
+            .required(table, "prompt")
+            .and_then(|node| self.text(node, &table.field("prompt")));
+        if let (Some(node), Some(text)) = (table.get("prompt"), prompt.as_deref())
+            && text.contains('\0')
+        {
+            self.problem(node.at, table.field("prompt"), "contains a NUL character");
+        }
+        let socket = table.get("socket").and_then(|node| {
+            let field = table.field("socket");
+            let name = self.string(node, &field)?;
+            let valid = !name.is_empty()
+                && name.len() <= MAX_SOCKET_CHARS
+                && name
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-'));
+            if !valid {
+                self.problem(
+                    node.at,
+                    &field,
+                    format!(
+                        "{name:?} is not a socket name (1 to {MAX_SOCKET_CHARS} letters, digits, \
+                         '_' or '-')"
+                    ),
+                );
+            }
+            Some(name)
+        });
+        Some(TmuxRun {
+            agent: agent?,
+            pane: pane?,
+            prompt: prompt?,
+            socket,
+        })
     }
 
     fn env(&mut self, node: &Node, path: &str) -> BTreeMap<String, String> {
@@ -929,6 +1057,24 @@ impl Reader {
 }
 
 /// Why `text` is not a valid id (task, work item, criterion or verification id), if it is not.
+/// The run a work item has until its `run` table is read (and when it cannot be).
+fn placeholder_run() -> Run {
+    Run {
+        adapter: Adapter::Process,
+        argv: Vec::new(),
+        cwd: ".".to_owned(),
+        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        env: BTreeMap::new(),
+        tmux: None,
+    }
+}
+
+/// A tmux pane id as `tmux display -p '#{pane_id}'` prints it: `%` then decimal digits.
+fn is_pane_id(text: &str) -> bool {
+    text.strip_prefix('%')
+        .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+}
+
 pub(super) fn id_problem(text: &str) -> Option<String> {
     let reason = if text.is_empty() {
         return Some("must not be empty".to_owned());

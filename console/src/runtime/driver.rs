@@ -49,6 +49,7 @@ use crate::adapter::process::{
     self, CONTENT_BOUND_FILE, ContentProof, PROCESS_BOUND_FILE, REQUEST_FILE, RunSpec, STDERR_FILE,
     STDOUT_FILE, Supervisor, SupervisorState,
 };
+use crate::adapter::tmux;
 use crate::doctor::sanitize::display_text;
 use crate::evidence;
 use crate::plan::{self, Adapter, Plan, PlanItem};
@@ -80,6 +81,19 @@ pub enum RuntimeError {
     /// Something on disk is not what the ledger or a proof says it is.
     #[error("{0}")]
     Integrity(String),
+    /// The plan has a work item on an adapter this build cannot run yet.
+    #[error(
+        "work item {work_item} runs on the {adapter} adapter, whose supervisor is not built yet; \
+         nothing of task {task} was started"
+    )]
+    Unsupported {
+        /// The task.
+        task: String,
+        /// The first such work item.
+        work_item: String,
+        /// Its adapter.
+        adapter: &'static str,
+    },
 }
 
 /// What one step did.
@@ -160,6 +174,19 @@ impl Driver {
             .root()
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        // A tmux item needs the supervisor that submits with proof and records it; without
+        // it the task is refused whole, before any event, rather than run in part.
+        if let Some(item) = plan
+            .work_items
+            .iter()
+            .find(|item| item.run.adapter == Adapter::Tmux)
+        {
+            return Err(RuntimeError::Unsupported {
+                task: task_id.to_owned(),
+                work_item: item.id.clone(),
+                adapter: item.run.adapter.as_str(),
+            });
+        }
         let external = plan
             .work_items
             .iter()
@@ -235,6 +262,7 @@ impl Driver {
         let relative = match adapter {
             Adapter::Process => process::attempt_ref(attempt_id),
             Adapter::External => external::attempt_ref(attempt_id),
+            Adapter::Tmux => tmux::attempt_ref(attempt_id),
         };
         self.root.layout().root().join(relative)
     }
