@@ -5,6 +5,7 @@
 //! proposed to the kernel and shown only once the kernel accepted it.
 
 pub mod adapter;
+pub mod audit;
 pub mod authority;
 pub mod cli;
 pub mod clock;
