@@ -226,11 +226,7 @@ fn evidence_gate(folder: &Folder) -> GateResult {
             "no expected evidence refs in dispatch-receipts.jsonl".to_owned(),
         );
     }
-    let unsafe_refs: Vec<&str> = refs
-        .iter()
-        .map(String::as_str)
-        .filter(|r| !correction::is_safe_task_ref(r))
-        .collect();
+    let unsafe_refs = correction::unsafe_refs(&refs);
     if !unsafe_refs.is_empty() {
         return result(
             Verdict::Fail,

@@ -180,36 +180,8 @@ pub fn judge(inputs: &Inputs<'_>, exists: &dyn Fn(&str) -> bool) -> Finding {
             format!("final_outcome must be fixed before Done; got {got}"),
         );
     }
-    let refs = correction_refs(rounds, cycle.get("final_evidence_refs"));
-    let unsafe_refs: Vec<&str> = refs
-        .iter()
-        .map(String::as_str)
-        .filter(|r| !is_safe_task_ref(r))
-        .collect();
-    if !unsafe_refs.is_empty() {
-        return Finding::new(
-            Reason::UnsafeRef,
-            format!(
-                "correction evidence refs must be task-relative safe paths: {}",
-                unsafe_refs.join(", ")
-            ),
-        );
-    }
-    let mut missing: Vec<&str> = refs
-        .iter()
-        .map(String::as_str)
-        .filter(|r| !exists(r))
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    if outcome == "fixed" && !missing.is_empty() {
-        return Finding::new(
-            Reason::MissingRef,
-            format!(
-                "correction evidence refs are missing: {}",
-                missing.join(", ")
-            ),
-        );
+    if let Some(finding) = judge_refs(cycle, rounds, outcome == "fixed", exists) {
+        return finding;
     }
     if signals.is_empty() {
         let shown = if outcome.is_empty() {
@@ -230,6 +202,50 @@ pub fn judge(inputs: &Inputs<'_>, exists: &dyn Fn(&str) -> bool) -> Finding {
             ),
         )
     }
+}
+
+/// The ref checks: every ref safe, and once the cycle is fixed, every ref present.
+fn judge_refs(
+    cycle: &Map<String, Value>,
+    rounds: &[Value],
+    fixed: bool,
+    exists: &dyn Fn(&str) -> bool,
+) -> Option<Finding> {
+    let refs = correction_refs(rounds, cycle.get("final_evidence_refs"));
+    let unsafe_found = unsafe_refs(&refs);
+    if !unsafe_found.is_empty() {
+        return Some(Finding::new(
+            Reason::UnsafeRef,
+            format!(
+                "correction evidence refs must be task-relative safe paths: {}",
+                unsafe_found.join(", ")
+            ),
+        ));
+    }
+    let mut missing: Vec<&str> = refs
+        .iter()
+        .map(String::as_str)
+        .filter(|r| !exists(r))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    (fixed && !missing.is_empty()).then(|| {
+        Finding::new(
+            Reason::MissingRef,
+            format!(
+                "correction evidence refs are missing: {}",
+                missing.join(", ")
+            ),
+        )
+    })
+}
+
+/// The refs that are not task-relative safe paths, in their order.
+pub fn unsafe_refs(refs: &[String]) -> Vec<&str> {
+    refs.iter()
+        .map(String::as_str)
+        .filter(|r| !is_safe_task_ref(r))
+        .collect()
 }
 
 /// A field as text: a string as is, absent/null/false/empty as empty, anything else as its
