@@ -165,3 +165,41 @@ fn correction_cycles_match_their_schema() {
     missing.as_object_mut().unwrap().remove("rounds");
     assert!(!errors(&schema, &missing).is_empty());
 }
+
+/// The `evidence` gate's (status, category) of one folder.
+fn evidence_gate(dir: &std::path::Path) -> (String, String) {
+    let output = run_valp(&["audit", "--json", dir.to_str().unwrap()]).unwrap();
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let gate = &document["tasks"][0]["gates"][3];
+    assert_eq!(gate["gate"], "evidence");
+    (
+        gate["status"].as_str().unwrap().to_owned(),
+        gate["category"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn expected_evidence_must_be_safe_present_and_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path();
+    let receipt = |refs: Value| {
+        let line = json!({"agent": "codex", "event": "dispatch_completed", "expected_refs": refs});
+        std::fs::write(task.join("dispatch-receipts.jsonl"), format!("{line}\n")).unwrap();
+    };
+    receipt(json!(["../outside.md"]));
+    assert_eq!(evidence_gate(task), ("fail".into(), "unsafe_ref".into()));
+    receipt(json!(["agents/codex/evidence.md"]));
+    assert_eq!(evidence_gate(task), ("fail".into(), "missing_ref".into()));
+    std::fs::create_dir_all(task.join("agents/codex")).unwrap();
+    std::fs::write(task.join("agents/codex/evidence.md"), "done\n").unwrap();
+    assert_eq!(evidence_gate(task), ("pass".into(), "present".into()));
+    std::fs::write(
+        task.join("evidence-status.json"),
+        json!({"evidence": {"agents/codex/evidence.md": {"status": "Rejected"}}}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        evidence_gate(task),
+        ("fail".into(), "invalid_evidence".into())
+    );
+}
