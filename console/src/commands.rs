@@ -1,5 +1,6 @@
 //! The commands of the `valp` binary, written against `std::io::Write` so tests can run them.
 
+mod audit;
 mod confirm;
 mod conformance;
 mod control;
@@ -198,6 +199,7 @@ pub fn run(
             task,
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
+        Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
         command @ (Command::Agent(_) | Command::DemoAgent { .. }) => agents(command, out),
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),

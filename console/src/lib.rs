@@ -6,6 +6,7 @@
 
 pub mod adapter;
 pub mod agent;
+pub mod audit;
 pub mod authority;
 pub mod cli;
 pub mod clock;
