@@ -52,6 +52,8 @@ fn view() -> ConsoleView {
             items_total: ITEMS_PER_TASK,
             interrupted: false,
             waiting: String::new(),
+            gates: "quality* pass · experience pass · cost unverifiable · stability pass"
+                .to_owned(),
         })
         .collect();
     let items = (0..TASKS * ITEMS_PER_TASK)

@@ -128,7 +128,6 @@ pub fn run(
                 CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
             })
         }
-        Command::Ingest(command) => related::run(command, out),
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(TaskCommand::Status { task }) => {
@@ -199,22 +198,28 @@ pub fn run(
             task,
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
-        Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
-        command @ (Command::Agent(_) | Command::DemoAgent { .. }) => agents(command, out),
+        command @ (Command::Agent(_)
+        | Command::DemoAgent { .. }
+        | Command::Ingest(_)
+        | Command::Audit { .. }
+        | Command::Conformance { .. }) => without_root(command, out),
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
+    }
+}
+
+/// The commands that work without a control root: `valp agent …`, `valp demo-agent`,
+/// `valp ingest …` (read-only), `valp audit DIR…` and `valp conformance FILE…`.
+fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+    match command {
         Command::Conformance {
             files,
             deviations,
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
-    }
-}
-
-/// `valp agent …` and `valp demo-agent`.
-fn agents(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
-    match command {
+        Command::Ingest(command) => related::run(command, out),
+        Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Agent(AgentCommand::Classify {
             agent,
             profile,
@@ -228,7 +233,7 @@ fn agents(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandErro
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(
-            "{other:?} is not an agent command"
+            "{other:?} needs a control root"
         ))),
     }
 }
