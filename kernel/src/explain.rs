@@ -558,3 +558,151 @@ impl<'a> Candidates<'a> {
         Some((target, event, evidence))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::model::State;
+
+    fn id(kind: IdentityKind, value: &str) -> Identity {
+        Identity::derived(kind, value.to_owned())
+    }
+
+    /// A task without work items driven along the task table through `kinds`.
+    fn task_after(kinds: &[EventKind]) -> LiveState {
+        let state = State::genesis(
+            id(IdentityKind::Installation, "inst-1"),
+            1,
+            id(IdentityKind::Task, "task-1"),
+            Vec::new(),
+        );
+        let mut live = LiveState::new(state);
+        for (index, &kind) in kinds.iter().enumerate() {
+            let event = Event::new(
+                id(IdentityKind::Event, &format!("ev-{index}")),
+                live.body().installation_id.clone(),
+                1,
+                live.body().task_id.clone(),
+                kind,
+                live.revision(),
+            );
+            assert!(matches!(live.apply(&event, &[]), Verdict::Accepted(_)));
+        }
+        live
+    }
+
+    const TO_REVIEWING: &[EventKind] = &[
+        EventKind::RoutingValidationStarted,
+        EventKind::RoutingValidationPassed,
+        EventKind::DispatchAccepted,
+        EventKind::WorkCompleted,
+        EventKind::VerificationPassed,
+    ];
+
+    fn find(listed: &[Transition], kind: EventKind) -> &Transition {
+        listed.iter().find(|t| t.kind == kind).unwrap()
+    }
+
+    #[test]
+    fn reviewing_allows_review_and_refuses_recording_by_the_table() {
+        let live = task_after(TO_REVIEWING);
+        let listed = explain(&live, &Guards::default());
+        let pass = find(&listed, EventKind::ReviewPassed);
+        assert_eq!(pass.actor, "Leader");
+        assert_eq!(pass.guard, "task in reviewing");
+        match &pass.judgement {
+            Judgement::Allowed {
+                next_status,
+                audit_facts,
+                ..
+            } => {
+                assert_eq!(*next_status, TaskStatus::Recording);
+                assert_eq!(
+                    audit_facts[0],
+                    "accepted:event:explain-5-review_passed-task"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(find(&listed, EventKind::ReviewRejected).is_allowed());
+        assert_eq!(
+            find(&listed, EventKind::RecordingCompleted).judgement,
+            Judgement::Refused {
+                code: "VALP-E-STATE-CONFLICT".to_owned(),
+                reasons: vec![
+                    "the transition table has no edge reviewing --recording_completed--> \
+                     (allowed from: recording)"
+                        .to_owned()
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn recording_without_a_frozen_policy_is_refused_by_the_done_gate() {
+        let mut kinds = TO_REVIEWING.to_vec();
+        kinds.push(EventKind::ReviewPassed);
+        let live = task_after(&kinds);
+        let listed = explain(&live, &Guards::default());
+        assert_eq!(
+            find(&listed, EventKind::RecordingCompleted).judgement,
+            Judgement::Refused {
+                code: DONE_GATE_CODE.to_owned(),
+                reasons: vec![
+                    "done_policy_missing".to_owned(),
+                    "done_closure_missing".to_owned()
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn a_fenced_task_refuses_what_the_kernel_would_accept() {
+        let live = task_after(TO_REVIEWING);
+        let guards = Guards {
+            active_epoch: Some(2),
+            ..Guards::default()
+        };
+        let listed = explain(&live, &guards);
+        let pass = find(&listed, EventKind::ReviewPassed);
+        assert_eq!(
+            pass.judgement,
+            Judgement::Refused {
+                code: EPOCH_FENCED_CODE.to_owned(),
+                reasons: vec![
+                    "the task is bound to Leader epoch 1, the active epoch is 2".to_owned()
+                ],
+            }
+        );
+        // What the kernel refuses keeps the kernel's code.
+        let table = find(&listed, EventKind::RecordingCompleted);
+        assert!(
+            matches!(&table.judgement, Judgement::Refused { code, .. } if code == "VALP-E-STATE-CONFLICT")
+        );
+        assert!(listed.iter().all(|t| !t.is_allowed()));
+    }
+
+    #[test]
+    fn an_interrupted_task_names_the_interrupt() {
+        let live = task_after(TO_REVIEWING);
+        let listed = explain(&live, &Guards::default());
+        let interrupt = find(&listed, EventKind::InterruptRequested);
+        assert!(interrupt.is_allowed(), "{:?}", interrupt.judgement);
+        let mut live = live;
+        assert!(matches!(
+            live.apply(&interrupt.event, &interrupt.evidence_set),
+            Verdict::Accepted(_)
+        ));
+        let listed = explain(&live, &Guards::default());
+        assert_eq!(
+            find(&listed, EventKind::ReviewPassed).judgement,
+            Judgement::Refused {
+                code: "VALP-E-STATE-CONFLICT".to_owned(),
+                reasons: vec!["the task is interrupted: resume it first".to_owned()],
+            }
+        );
+        assert!(find(&listed, EventKind::InterruptResumed).is_allowed());
+    }
+}
