@@ -5,6 +5,7 @@ mod conformance;
 mod control;
 mod demo;
 mod doctor;
+mod explain;
 mod init;
 mod interop;
 mod leader;
@@ -162,6 +163,13 @@ pub fn run(
                 out,
             )
         }
+        Command::Task(TaskCommand::Explain { task, item, json }) => explain::run(
+            &open_root(root.as_deref())?,
+            &task,
+            item.as_deref(),
+            json,
+            out,
+        ),
         Command::Task(TaskCommand::Publish { plan }) => {
             publish::run(&open_root(root.as_deref())?, &plan, &clock, &options, out)
         }
