@@ -442,6 +442,20 @@ pub enum AdapterCommand {
     },
 }
 
+/// `valp task explain TASK [--item ID] [--json]`
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The task.
+    #[arg(value_name = "TASK")]
+    pub task: String,
+    /// Only the transitions of this work item and its attempt.
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+    /// Print JSON (one object with a `transitions` array) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `valp task …`
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
@@ -458,17 +472,7 @@ pub enum TaskCommand {
     /// every event kind and target with its actor, guard and evidence, and either the next
     /// status with the obligations and audit facts it would record, or the exact failure code
     /// and reason it would get (kernel rules, the Done gate and the epoch fence). Read-only.
-    Explain {
-        /// The task.
-        #[arg(value_name = "TASK")]
-        task: String,
-        /// Only the transitions of this work item and its attempt.
-        #[arg(long, value_name = "ID")]
-        item: Option<String>,
-        /// Print JSON (one object with a `transitions` array) instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    Explain(ExplainArgs),
     /// Publish a plan (`valp-plan.v1`, TOML) as a new task at the active Leader epoch.
     ///
     /// Validates the plan (ids, dependencies acyclic, safe relative paths, known adapters) and

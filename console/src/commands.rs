@@ -127,8 +127,8 @@ pub fn run(
         }
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
-        Command::Task(TaskCommand::Status { task }) => {
-            status::run(&open_root(root.as_deref())?, task.as_deref(), out)
+        Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {
+            read_task(&open_root(root.as_deref())?, &command, out)
         }
         Command::Interrupt {
             ref task,
@@ -163,13 +163,6 @@ pub fn run(
                 out,
             )
         }
-        Command::Task(TaskCommand::Explain { task, item, json }) => explain::run(
-            &open_root(root.as_deref())?,
-            &task,
-            item.as_deref(),
-            json,
-            out,
-        ),
         Command::Task(TaskCommand::Publish { plan }) => {
             publish::run(&open_root(root.as_deref())?, &plan, &clock, &options, out)
         }
@@ -210,6 +203,21 @@ pub fn run(
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
+    }
+}
+
+/// The read-only task commands: `valp task status`, `valp task explain`.
+fn read_task(
+    root: &ControlRoot,
+    command: &TaskCommand,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match command {
+        TaskCommand::Status { task } => status::run(root, task.as_deref(), out),
+        TaskCommand::Explain(args) => explain::run(root, args, out),
+        other => Err(CommandError::Usage(format!(
+            "not a read-only task command: {other:?}"
+        ))),
     }
 }
 

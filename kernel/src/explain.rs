@@ -624,7 +624,7 @@ mod tests {
                     "accepted:event:explain-5-review_passed-task"
                 );
             }
-            other => panic!("{other:?}"),
+            other @ Judgement::Refused { .. } => panic!("{other:?}"),
         }
         assert!(find(&listed, EventKind::ReviewRejected).is_allowed());
         assert_eq!(

@@ -52,7 +52,12 @@ fn explain_prints_the_kernel_lister_as_text_and_json() {
     assert_eq!(value["revision"], "40");
     let listed = value["transitions"].as_array().unwrap();
     assert_eq!(listed.len(), expected.len());
-    assert!(expected.iter().any(|t| t.is_allowed()) && expected.iter().any(|t| !t.is_allowed()));
+    assert!(
+        expected
+            .iter()
+            .any(valp_kernel::explain::Transition::is_allowed)
+            && expected.iter().any(|t| !t.is_allowed())
+    );
     for (got, want) in listed.iter().zip(&expected) {
         assert_eq!(got["kind"], want.kind.as_str());
         assert_eq!(got["target"], want.target.describe());

@@ -18,6 +18,7 @@ use valp_kernel::explain::{Guards, Judgement, Transition, explain};
 use valp_store::{Access, ControlRoot};
 
 use super::CommandError;
+use crate::cli::ExplainArgs;
 use crate::doctor::sanitize::display_text;
 use crate::runtime::driver;
 
@@ -50,11 +51,11 @@ fn concerns(transition: &Transition, item: &str) -> bool {
 
 pub(super) fn run(
     root: &ControlRoot,
-    task: &str,
-    item: Option<&str>,
-    json: bool,
+    args: &ExplainArgs,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
+    let task = args.task.as_str();
+    let item = args.item.as_deref();
     let (body, mut listed) = transitions(root, task)?;
     if let Some(item) = item {
         if !body
@@ -72,7 +73,7 @@ pub(super) fn run(
     // Allowed first, each group in the lister's order (event kind, then target).
     listed.sort_by_key(|transition| !transition.is_allowed());
     let status = body.status.as_str().to_owned();
-    if json {
+    if args.json {
         let value = serde_json::json!({
             "task": body.task_id.value(),
             "status": status,
