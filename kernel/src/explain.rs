@@ -330,6 +330,7 @@ pub fn guard(kind: EventKind) -> String {
     };
     let states = from_states(kind);
     match (states.is_empty(), rule.is_empty()) {
+        (true, _) if passes_interrupt(kind) => rule.to_owned(),
         (true, _) => format!("control not interrupted; {rule}"),
         (false, true) => format!("task in {}", states.join("|")),
         (false, false) => format!("task in {}; {rule}", states.join("|")),
