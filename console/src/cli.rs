@@ -521,6 +521,20 @@ pub enum IngestCommand {
     },
 }
 
+/// `valp task explain TASK [--item ID] [--json]`
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The task.
+    #[arg(value_name = "TASK")]
+    pub task: String,
+    /// Only the transitions of this work item and its attempt.
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+    /// Print JSON (one object with a `transitions` array) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `valp task …`
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
@@ -533,6 +547,11 @@ pub enum TaskCommand {
         #[arg(value_name = "TASK")]
         task: Option<String>,
     },
+    /// What the protocol allows next for a task (RFC 0002 §6, the Protocol State Machine):
+    /// every event kind and target with its actor, guard and evidence, and either the next
+    /// status with the obligations and audit facts it would record, or the exact failure code
+    /// and reason it would get (kernel rules, the Done gate and the epoch fence). Read-only.
+    Explain(ExplainArgs),
     /// Publish a plan (`valp-plan.v1`, TOML) as a new task at the active Leader epoch.
     ///
     /// Validates the plan (ids, dependencies acyclic, safe relative paths, known adapters) and

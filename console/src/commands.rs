@@ -6,6 +6,7 @@ mod conformance;
 mod control;
 mod demo;
 mod doctor;
+mod explain;
 mod init;
 mod interop;
 mod leader;
@@ -130,8 +131,8 @@ pub fn run(
         }
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
-        Command::Task(TaskCommand::Status { task }) => {
-            status::run(&open_root(root.as_deref())?, task.as_deref(), out)
+        Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {
+            read_task(&open_root(root.as_deref())?, &command, out)
         }
         Command::Interrupt {
             ref task,
@@ -234,6 +235,21 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
         }
         other => Err(CommandError::Usage(format!(
             "{other:?} needs a control root"
+        ))),
+    }
+}
+
+/// The read-only task commands: `valp task status`, `valp task explain`.
+fn read_task(
+    root: &ControlRoot,
+    command: &TaskCommand,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match command {
+        TaskCommand::Status { task } => status::run(root, task.as_deref(), out),
+        TaskCommand::Explain(args) => explain::run(root, args, out),
+        other => Err(CommandError::Usage(format!(
+            "not a read-only task command: {other:?}"
         ))),
     }
 }

@@ -24,6 +24,7 @@ pub mod canonical;
 pub mod decode;
 pub mod dimension;
 pub mod done;
+pub mod explain;
 pub mod frontier;
 pub(crate) mod history;
 pub mod installation;

@@ -1110,6 +1110,20 @@ pub fn task_gates(
     Ok(dimension_gates(body, &policy, &closure))
 }
 
+/// The Done policy frozen with `journal`'s revision-1 entry, decoded from its blob (`None` for
+/// a journal without one, an imported reference store).
+pub fn frozen_policy(
+    root: &ControlRoot,
+    journal: &Journal,
+) -> Result<Option<DonePolicy>, RuntimeError> {
+    match journal.guard().done().frozen_policy() {
+        [evidence] => {
+            decode_policy(root, evidence, journal.live().body().task_id.value()).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The frozen Done policy of task `task_id` from its evidence blob.
 fn decode_policy(
     root: &ControlRoot,

@@ -22,7 +22,7 @@ pub(crate) fn require(condition: bool) -> Result<(), Conflict> {
 }
 
 /// Kinds that pass while the task is interrupted.
-fn passes_interrupt(kind: EventKind) -> bool {
+pub(crate) fn passes_interrupt(kind: EventKind) -> bool {
     matches!(
         kind,
         EventKind::InterruptResumed
