@@ -5,7 +5,8 @@
 //! reach the terminal) and exits with 2 for a usage problem and 1 otherwise; color-eyre
 //! reports only what no command expected. `valp task status` and `valp run` exit with 3 when
 //! they did their job for every task they could read but some task could not be read
-//! ([`CommandError::Damaged`]).
+//! ([`CommandError::Damaged`]). When the reader of standard output goes away (`valp task
+//! status | head -1`), valp stops quietly with 141, as a command ended by SIGPIPE would.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -15,6 +16,10 @@ use color_eyre::eyre::Result;
 use valp_console::cli::Cli;
 use valp_console::commands::{self, CommandError};
 use valp_console::doctor::sanitize::display_message;
+
+/// The exit code when standard output was closed by its reader (as a shell reports a command
+/// ended by SIGPIPE: 128 + 13), printed nothing about.
+const CLOSED_OUTPUT: u8 = 141;
 
 /// Replay allocates and frees many short strings per event; glibc's allocator fragments under
 /// that load and makes journal replay about twice as slow (see `kernel/benches`).
@@ -35,9 +40,20 @@ fn main() -> Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         let mut input = std::io::stdin().lock();
         let result = commands::run(cli, &mut input, &mut out);
-        out.flush()?;
+        match out.flush() {
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Ok(ExitCode::from(CLOSED_OUTPUT));
+            }
+            flushed => flushed?,
+        }
         result
     };
+    // `valp task status | head -1`: the reader went away; that is not the command's failure.
+    if let Err(CommandError::Output(error)) = &code
+        && error.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        return Ok(ExitCode::from(CLOSED_OUTPUT));
+    }
     let code = match (code, console) {
         (Ok(code), Some(console)) if code == ExitCode::SUCCESS => commands::open_console(&console),
         (other, _) => other,

@@ -180,8 +180,10 @@ pub struct TaskRow {
     /// What the System waits for on this task, in words (empty while it works).
     pub waiting: String,
     /// The four dimension gates as the Done gate would see them now, in one line
-    /// (`quality* pass · experience pass · cost unverifiable · stability fail`, `*` marking a
-    /// required gate); empty when the task's frozen Done policy has no dimension section.
+    /// (`quality* fail (rule_failed:…) · experience pass · cost unverifiable
+    /// (measure_unavailable:…) · stability pass`: `*` marks a required gate, the reasons of a
+    /// gate that does not pass follow it); empty when the task's frozen Done policy has no
+    /// dimension section.
     pub gates: String,
 }
 

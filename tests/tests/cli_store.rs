@@ -285,3 +285,23 @@ fn export_needs_the_reference_flag_and_an_existing_task() {
         "{missing_task:?}"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly_with_141() {
+    let project = tempfile::tempdir().unwrap();
+    let demo = valp(project.path(), &["demo", "--work-items", "60"]);
+    assert_eq!(demo.code, Some(0), "{demo:?}");
+    // `valp task explain` prints well over a pipe's 64 KiB here, so the command is still
+    // writing when the reader's end closes, as with `valp task explain demo-1 | head -1`.
+    let mut child = std::process::Command::new(valp_tests::valp_binary().unwrap())
+        .args(["task", "explain", "demo-1"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(141));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+}

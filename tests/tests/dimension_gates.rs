@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use valp_console::runtime::driver::{Driver, Progress};
 use valp_console::runtime::workflow::Wait;
+use valp_console::view::Backend as _;
 use valp_store::ControlRoot;
 use valp_store::io::OsStorage;
 use valp_tests::project::{Project, item, plan};
@@ -100,6 +101,21 @@ fn a_failing_quality_gate_refuses_done_and_names_the_dimension() {
         ))
     );
     drop(driver);
+    // The console's task row carries the four verdicts, with the reasons of those that fail.
+    let options = valp_console::doctor::ObserveOptions {
+        scan_default_sockets: false,
+        ..valp_console::doctor::ObserveOptions::default()
+    };
+    let clock = valp_console::clock::SystemClock;
+    let mut backend = valp_console::system::SystemBackend::open(root, &clock, options).unwrap();
+    let view = backend.view();
+    let row = view.tasks.iter().find(|row| row.task_id == "fail").unwrap();
+    assert_eq!(
+        row.gates,
+        "quality* fail (rule_failed:two-checks:quality.verification_passed=1:ge:2) · \
+         experience pass · cost unverifiable (measure_unavailable:tokens:cost.tokens) · \
+         stability pass"
+    );
     // The task's detail shows the four gates.
     let status = project.ok(&["task", "status", "fail"]);
     let gates: Vec<&str> = status

@@ -279,12 +279,17 @@ impl Desk {
             Ok(Some(gates)) => gates
                 .iter()
                 .map(|gate| {
-                    format!(
-                        "{}{} {}",
+                    let why = if gate.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", gate.reasons.join(", "))
+                    };
+                    display_text(&format!(
+                        "{}{} {}{why}",
                         gate.dimension.as_str(),
                         if gate.required { "*" } else { "" },
                         gate.verdict.as_str()
-                    )
+                    ))
                 })
                 .collect::<Vec<_>>()
                 .join(" · "),

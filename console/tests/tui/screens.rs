@@ -55,7 +55,8 @@ fn the_main_screen_shows_tasks_work_items_observations_rejections_and_activity()
 #[test]
 fn the_work_items_pane_shows_the_selected_tasks_dimension_gates_and_what_it_waits_for() {
     let mut view = working();
-    "quality* fail · experience pass · cost unverifiable · stability pass"
+    "quality* fail (rule_failed:two-checks:quality.verification_passed=1:ge:2) · experience \
+     pass · cost unverifiable (measure_unavailable:tokens:cost.tokens) · stability pass"
         .clone_into(&mut view.tasks[0].gates);
     "the Done gate: dimension_gate:quality:fail".clone_into(&mut view.tasks[0].waiting);
     let mut backend = Scripted::new(view);
