@@ -1,4 +1,4 @@
-//! `schemas/kernel/transitions.md` is the kernel's transition table as
+//! `schemas/transitions.md` is the kernel's transition table as
 //! `valp_kernel::explain::transition_table` generates it now. `VALP_BLESS=1` rewrites it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -9,7 +9,7 @@ use valp_tests::workspace_root;
 
 #[test]
 fn the_generated_transition_table_is_current() {
-    let path = workspace_root().join("schemas/kernel/transitions.md");
+    let path = workspace_root().join("schemas/transitions.md");
     let table = transition_table();
     if std::env::var_os("VALP_BLESS").is_some() {
         std::fs::write(&path, &table).unwrap();
