@@ -27,7 +27,7 @@ use crate::done::{self, DoneClosure, DonePolicy};
 use crate::live::{LiveState, Verdict};
 use crate::model::{
     CancellationScope, Control, ControlReason, ControlStatus, Event, EventKind, Evidence, Identity,
-    IdentityKind, Int, Open, StateBody, TaskStatus, Variant, WakeReason, WorkItem,
+    IdentityKind, Int, Open, StateBody, TaskStatus, Variant, WorkItem,
 };
 use crate::reduce::rules::passes_interrupt;
 use crate::reduce::transitions::task_transition;
@@ -560,15 +560,7 @@ impl<'a> Candidates<'a> {
                     return task(self.candidate(kind, "task"));
                 };
                 let (mut event, evidence) = self.candidate(kind, "task");
-                event.suspension_id = Some(suspension.suspension_id.clone());
-                event.suspension_epoch = Some(suspension.suspension_epoch);
-                event.wait_policy_id = Some(suspension.wait_policy_id.clone());
-                event.wait_policy_digest = Some(suspension.wait_policy_digest.clone());
-                event
-                    .required_work_item_ids
-                    .clone_from(&suspension.required_work_item_ids);
-                event.wake_id = Some(derived(IdentityKind::Wake, self.fresh("wake")));
-                event.wake_reason = Some(Open::Known(WakeReason::DependencyReady));
+                suspension.fill_wake(&mut event, derived(IdentityKind::Wake, self.fresh("wake")));
                 task((event, evidence))
             }
             K::WorkItemEligible

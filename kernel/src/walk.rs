@@ -14,7 +14,7 @@ use crate::live::{AcceptedRecord, LiveState, Verdict};
 use crate::model::{
     AttemptStatus, CancellationScope, ControlReason, ControlStatus, Dependency, Event, EventKind,
     Evidence, Identity, IdentityKind, Int, Open, Requirement, State, SuspensionStatus, TaskStatus,
-    WakeReason, WorkItem, WorkItemStatus,
+    WorkItem, WorkItemStatus,
 };
 use crate::replay::{CompactEntry, GenesisRoot};
 
@@ -309,15 +309,7 @@ impl Walk {
             match &body.suspension {
                 Some(suspension) if suspension.status == SuspensionStatus::Waiting => {
                     let mut event = self.event(K::WakeAccepted);
-                    event.suspension_id = Some(suspension.suspension_id.clone());
-                    event.suspension_epoch = Some(suspension.suspension_epoch);
-                    event.wait_policy_id = Some(suspension.wait_policy_id.clone());
-                    event.wait_policy_digest = Some(suspension.wait_policy_digest.clone());
-                    event
-                        .required_work_item_ids
-                        .clone_from(&suspension.required_work_item_ids);
-                    event.wake_id = Some(id(IdentityKind::Wake, self.fresh("wake")));
-                    event.wake_reason = Some(Open::Known(WakeReason::DependencyReady));
+                    suspension.fill_wake(&mut event, id(IdentityKind::Wake, self.fresh("wake")));
                     out.push((event, Vec::new()));
                 }
                 previous if !body.work_items.is_empty() && self.rng.chance(10) => {

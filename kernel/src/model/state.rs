@@ -96,6 +96,23 @@ pub struct Suspension {
     pub wake_reason: Option<WakeReason>,
 }
 
+impl Suspension {
+    /// Fills `event` (a `wake_accepted`) with the slots that name this suspension, the wake
+    /// `wake_id` and the reason `dependency_ready`: the wake the System proposes once the
+    /// required items are ready.
+    pub fn fill_wake(&self, event: &mut crate::model::Event, wake_id: Identity) {
+        event.suspension_id = Some(self.suspension_id.clone());
+        event.suspension_epoch = Some(self.suspension_epoch);
+        event.wait_policy_id = Some(self.wait_policy_id.clone());
+        event.wait_policy_digest = Some(self.wait_policy_digest.clone());
+        event
+            .required_work_item_ids
+            .clone_from(&self.required_work_item_ids);
+        event.wake_id = Some(wake_id);
+        event.wake_reason = Some(crate::model::Open::Known(WakeReason::DependencyReady));
+    }
+}
+
 /// Interrupt and intent-version control of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Control {
