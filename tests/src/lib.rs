@@ -3,6 +3,7 @@
 pub mod child;
 pub mod cli;
 pub mod leader_project;
+pub mod model;
 pub mod observations;
 pub mod project;
 pub mod schemas;
