@@ -1,5 +1,6 @@
 //! Support for valp's cross-crate, CLI and end-to-end tests (the tests live in `tests/tests/`).
 
+pub mod agents;
 pub mod child;
 pub mod cli;
 pub mod leader_project;

@@ -2,7 +2,7 @@
 //! and Aider, on `127.0.0.1` and an ephemeral port, one server per test.
 //!
 //! It speaks the three wire dialects the CLIs use ([`Dialect`]): the Anthropic Messages API
-//! (`POST /v1/messages`), the OpenAI Responses API (`POST /v1/responses`) and OpenAI Chat
+//! (`POST /v1/messages`), the `OpenAI` Responses API (`POST /v1/responses`) and `OpenAI` Chat
 //! Completions (`POST /v1/chat/completions`), streamed as server-sent events when the request
 //! asks for a stream, as one JSON object otherwise; `HEAD /` and `GET /` answer 200 (Claude
 //! Code checks connectivity). What it answers is the test's [`Script`], chosen per request
@@ -586,11 +586,10 @@ impl Answer {
              transfer-encoding: chunked\r\n\r\n"
         )?;
         for event in &events {
-            let mut text = String::new();
-            if let Some(name) = event.name {
-                text.push_str(&format!("event: {name}\n"));
-            }
-            text.push_str(&format!("data: {}\n\n", event.data));
+            let text = match event.name {
+                Some(name) => format!("event: {name}\ndata: {}\n\n", event.data),
+                None => format!("data: {}\n\n", event.data),
+            };
             chunk(writer, &text)?;
             if !event.pause.is_zero() {
                 pause(event.pause, stop)?;

@@ -1,0 +1,417 @@
+//! The real agent CLIs (Claude Code, Codex, Aider; versions pinned in `.ci/agents.lock`) in
+//! private tmux panes against the scripted model (`valp_tests::agents`, `valp_tests::model`):
+//! - each reaches its prompt, and the submission core (`adapter::tmux::submit`) hands it a
+//!   prompt with proof; the model's request log shows the exact text;
+//! - the model's tool call (Claude's `Write`, Codex's escalated `exec_command`) or edit
+//!   (Aider's whole file) raises the CLI's permission question, read as `blocked`; nothing is
+//!   written until it is answered; Enter accepts, the file appears, the CLI returns to idle;
+//! - a slow stream reads as `working`; the profile's interrupt key stops it and the CLI
+//!   returns to idle;
+//! - while text streams, Claude Code reads as working, Codex as idle (a known misreading:
+//!   its screen hides the working line then) and Aider as unknown;
+//! - an error reply ends the turn and the CLI returns to idle;
+//! - without the last first-run step the set-up screen reads as `unknown` and a submission is
+//!   refused with nothing sent.
+//!
+//! A CLI that `.ci/agents` did not install is skipped (the test says so and passes) unless
+//! `VALP_REQUIRE_AGENTS=1`. With `VALP_RECORD_AGENT_SCREENS=1` the tests save the screens they
+//! read as the fixtures of `tests/fixtures/agents/<cli>/<version>/` (see its PROVENANCE.md).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use valp_console::adapter::tmux::submit::{Submission, SubmitError, submit};
+use valp_console::agent::classify::classify;
+use valp_console::agent::profile::AgentState;
+use valp_tests::agents::{AGENT_PATIENCE, AgentPane, Cli, Setup};
+use valp_tests::model::{Reply, Script};
+
+/// A prompt with shell syntax and key names in it: text, never keys or commands.
+const PROMPT: &str =
+    "Create hello.txt for the valp test; 'quotes' \"too\" $(touch pwned) C-c Enter";
+/// What the scripted model writes.
+const CONTENT: &str = "hello from the scripted model\n";
+/// Its last words.
+const DONE: &str = "I wrote hello.txt for you.";
+
+/// The model's part: write `hello.txt` in `project` the way this CLI does it.
+fn write_hello(cli: Cli, project: &Path) -> Script {
+    match cli {
+        Cli::Claude => Script::tool_then_text(
+            "Write",
+            json!({"file_path": project.join("hello.txt"), "content": CONTENT}),
+            DONE,
+        ),
+        // The read-only sandbox makes the command ask for escalation: Codex's approval prompt.
+        Cli::Codex => Script::tool_then_text(
+            "exec_command",
+            json!({
+                "cmd": format!("printf '{}' > hello.txt", CONTENT.trim_end()),
+                "sandbox_permissions": "require_escalated",
+                "justification": "write hello.txt for the valp test",
+            }),
+            DONE,
+        ),
+        // Aider's "whole" edit format: the file name, then its content fenced.
+        Cli::Aider => Script::text(&format!("hello.txt\n```\n{CONTENT}```\n")),
+    }
+}
+
+/// Starts `cli` against `script` and waits for its empty prompt.
+fn start_at_prompt(cli: Cli, script: impl FnOnce(&Path) -> Script) -> Option<AgentPane> {
+    let installed = cli.installed()?;
+    let started = Instant::now();
+    let agent = AgentPane::start(&installed, script, Setup::Ready);
+    let (read, screen) = agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    eprintln!(
+        "{} {}: prompt after {:?}",
+        cli.name(),
+        installed.version,
+        started.elapsed()
+    );
+    assert_eq!(read.input.as_deref(), Some(""), "an empty input line");
+    agent.record("prompt", &screen);
+    Some(agent)
+}
+
+/// Submits [`PROMPT`] (waiting at most `patience` for each step) and checks that the model
+/// got it verbatim, as the last user text of the request answered `first`.
+fn submit_prompt(agent: &AgentPane, patience: Duration) -> Submission {
+    let submission = submit(
+        &agent.pane,
+        &agent.profile,
+        PROMPT,
+        agent.scratch(),
+        patience,
+    )
+    .unwrap();
+    let request = agent
+        .model
+        .wait_for("the prompt", AGENT_PATIENCE, |request| {
+            request.answered == "first"
+        });
+    assert_eq!(
+        request.user_texts().last().map(String::as_str),
+        Some(PROMPT),
+        "the model got the exact prompt as the last user text"
+    );
+    submission
+}
+
+/// The steps of a proven submission.
+fn assert_proven(agent: &AgentPane, submission: &Submission) {
+    let Submission::Proven(proof) = submission else {
+        panic!("not proven: {submission:?}\n{}", agent.screen());
+    };
+    let steps: Vec<&str> = proof.steps.iter().map(|step| step.what.as_str()).collect();
+    assert_eq!(
+        steps[..2],
+        ["idle, input empty", "load-buffer + paste-buffer -p"]
+    );
+    assert!(steps[2].starts_with("dispatch_inserted ("), "{steps:?}");
+    assert_eq!(steps[3], "send-keys Enter");
+    assert!(
+        steps[4].ends_with(", input cleared: submitted"),
+        "{steps:?}"
+    );
+}
+
+/// Submits [`PROMPT`] for a turn whose screen may never read as working (it ends, or turns
+/// idle-looking, between two samples): the submission is proven or unconfirmed (never
+/// resent), and either way the model's log shows the exact prompt arrived.
+fn submit_fast_turn(agent: &AgentPane) {
+    match submit_prompt(agent, Duration::from_secs(5)) {
+        Submission::Proven(_) => {}
+        Submission::Unconfirmed { why, .. } => assert_eq!(
+            why,
+            "the agent did not leave idle with its input cleared after Enter"
+        ),
+    }
+}
+
+/// Reaches the prompt and submits [`PROMPT`] with proof.
+fn start_and_submit(cli: Cli, script: impl FnOnce(&Path) -> Script) -> Option<AgentPane> {
+    let agent = start_at_prompt(cli, script)?;
+    let submission = submit_prompt(&agent, AGENT_PATIENCE);
+    assert_proven(&agent, &submission);
+    Some(agent)
+}
+
+/// The whole turn: prompt, permission question, Enter accepts, the file, back to idle.
+fn prompt_permission_and_file(cli: Cli) {
+    let Some(agent) = start_and_submit(cli, |project| write_hello(cli, project)) else {
+        return;
+    };
+    let (read, screen) = agent.wait_for(AgentState::Blocked, AGENT_PATIENCE);
+    agent.record("permission", &screen);
+    eprintln!("{}: blocked by {:?}", cli.name(), read.rule);
+    let hello = agent.project.join("hello.txt");
+    assert!(!hello.exists(), "written before the permission was given");
+    agent.keys(&["Enter"]);
+    let started = Instant::now();
+    while std::fs::read_to_string(&hello).ok().as_deref() != Some(CONTENT.trim_end())
+        && std::fs::read_to_string(&hello).ok().as_deref() != Some(CONTENT)
+    {
+        assert!(
+            started.elapsed() < AGENT_PATIENCE,
+            "hello.txt never written; screen:\n{}",
+            agent.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_, screen) = agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    agent.record("done", &screen);
+    assert!(
+        !agent.project.join("pwned").exists(),
+        "the prompt ran as a command"
+    );
+    if cli != Cli::Aider {
+        // The tool's result went back to the model, which ended the turn.
+        agent
+            .model
+            .wait_for("the tool result", AGENT_PATIENCE, |request| {
+                request.answered == "after_tool"
+            });
+        let started = Instant::now();
+        while !agent.screen().contains(DONE) {
+            assert!(
+                started.elapsed() < AGENT_PATIENCE,
+                "the final text never showed"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A slow stream reads as working; the interrupt key stops it; the CLI returns to idle. The
+/// stream carries no text: Codex 0.171.0 and Aider hide their working line while text streams.
+fn working_then_interrupted(cli: Cli) {
+    let slow = Script::new(
+        Reply::Slow {
+            piece: String::new(),
+            pieces: 600,
+            every: Duration::from_millis(100),
+        },
+        Reply::Text(DONE.to_owned()),
+    );
+    let Some(agent) = start_and_submit(cli, |_| slow) else {
+        return;
+    };
+    let (_, screen) = agent.wait_for(AgentState::Working, AGENT_PATIENCE);
+    agent.record("working", &screen);
+    let keys: Vec<&str> = agent
+        .profile
+        .interrupt_keys
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let pressed = Instant::now();
+    agent.pane.press(&keys).unwrap();
+    let (read, screen) = agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    eprintln!(
+        "{}: idle {:?} after {keys:?}",
+        cli.name(),
+        pressed.elapsed()
+    );
+    agent.record("interrupted", &screen);
+    // Claude Code puts the interrupted prompt back in its input; the others clear it.
+    let draft = if cli == Cli::Claude { PROMPT } else { "" };
+    assert_eq!(read.input.as_deref(), Some(draft));
+    // Idle holds: the turn is over, not between two pieces.
+    std::thread::sleep(Duration::from_millis(agent.profile.idle_debounce_ms));
+    agent.wait_for(AgentState::Idle, Duration::ZERO);
+}
+
+/// While the model streams text the screen reads as `state`, by the rule `rule`: Claude Code
+/// keeps its working line; Codex 0.171.0 hides its working line and shows its empty composer,
+/// so the screen reads as idle (a known misreading no screen rule can fix: nothing on it tells
+/// the two apart); Aider's last line is the streamed text, which no rule reads.
+fn streaming_text_reads_as(cli: Cli, state: AgentState, rule: Option<&str>) {
+    let slow = Script::new(
+        Reply::Slow {
+            piece: "still thinking ".to_owned(),
+            pieces: 600,
+            every: Duration::from_millis(100),
+        },
+        Reply::Text(DONE.to_owned()),
+    );
+    let Some(agent) = start_at_prompt(cli, |_| slow) else {
+        return;
+    };
+    // Codex's screen may look idle from the first streamed piece on.
+    submit_fast_turn(&agent);
+    let started = Instant::now();
+    while !agent
+        .screen()
+        .contains("still thinking still thinking still thinking")
+    {
+        assert!(
+            started.elapsed() < AGENT_PATIENCE,
+            "the text never streamed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let screen = agent.screen();
+    let read = classify(&agent.profile, &screen);
+    agent.record("streaming", &screen);
+    assert_eq!(
+        (
+            read.state,
+            read.rule.as_ref().map(|(name, _)| name.as_str())
+        ),
+        (state, rule),
+        "{read:?}"
+    );
+}
+
+/// An error reply ends the turn; the CLI shows it and returns to idle. A turn that ends
+/// between two samples of the screen cannot be proven from the screen.
+fn error_reply(cli: Cli) {
+    let failing = Script::new(
+        Reply::Error {
+            status: 400,
+            message: "scripted failure for the valp test".to_owned(),
+        },
+        Reply::Text(DONE.to_owned()),
+    );
+    let Some(agent) = start_at_prompt(cli, |_| failing) else {
+        return;
+    };
+    submit_fast_turn(&agent);
+    let started = Instant::now();
+    while !agent.screen().contains("scripted failure") {
+        assert!(
+            started.elapsed() < AGENT_PATIENCE,
+            "the error never showed:\n{}",
+            agent.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (read, screen) = agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    assert_eq!(read.input.as_deref(), Some(""), "the input was cleared");
+    agent.record("error", &screen);
+}
+
+/// Without the last set-up step the screen reads as `unknown` by the set-up rule `rule`, and a
+/// submission is refused with nothing sent to the model.
+fn set_up_screen_refuses(cli: Cli, rule: &str) {
+    let Some(installed) = cli.installed() else {
+        return;
+    };
+    let agent = AgentPane::start(&installed, |_| Script::text(DONE), Setup::Unprepared);
+    let (read, screen) = agent.wait_for(AgentState::Unknown, AGENT_PATIENCE);
+    // Unknown is also what a starting screen reads as before its banner: wait for the rule.
+    let started = Instant::now();
+    let mut read = read;
+    let mut screen = screen;
+    while read.rule.as_ref().map(|(name, _)| name.as_str()) != Some(rule) {
+        assert!(
+            started.elapsed() < AGENT_PATIENCE,
+            "no {rule:?}; last read {read:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        (read, screen) = agent.wait_for(AgentState::Unknown, AGENT_PATIENCE);
+    }
+    agent.record("set-up", &screen);
+    let refused = submit(
+        &agent.pane,
+        &agent.profile,
+        PROMPT,
+        agent.scratch(),
+        Duration::from_secs(3),
+    );
+    assert_eq!(
+        refused,
+        Err(SubmitError::Refused {
+            state: "unknown",
+            rule: format!(" ({rule})"),
+            why: "the agent did not settle at its prompt in time",
+        })
+    );
+    assert!(
+        agent
+            .model
+            .requests()
+            .iter()
+            .all(|request| request.answered != "first"),
+        "a prompt reached the model"
+    );
+}
+
+#[test]
+fn claude_code_takes_a_proven_prompt_asks_to_write_and_writes() {
+    prompt_permission_and_file(Cli::Claude);
+}
+
+#[test]
+fn claude_code_works_and_stops_on_escape() {
+    working_then_interrupted(Cli::Claude);
+}
+
+#[test]
+fn claude_code_shows_a_model_error_and_returns_to_its_prompt() {
+    error_reply(Cli::Claude);
+}
+
+#[test]
+fn claude_code_folder_trust_reads_as_set_up_and_refuses_a_prompt() {
+    set_up_screen_refuses(Cli::Claude, "folder trust dialog (set-up needed)");
+}
+
+#[test]
+fn codex_takes_a_proven_prompt_asks_to_escalate_and_runs() {
+    prompt_permission_and_file(Cli::Codex);
+}
+
+#[test]
+fn codex_works_and_stops_on_escape() {
+    working_then_interrupted(Cli::Codex);
+}
+
+#[test]
+fn codex_shows_a_model_error_and_returns_to_its_composer() {
+    error_reply(Cli::Codex);
+}
+
+#[test]
+fn codex_folder_trust_reads_as_set_up_and_refuses_a_prompt() {
+    set_up_screen_refuses(Cli::Codex, "trust dialog (set-up needed)");
+}
+
+#[test]
+fn aider_takes_a_proven_prompt_asks_to_create_and_writes() {
+    prompt_permission_and_file(Cli::Aider);
+}
+
+#[test]
+fn aider_works_and_stops_on_ctrl_c() {
+    working_then_interrupted(Cli::Aider);
+}
+
+#[test]
+fn aider_git_question_reads_as_set_up_and_refuses_a_prompt() {
+    set_up_screen_refuses(Cli::Aider, "git repo question (set-up needed)");
+}
+
+#[test]
+fn aider_shows_a_model_error_and_returns_to_its_prompt() {
+    error_reply(Cli::Aider);
+}
+
+#[test]
+fn claude_code_streaming_text_reads_as_working() {
+    streaming_text_reads_as(Cli::Claude, AgentState::Working, Some("working line"));
+}
+
+#[test]
+fn codex_streaming_text_reads_as_idle_a_known_misreading() {
+    streaming_text_reads_as(Cli::Codex, AgentState::Idle, Some("composer"));
+}
+
+#[test]
+fn aider_streaming_text_reads_as_unknown() {
+    streaming_text_reads_as(Cli::Aider, AgentState::Unknown, None);
+}
