@@ -162,6 +162,16 @@ impl AgentPane {
         script: impl FnOnce(&Path) -> Script,
         setup: Setup,
     ) -> Self {
+        Self::start_with(installed, script, setup, &[])
+    }
+
+    /// [`Self::start`], with `arguments` added to the CLI's command line.
+    pub fn start_with(
+        installed: &Installed,
+        script: impl FnOnce(&Path) -> Script,
+        setup: Setup,
+        arguments: &[&str],
+    ) -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let home = dir.path().join("home");
         let project = dir.path().join("project");
@@ -192,6 +202,7 @@ impl AgentPane {
             Cli::Codex => place.codex(),
             Cli::Aider => place.aider(),
         });
+        command.extend(arguments.iter().map(|argument| (*argument).to_owned()));
         let argv: Vec<&str> = command.iter().map(String::as_str).collect();
         let server = TmuxServer::start(&dir.path().join("sock"), "agents", &project, &argv);
         let id = server.display("agents", "#{pane_id}");
@@ -254,12 +265,20 @@ impl AgentPane {
     /// Saves `screen` as the fixture `<cli>/<version>/<name>.txt` when
     /// `VALP_RECORD_AGENT_SCREENS=1`; the committed fixtures are what the profile tests read.
     pub fn record(&self, name: &str, screen: &str) {
+        self.record_file(&format!("{name}.txt"), screen);
+    }
+
+    /// Saves `text` as the fixture `<cli>/<version>/<file>` when
+    /// `VALP_RECORD_AGENT_SCREENS=1`.
+    pub fn record_file(&self, file: &str, text: &str) {
         if std::env::var("VALP_RECORD_AGENT_SCREENS").as_deref() != Ok("1") {
             return;
         }
-        let folder = fixture_folder(self.installed.cli);
-        std::fs::create_dir_all(&folder).expect("creating the fixture folder");
-        write(&folder.join(format!("{name}.txt")), screen);
+        let path = fixture_folder(self.installed.cli).join(file);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).expect("creating the fixture folder");
+        }
+        write(&path, text);
     }
 }
 

@@ -11,7 +11,9 @@
 //!   its screen hides the working line then) and Aider as unknown;
 //! - an error reply ends the turn and the CLI returns to idle;
 //! - without the last first-run step the set-up screen reads as `unknown` and a submission is
-//!   refused with nothing sent.
+//!   refused with nothing sent;
+//! - Claude Code's hooks (`--settings FILE`) all fire; `UserPromptSubmit` carries the exact
+//!   prompt, `Notification` the permission prompt.
 //!
 //! A CLI that `.ci/agents` did not install is skipped (the test says so and passes) unless
 //! `VALP_REQUIRE_AGENTS=1`. With `VALP_RECORD_AGENT_SCREENS=1` the tests save the screens they
@@ -22,7 +24,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use valp_console::adapter::tmux::submit::{Submission, SubmitError, submit};
 use valp_console::agent::classify::classify;
 use valp_console::agent::profile::AgentState;
@@ -414,4 +416,132 @@ fn codex_streaming_text_reads_as_idle_a_known_misreading() {
 #[test]
 fn aider_streaming_text_reads_as_unknown() {
     streaming_text_reads_as(Cli::Aider, AgentState::Unknown, None);
+}
+
+/// The hook events Claude Code is configured to report.
+const HOOK_EVENTS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "Notification",
+    "Stop",
+    "SessionEnd",
+];
+
+/// The hook payloads written so far into `folder`, in the order they came.
+fn hook_payloads(folder: &Path) -> Vec<Value> {
+    let mut files: Vec<_> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|file| serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok())
+        .collect()
+}
+
+/// Waits until a hook payload of `event` (whose `field` is `value`, when given) arrived.
+fn wait_for_hook(folder: &Path, event: &str, field: Option<(&str, &str)>) -> Value {
+    let started = Instant::now();
+    loop {
+        let found = hook_payloads(folder).into_iter().find(|payload| {
+            payload["hook_event_name"] == event
+                && field.is_none_or(|(name, value)| payload[name] == value)
+        });
+        if let Some(payload) = found {
+            return payload;
+        }
+        assert!(
+            started.elapsed() < AGENT_PATIENCE,
+            "no {event} hook; got {:?}",
+            hook_payloads(folder)
+                .iter()
+                .map(|payload| payload["hook_event_name"].clone())
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Claude Code's hooks, configured with `--settings FILE`, fire in the interactive CLI: the
+/// payload of each event (recorded as `claude/<version>/hooks/<event>.json` for the hook
+/// bridge), `UserPromptSubmit` carrying the exact prompt, the tool events the `Write` call,
+/// `Notification` the permission prompt, `Stop` the final text, `SessionEnd` the exit.
+#[test]
+fn claude_code_hooks_fire_with_the_exact_prompt_and_the_permission_prompt() {
+    let Some(installed) = Cli::Claude.installed() else {
+        return;
+    };
+    let hooks = tempfile::tempdir().unwrap();
+    let events = hooks.path().join("events");
+    std::fs::create_dir(&events).unwrap();
+    // One file per payload, named by arrival time: hooks may run concurrently.
+    let command = format!("cat > '{}'/$(date +%s%N)-$$.json", events.display());
+    let table: serde_json::Map<String, Value> = HOOK_EVENTS
+        .iter()
+        .map(|event| {
+            let entry =
+                json!([{"matcher": "", "hooks": [{"type": "command", "command": command}]}]);
+            ((*event).to_owned(), entry)
+        })
+        .collect();
+    let settings = hooks.path().join("settings.json");
+    std::fs::write(&settings, json!({"hooks": table}).to_string()).unwrap();
+    let agent = AgentPane::start_with(
+        &installed,
+        |project| write_hello(Cli::Claude, project),
+        Setup::Ready,
+        &["--settings", settings.to_str().unwrap()],
+    );
+    agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    let submission = submit_prompt(&agent, AGENT_PATIENCE);
+    assert_proven(&agent, &submission);
+    let submitted = wait_for_hook(&events, "UserPromptSubmit", None);
+    assert_eq!(submitted["prompt"], PROMPT, "the delivery acknowledgement");
+    agent.wait_for(AgentState::Blocked, AGENT_PATIENCE);
+    let asked = wait_for_hook(&events, "PermissionRequest", None);
+    assert_eq!(asked["tool_name"], "Write");
+    let notified = wait_for_hook(
+        &events,
+        "Notification",
+        Some(("notification_type", "permission_prompt")),
+    );
+    assert!(notified["message"].is_string(), "{notified}");
+    agent.keys(&["Enter"]);
+    let stopped = wait_for_hook(&events, "Stop", None);
+    assert_eq!(stopped["last_assistant_message"], DONE);
+    let used = wait_for_hook(&events, "PostToolUse", None);
+    assert_eq!(
+        used["tool_input"]["file_path"],
+        agent.project.join("hello.txt").to_str().unwrap()
+    );
+    agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    let keys: Vec<&str> = agent.profile.exit_keys.iter().map(String::as_str).collect();
+    agent.pane.press(&keys).unwrap();
+    wait_for_hook(&events, "SessionEnd", None);
+    let payloads = hook_payloads(&events);
+    let session = &payloads[0]["session_id"];
+    for payload in &payloads {
+        assert_eq!(&payload["session_id"], session, "one session: {payload}");
+        assert_eq!(payload["cwd"], agent.project.to_str().unwrap(), "{payload}");
+        assert!(payload["transcript_path"].is_string(), "{payload}");
+    }
+    let order: Vec<&str> = payloads
+        .iter()
+        .filter_map(|payload| payload["hook_event_name"].as_str())
+        .collect();
+    eprintln!("claude hooks, in order: {order:?}");
+    for event in HOOK_EVENTS {
+        let payload = payloads
+            .iter()
+            .find(|payload| payload["hook_event_name"] == event)
+            .unwrap_or_else(|| panic!("no {event} in {order:?}"));
+        agent.record_file(
+            &format!("hooks/{event}.json"),
+            &format!("{}\n", serde_json::to_string_pretty(payload).unwrap()),
+        );
+    }
 }
