@@ -545,3 +545,79 @@ fn claude_code_hooks_fire_with_the_exact_prompt_and_the_permission_prompt() {
         );
     }
 }
+
+/// The `percent` percentile of `samples` (nearest rank), in milliseconds.
+fn percentile(samples: &mut [u64], percent: usize) -> u64 {
+    samples.sort_unstable();
+    let rank = (percent * samples.len()).div_ceil(100);
+    samples[rank.clamp(1, samples.len()) - 1]
+}
+
+/// Times, over `VALP_AGENT_TURNS` turns (default 20) of one session, how long after Enter
+/// the screen reads `working` (the submission's last step) and `blocked` (the permission
+/// question), sampling every 50 ms; answers each question with Enter. A documented long run,
+/// not CI: `cargo test -p valp-tests --test real_agents timing -- --ignored --nocapture`. Not
+/// Aider: from its second turn on it edits the file it created without asking, in a turn
+/// too short to be seen working.
+fn enter_to_working_and_blocked(cli: Cli) {
+    let turns: usize = std::env::var("VALP_AGENT_TURNS")
+        .ok()
+        .and_then(|turns| turns.parse().ok())
+        .unwrap_or(20);
+    // Claude's Bash asks every time (its Write would need a Read before overwriting).
+    let script = move |project: &Path| match cli {
+        Cli::Claude => Script::tool_then_text(
+            "Bash",
+            json!({"command": "touch hello.txt", "description": "Touch hello.txt"}),
+            DONE,
+        ),
+        Cli::Codex | Cli::Aider => write_hello(cli, project),
+    };
+    let Some(agent) = start_at_prompt(cli, script) else {
+        return;
+    };
+    let (mut working, mut blocked) = (Vec::new(), Vec::new());
+    for _ in 0..turns {
+        let started = Instant::now();
+        let submission = submit(
+            &agent.pane,
+            &agent.profile,
+            PROMPT,
+            agent.scratch(),
+            AGENT_PATIENCE,
+        )
+        .unwrap();
+        assert_proven(&agent, &submission);
+        let Submission::Proven(proof) = submission else {
+            unreachable!()
+        };
+        let enter = proof.steps[3].at_ms;
+        working.push(proof.steps[4].at_ms - enter);
+        agent.wait_for(AgentState::Blocked, AGENT_PATIENCE);
+        let at = u64::try_from(started.elapsed().as_millis()).unwrap();
+        blocked.push(at - enter);
+        agent.keys(&["Enter"]);
+        agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    }
+    eprintln!(
+        "{} {}, {turns} turns: Enter -> working p50 {} ms p99 {} ms; Enter -> blocked p50 {} ms p99 {} ms",
+        cli.name(),
+        agent.installed.version,
+        percentile(&mut working, 50),
+        percentile(&mut working, 99),
+        percentile(&mut blocked, 50),
+        percentile(&mut blocked, 99),
+    );
+}
+
+#[test]
+#[ignore = "a long run for the figures, not CI"]
+fn claude_code_timing() {
+    enter_to_working_and_blocked(Cli::Claude);
+}
+
+#[test]
+#[ignore = "a long run for the figures, not CI"]
+fn codex_timing() {
+    enter_to_working_and_blocked(Cli::Codex);
+}
