@@ -30,6 +30,7 @@ use valp_console::agent::classify::classify;
 use valp_console::agent::profile::AgentState;
 use valp_tests::agents::{AGENT_PATIENCE, AgentPane, Cli, Setup};
 use valp_tests::model::{Reply, Script};
+use valp_tests::tmux::PATIENCE;
 
 /// A prompt with shell syntax and key names in it: text, never keys or commands.
 const PROMPT: &str =
@@ -221,7 +222,16 @@ fn working_then_interrupted(cli: Cli) {
     agent.record("interrupted", &screen);
     // Claude Code puts the interrupted prompt back in its input; the others clear it.
     let draft = if cli == Cli::Claude { PROMPT } else { "" };
-    assert_eq!(read.input.as_deref(), Some(draft));
+    let mut read = read;
+    let started = Instant::now();
+    while read.input.as_deref() != Some(draft) {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the input never read {draft:?}: {read:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        read = agent.wait_for(AgentState::Idle, PATIENCE).0;
+    }
     // Idle holds: the turn is over, not between two pieces.
     std::thread::sleep(Duration::from_millis(agent.profile.idle_debounce_ms));
     agent.wait_for(AgentState::Idle, Duration::ZERO);
