@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use valp_kernel::canonical::Canonical;
-use valp_runtime::adapter::abi::{
+use valp_runtime::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, attempt_folder,
 };
 use valp_tests::cli::{valp_answering, valp_in};

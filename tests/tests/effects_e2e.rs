@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use valp_runtime::adapter::abi::{AdapterObservation, attempt_folder};
+use valp_runtime::abi::{AdapterObservation, attempt_folder};
 use valp_store::effects::{EffectLedger, EffectRecord, Outcome};
 use valp_store::io::OsStorage;
 use valp_store::{Access, ControlRoot};

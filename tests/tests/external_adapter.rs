@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_kernel::replay::CompactEntry;
-use valp_runtime::adapter::abi::{
+use valp_runtime::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, ProofKind,
     ProvenanceSegment, attempt_folder,
 };

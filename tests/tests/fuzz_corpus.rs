@@ -18,7 +18,7 @@ use flate2::read::GzDecoder;
 use valp_fuzz_targets::TARGETS;
 use valp_kernel::canonical::sha256_digest;
 use valp_kernel::json::{Value, parse, write};
-use valp_runtime::adapter::abi::{AdapterRequest, ObservationStatus, Operation};
+use valp_runtime::abi::{AdapterRequest, ObservationStatus, Operation};
 use valp_runtime::adapter::{external, report};
 use valp_runtime::doctor::tmux::list_panes_args;
 use valp_store::journal::JOURNAL_FILE;

@@ -7,7 +7,7 @@
 
 use std::io::Write as _;
 
-use valp_runtime::adapter::abi::attempt_folder;
+use valp_runtime::abi::attempt_folder;
 use valp_tests::cli::valp_in;
 use valp_tests::project::{Project, external_item, item, plan};
 

@@ -12,7 +12,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
-use valp_runtime::adapter::abi::{
+use valp_runtime::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
     ProvenanceSegment,
 };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 use valp_kernel::canonical::Canonical;
-use valp_runtime::adapter::abi::{
+use valp_runtime::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
 };
 use valp_runtime::adapter::process::{

@@ -48,7 +48,7 @@ use valp_kernel::canonical::sha256_digest;
 use valp_kernel::{
     AttemptStatus, EventKind, IdentityKind, State, StateBody, TaskStatus, WorkItemStatus,
 };
-use valp_runtime::adapter::abi::ObservationStatus;
+use valp_runtime::abi::ObservationStatus;
 use valp_runtime::authority::handoff::unfinished_work;
 use valp_runtime::runtime::control::Operation;
 use valp_runtime::runtime::workflow::{

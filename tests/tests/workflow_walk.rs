@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use valp_kernel::{Event, EventKind, Evidence, IdentityKind, Outcome, State, TaskStatus, reduce};
-use valp_runtime::adapter::abi::ObservationStatus;
+use valp_runtime::abi::ObservationStatus;
 use valp_runtime::runtime::control::Operation;
 use valp_runtime::runtime::workflow::{
     AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide,

@@ -38,7 +38,7 @@ use criterion::{Criterion, Throughput, criterion_group};
 mod percentiles;
 use percentiles::Percentiles;
 use valp_kernel::canonical::{Canonical, sha256_digest};
-use valp_runtime::adapter::abi::{
+use valp_runtime::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
     ProvenanceSegment,
 };

@@ -95,7 +95,7 @@
 //! - **Finding work.** When the System launches an attempt it writes its request, and nothing
 //!   else, to `.valp/runtime/external/attempts/<H>/request.json` (`valp-adapter-request.v1`,
 //!   canonical JSON, written atomically; `H` is
-//!   [`attempt_folder`](crate::adapter::abi::attempt_folder) of the attempt id). A tool lists
+//!   [`attempt_folder`](crate::abi::attempt_folder) of the attempt id). A tool lists
 //!   `runtime/external/attempts/*/request.json` for requests it has not finished; a retry is
 //!   a new attempt with its own folder.
 //! - **Reporting.** Observations go into the inbox as above, each with the request file's
@@ -123,7 +123,7 @@ use std::path::{Path, PathBuf};
 pub use decode::{Origin, Sequencer, decode_observation, glued_record, origin};
 pub use watch::{IngestError, Mode, WatchConfig, Watcher};
 
-use crate::adapter::abi::AdapterObservation;
+use crate::abi::AdapterObservation;
 use valp_view::sanitize::display_text;
 
 /// The watcher's reading stage, driven by the caller: each [`Scanner::scan`] walks the folders

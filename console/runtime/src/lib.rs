@@ -8,6 +8,7 @@
 //! door the TUI has. No terminal library is a dependency of this crate (see ARCHITECTURE.md,
 //! Layers).
 
+pub mod abi;
 pub mod adapter;
 pub mod agent;
 pub mod audit;

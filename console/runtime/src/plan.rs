@@ -105,7 +105,7 @@
 //!   (`only the process adapter runs a command`) and so is `timeout_seconds` (`only the process
 //!   adapter enforces a timeout`); an unknown or missing adapter is checked as `process`;
 //! - `cwd` is `.` or a safe relative path and `expected_evidence` entries are safe relative
-//!   paths ([`is_safe_relative`](crate::adapter::abi::is_safe_relative): `/`-separated, no
+//!   paths ([`is_safe_relative`](crate::abi::is_safe_relative): `/`-separated, no
 //!   absolute path, no `..`, `.` or empty part, no backslash or control character), each
 //!   listed once;
 //! - numbers are in range (`timeout_seconds` 1..=86400, `max_concurrency` 1..=64,

@@ -8,7 +8,7 @@ use valp_store::ControlRoot;
 
 use super::CommandError;
 use crate::cli::ReportArgs;
-use valp_runtime::adapter::abi::ObservationStatus;
+use valp_runtime::abi::ObservationStatus;
 use valp_view::sanitize::display_text;
 
 pub(super) fn run(

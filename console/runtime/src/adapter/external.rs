@@ -66,7 +66,7 @@ use std::path::{Path, PathBuf};
 
 use valp_kernel::canonical::{Canonical, sha256_digest};
 
-use crate::adapter::abi::{
+use crate::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, attempt_folder,
 };
 use crate::adapter::files;

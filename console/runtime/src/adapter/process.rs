@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use valp_kernel::canonical::Canonical;
 
-use crate::adapter::abi::attempt_folder;
-use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
+use crate::abi::attempt_folder;
+use crate::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::files;
 use crate::clock::{Clock, SystemClock};
 pub use records::{

@@ -29,12 +29,12 @@ use std::time::Duration;
 use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_store::lock::LockGuard;
 
-use super::abi::{
+use super::external;
+use super::process::is_final;
+use crate::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, ProofKind,
     ProvenanceSegment, attempt_folder,
 };
-use super::external;
-use super::process::is_final;
 use crate::ingest::glued_record;
 
 /// The inbox folder `valp report` appends to.

@@ -7,7 +7,7 @@
 //! refuses to run a task that has a tmux item (`RuntimeError::Unsupported`), so nothing is
 //! typed into a pane without the supervisor that proves and records it.
 
-use crate::adapter::abi::attempt_folder;
+use crate::abi::attempt_folder;
 
 pub mod pane;
 pub mod submit;

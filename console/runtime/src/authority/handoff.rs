@@ -45,7 +45,7 @@ use valp_store::{Access, ControlRoot, Journal};
 use super::Approval;
 use super::AuthorityError;
 use super::lane::{ApprovalRecord, event, identity, propose};
-use crate::adapter::abi::AdapterRequest;
+use crate::abi::AdapterRequest;
 use crate::adapter::{external, process};
 use crate::evidence;
 use crate::runtime::effects::{self, Outcome};

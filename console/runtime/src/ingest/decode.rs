@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path};
 
 use super::{Limits, Reason, Rejection};
-use crate::adapter::abi::{AbiError, AdapterObservation};
+use crate::abi::{AbiError, AdapterObservation};
 use valp_view::sanitize::display_text;
 
 /// Where an observation file lies, which decides who may have written it.

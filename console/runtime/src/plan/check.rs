@@ -22,7 +22,7 @@ use super::{
     MAX_ID_CHARS, MAX_RETRY_BUDGET, MAX_SOCKET_CHARS, MAX_TIMEOUT_SECONDS, PLAN_SCHEMA, Plan,
     PlanDependency, PlanItem, Run, TmuxPane, TmuxRun, Verification,
 };
-use crate::adapter::abi::is_safe_relative;
+use crate::abi::is_safe_relative;
 use crate::agent::profile::Profile;
 
 /// A problem before it is positioned: the byte offset, the field path and the rule.

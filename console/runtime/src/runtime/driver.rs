@@ -43,7 +43,7 @@ use super::workflow::{
     self, AttemptReport, AttemptSlots, EvidenceNeed, ExecutionPolicy, Proposal, Step, Wait,
 };
 use super::{effects, measures};
-use crate::adapter::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
+use crate::abi::{AdapterObservation, AdapterRequest, ObservationStatus, Operation};
 use crate::adapter::external::{self, Inbox};
 use crate::adapter::process::{
     self, CONTENT_BOUND_FILE, ContentProof, PROCESS_BOUND_FILE, REQUEST_FILE, RunSpec, STDERR_FILE,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use valp_kernel::{EventKind, Int};
 use valp_store::{ControlRoot, StoreError};
 
-use crate::adapter::abi::{AdapterObservation, ObservationStatus};
+use crate::abi::{AdapterObservation, ObservationStatus};
 
 /// How the final verification round ended: checks that passed and checks that did not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

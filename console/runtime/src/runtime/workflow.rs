@@ -35,7 +35,7 @@ use valp_kernel::{
     WorkItemStatus,
 };
 
-use crate::adapter::abi::ObservationStatus;
+use crate::abi::ObservationStatus;
 
 /// How the plan lets the System execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

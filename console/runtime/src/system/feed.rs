@@ -140,7 +140,7 @@ fn is_observation(path: &Path) -> bool {
     )
 }
 
-fn observation_row(observation: &crate::adapter::abi::AdapterObservation) -> ObservationRow {
+fn observation_row(observation: &crate::abi::AdapterObservation) -> ObservationRow {
     use valp_view::sanitize::display_text;
     let request = &observation.request;
     ObservationRow {

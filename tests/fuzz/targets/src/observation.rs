@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use valp_kernel::canonical::Canonical;
-use valp_runtime::adapter::abi::AdapterObservation;
+use valp_runtime::abi::AdapterObservation;
 use valp_runtime::ingest::{Limits, decode_observation};
 
 use crate::display::assert_display_safe;

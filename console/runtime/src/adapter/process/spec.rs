@@ -11,7 +11,7 @@ use serde::Deserialize;
 use valp_kernel::canonical::{Canonical, decode_canonical};
 use valp_kernel::json::write::{Fields, write_str};
 
-use crate::adapter::abi::is_safe_relative;
+use crate::abi::is_safe_relative;
 
 /// `valp-process-run-spec.v1`
 pub const RUN_SPEC_SCHEMA: &str = "valp-process-run-spec.v1";

@@ -25,7 +25,7 @@ use super::{
     PROOFS_DIR, ProcessError, RUN_FILE, STDERR_FILE, STDOUT_FILE, check_attempt_folder, files,
     invalid, io_error, observation_file, read_request, same_evidence, supervisor_record,
 };
-use crate::adapter::abi::{
+use crate::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
     ProvenanceSegment,
 };
