@@ -102,44 +102,42 @@ fn forbidden_paths(
     found
 }
 
-/// The paths by which a workspace crate reaches a forbidden crate, read from the checkout.
-fn layer_breaks(package: &str, forbidden: &[&str]) -> Vec<String> {
+/// Fails, naming each path, when the workspace crate `package` reaches a crate in `forbidden`.
+fn assert_layer(package: &str, forbidden: &[&str], rule: &str) {
     let crates = workspace_crates();
     assert!(
         crates.contains_key(package),
         "{package} is not a workspace dependency of the root Cargo.toml"
     );
-    forbidden_paths(package, forbidden, &|name| {
+    let breaks = forbidden_paths(package, forbidden, &|name| {
         crates
             .get(name)
             .map(|path| manifest(path.to_str().unwrap()))
-    })
+    });
+    assert!(breaks.is_empty(), "{rule}: {breaks:?}");
 }
 
 #[test]
 fn the_tui_reaches_neither_the_store_nor_the_runtime() {
-    let breaks = layer_breaks("valp-tui", &["valp-store", "valp-runtime", "valp-console"]);
-    assert!(
-        breaks.is_empty(),
-        "valp-tui must talk to the runtime only through valp-view's Backend: {breaks:?}"
+    assert_layer(
+        "valp-tui",
+        &["valp-store", "valp-runtime", "valp-console"],
+        "valp-tui must talk to the runtime only through valp-view's Backend",
     );
 }
 
 #[test]
 fn the_runtime_has_no_terminal_ui() {
-    let breaks = layer_breaks(
+    assert_layer(
         "valp-runtime",
         &["ratatui", "crossterm", "valp-tui", "valp-console"],
-    );
-    assert!(
-        breaks.is_empty(),
-        "valp-runtime must not depend on a terminal UI: {breaks:?}"
+        "valp-runtime must not depend on a terminal UI",
     );
 }
 
 #[test]
 fn the_view_is_the_bottom_layer() {
-    let breaks = layer_breaks(
+    assert_layer(
         "valp-view",
         &[
             "ratatui",
@@ -149,10 +147,7 @@ fn the_view_is_the_bottom_layer() {
             "valp-tui",
             "valp-console",
         ],
-    );
-    assert!(
-        breaks.is_empty(),
-        "valp-view must depend on nothing but the kernel: {breaks:?}"
+        "valp-view must depend on nothing but the kernel",
     );
 }
 
