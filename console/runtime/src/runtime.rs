@@ -18,6 +18,7 @@ pub mod measures;
 pub mod workflow;
 
 use valp_kernel::{Event, EventKind, Identity, IdentityKind, StateBody};
+use valp_store::ControlRoot;
 
 /// An event of `kind` at the task's current revision; its id names the kind and revision, so
 /// proposing the same thing again at that revision is answered as a duplicate. `identity`
@@ -38,4 +39,31 @@ fn task_event<E>(
         kind,
         body.revision,
     ))
+}
+
+/// What the Leader can do with `task_id`, bound to a fenced epoch, in words: act on its
+/// successor once it was handed over (its running work was stopped then, see
+/// [`crate::authority::handoff`]), else hand it over. Read from the ledger, so the runtime needs
+/// nothing of the authority lane to say it.
+pub fn fenced_hint(root: &ControlRoot, task_id: &str) -> String {
+    let handoff = root.ledger_read_only().ok().and_then(|ledger| {
+        ledger
+            .live()
+            .state()
+            .handoffs
+            .iter()
+            .find(|handoff| handoff.task_id.value() == task_id)
+            .cloned()
+    });
+    match handoff {
+        Some(handoff) => format!(
+            "it was handed over to {} (epoch {} -> {}), which stopped its running work; its \
+             journal accepts nothing more: act on {} instead",
+            handoff.successor_task_id.value(),
+            handoff.from_epoch,
+            handoff.to_epoch,
+            handoff.successor_task_id.value()
+        ),
+        None => "hand it over with `valp task handoff` first".to_owned(),
+    }
 }

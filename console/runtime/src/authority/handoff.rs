@@ -120,31 +120,6 @@ impl Canonical for StoppedRecord<'_> {
     }
 }
 
-/// What the Leader can do with `task_id`, bound to a fenced epoch, in words: act on its
-/// successor once it was handed over (its running work was stopped then), else hand it over.
-pub fn fenced_hint(root: &ControlRoot, task_id: &str) -> String {
-    let handoff = root.ledger_read_only().ok().and_then(|ledger| {
-        ledger
-            .live()
-            .state()
-            .handoffs
-            .iter()
-            .find(|handoff| handoff.task_id.value() == task_id)
-            .cloned()
-    });
-    match handoff {
-        Some(handoff) => format!(
-            "it was handed over to {} (epoch {} -> {}), which stopped its running work; its \
-             journal accepts nothing more: act on {} instead",
-            handoff.successor_task_id.value(),
-            handoff.from_epoch,
-            handoff.to_epoch,
-            handoff.successor_task_id.value()
-        ),
-        None => "hand it over with `valp task handoff` first".to_owned(),
-    }
-}
-
 /// The default successor id: `<task>-e<epoch>`.
 pub fn default_successor(task_id: &str, epoch: i128) -> String {
     format!("{task_id}-e{epoch}")

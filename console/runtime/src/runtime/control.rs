@@ -211,7 +211,7 @@ pub fn apply(
              {}",
             body.task_id.value(),
             body.leader_epoch,
-            crate::authority::handoff::fenced_hint(root, body.task_id.value())
+            super::fenced_hint(root, body.task_id.value())
         )));
     }
     let approval_required = crate::plan::of_task(root, body.task_id.value())

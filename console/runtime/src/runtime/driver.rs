@@ -75,7 +75,7 @@ pub enum RuntimeError {
         epoch: i128,
         /// The active epoch.
         active: i128,
-        /// What the Leader can do ([`crate::authority::handoff::fenced_hint`]).
+        /// What the Leader can do ([`super::fenced_hint`]).
         hint: String,
     },
     /// Something on disk is not what the ledger or a proof says it is.
@@ -329,7 +329,7 @@ impl Driver {
                 task: body.task_id.value().to_owned(),
                 epoch: body.leader_epoch,
                 active: active_epoch,
-                hint: crate::authority::handoff::fenced_hint(&self.root, body.task_id.value()),
+                hint: super::fenced_hint(&self.root, body.task_id.value()),
             });
         }
         let reports = self.reports(&body);
