@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tempfile::TempDir;
-use valp_console::adapter::tmux::pane::Pane;
-use valp_console::agent::classify::{Classification, classify};
-use valp_console::agent::profile::{AgentState, Profile};
+use valp_runtime::adapter::tmux::pane::Pane;
+use valp_runtime::agent::classify::{Classification, classify};
+use valp_runtime::agent::profile::{AgentState, Profile};
 
 use crate::model::{ModelServer, Script};
 use crate::tmux::{TmuxServer, tmux_at};
@@ -412,5 +412,5 @@ fn write(path: &Path, text: &str) {
 
 /// A screen without its escape sequences, for failure messages.
 fn strip(screen: &str) -> String {
-    valp_console::doctor::sanitize::display_text(screen)
+    valp_view::sanitize::display_text(screen)
 }

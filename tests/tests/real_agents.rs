@@ -25,9 +25,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use valp_console::adapter::tmux::submit::{Submission, SubmitError, submit};
-use valp_console::agent::classify::classify;
-use valp_console::agent::profile::AgentState;
+use valp_runtime::adapter::tmux::submit::{Submission, SubmitError, submit};
+use valp_runtime::agent::classify::classify;
+use valp_runtime::agent::profile::AgentState;
 use valp_tests::agents::{AGENT_PATIENCE, AgentPane, Cli, Setup};
 use valp_tests::model::{Reply, Script};
 use valp_tests::tmux::PATIENCE;
