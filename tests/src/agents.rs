@@ -162,21 +162,30 @@ impl AgentPane {
         script: impl FnOnce(&Path) -> Script,
         setup: Setup,
     ) -> Self {
-        Self::start_with(installed, script, setup, &[])
+        Self::start_with(installed, script, setup, &[], &[])
     }
 
-    /// [`Self::start`], with `arguments` added to the CLI's command line.
+    /// [`Self::start`], with `arguments` added to the CLI's command line and `home_files`
+    /// (a path relative to `HOME`, its text) written before it starts.
     pub fn start_with(
         installed: &Installed,
         script: impl FnOnce(&Path) -> Script,
         setup: Setup,
         arguments: &[&str],
+        home_files: &[(&str, &str)],
     ) -> Self {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let home = dir.path().join("home");
         let project = dir.path().join("project");
         for folder in [&home, &project] {
             std::fs::create_dir_all(folder).expect("creating the agent's folders");
+        }
+        for (file, text) in home_files {
+            let path = home.join(file);
+            if let Some(folder) = path.parent() {
+                std::fs::create_dir_all(folder).expect("creating a folder in HOME");
+            }
+            write(&path, text);
         }
         let project = project.canonicalize().expect("the project's real path");
         let model = ModelServer::start(script(&project));

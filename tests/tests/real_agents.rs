@@ -12,8 +12,9 @@
 //! - an error reply ends the turn and the CLI returns to idle;
 //! - without the last first-run step the set-up screen reads as `unknown` and a submission is
 //!   refused with nothing sent;
-//! - Claude Code's hooks (`--settings FILE`) all fire; `UserPromptSubmit` carries the exact
-//!   prompt, `Notification` the permission prompt.
+//! - Claude Code's hooks (`--settings FILE`) and Codex's (`~/.codex/hooks.json`) all fire;
+//!   `UserPromptSubmit` carries the exact prompt, Claude's `Notification` the permission
+//!   prompt; the payloads are recorded for the hook bridge.
 //!
 //! A CLI that `.ci/agents` did not install is skipped (the test says so and passes) unless
 //! `VALP_REQUIRE_AGENTS=1`. With `VALP_RECORD_AGENT_SCREENS=1` the tests save the screens they
@@ -476,6 +477,42 @@ fn wait_for_hook(folder: &Path, event: &str, field: Option<(&str, &str)>) -> Val
     }
 }
 
+/// A hooks table (Claude Code's layout, which Codex shares) running, for each of `events`, a
+/// command that saves its standard input as one file in `folder`, named by arrival time
+/// (hooks may run concurrently).
+fn hook_settings(events: &[&str], folder: &Path) -> Value {
+    let command = format!("cat > '{}'/$(date +%s%N)-$$.json", folder.display());
+    let table: serde_json::Map<String, Value> = events
+        .iter()
+        .map(|event| {
+            let entry =
+                json!([{"matcher": "", "hooks": [{"type": "command", "command": command}]}]);
+            ((*event).to_owned(), entry)
+        })
+        .collect();
+    json!({ "hooks": table })
+}
+
+/// Records the first payload of each of `events` as `<cli>/<version>/hooks/<event>.json`;
+/// panics when one is missing.
+fn record_hooks(agent: &AgentPane, events: &[&str], payloads: &[Value]) {
+    let order: Vec<&str> = payloads
+        .iter()
+        .filter_map(|payload| payload["hook_event_name"].as_str())
+        .collect();
+    eprintln!("{} hooks, in order: {order:?}", agent.installed.cli.name());
+    for event in events {
+        let payload = payloads
+            .iter()
+            .find(|payload| payload["hook_event_name"] == *event)
+            .unwrap_or_else(|| panic!("no {event} in {order:?}"));
+        agent.record_file(
+            &format!("hooks/{event}.json"),
+            &format!("{}\n", serde_json::to_string_pretty(payload).unwrap()),
+        );
+    }
+}
+
 /// Claude Code's hooks, configured with `--settings FILE`, fire in the interactive CLI: the
 /// payload of each event (recorded as `claude/<version>/hooks/<event>.json` for the hook
 /// bridge), `UserPromptSubmit` carrying the exact prompt, the tool events the `Write` call,
@@ -488,23 +525,14 @@ fn claude_code_hooks_fire_with_the_exact_prompt_and_the_permission_prompt() {
     let hooks = tempfile::tempdir().unwrap();
     let events = hooks.path().join("events");
     std::fs::create_dir(&events).unwrap();
-    // One file per payload, named by arrival time: hooks may run concurrently.
-    let command = format!("cat > '{}'/$(date +%s%N)-$$.json", events.display());
-    let table: serde_json::Map<String, Value> = HOOK_EVENTS
-        .iter()
-        .map(|event| {
-            let entry =
-                json!([{"matcher": "", "hooks": [{"type": "command", "command": command}]}]);
-            ((*event).to_owned(), entry)
-        })
-        .collect();
     let settings = hooks.path().join("settings.json");
-    std::fs::write(&settings, json!({"hooks": table}).to_string()).unwrap();
+    std::fs::write(&settings, hook_settings(&HOOK_EVENTS, &events).to_string()).unwrap();
     let agent = AgentPane::start_with(
         &installed,
         |project| write_hello(Cli::Claude, project),
         Setup::Ready,
         &["--settings", settings.to_str().unwrap()],
+        &[],
     );
     agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
     let submission = submit_prompt(&agent, AGENT_PATIENCE);
@@ -539,21 +567,7 @@ fn claude_code_hooks_fire_with_the_exact_prompt_and_the_permission_prompt() {
         assert_eq!(payload["cwd"], agent.project.to_str().unwrap(), "{payload}");
         assert!(payload["transcript_path"].is_string(), "{payload}");
     }
-    let order: Vec<&str> = payloads
-        .iter()
-        .filter_map(|payload| payload["hook_event_name"].as_str())
-        .collect();
-    eprintln!("claude hooks, in order: {order:?}");
-    for event in HOOK_EVENTS {
-        let payload = payloads
-            .iter()
-            .find(|payload| payload["hook_event_name"] == event)
-            .unwrap_or_else(|| panic!("no {event} in {order:?}"));
-        agent.record_file(
-            &format!("hooks/{event}.json"),
-            &format!("{}\n", serde_json::to_string_pretty(payload).unwrap()),
-        );
-    }
+    record_hooks(&agent, &HOOK_EVENTS, &payloads);
 }
 
 /// The `percent` percentile of `samples` (nearest rank), in milliseconds.
@@ -630,4 +644,52 @@ fn claude_code_timing() {
 #[ignore = "a long run for the figures, not CI"]
 fn codex_timing() {
     enter_to_working_and_blocked(Cli::Codex);
+}
+
+/// Codex's hooks (`~/.codex/hooks.json` in Claude Code's layout) fire when started with
+/// `--dangerously-bypass-hook-trust` (untrusted hooks are skipped silently otherwise):
+/// `UserPromptSubmit` carries the exact prompt, `PermissionRequest` the escalated command,
+/// `Stop` the final text; recorded as `codex/<version>/hooks/<event>.json`.
+#[test]
+fn codex_hooks_fire_with_the_exact_prompt_and_the_approval() {
+    let Some(installed) = Cli::Codex.installed() else {
+        return;
+    };
+    let events_seen = [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "Stop",
+    ];
+    let hooks = tempfile::tempdir().unwrap();
+    let settings = hook_settings(&events_seen, hooks.path()).to_string();
+    let agent = AgentPane::start_with(
+        &installed,
+        |project| write_hello(Cli::Codex, project),
+        Setup::Ready,
+        &["--dangerously-bypass-hook-trust"],
+        &[(".codex/hooks.json", &settings)],
+    );
+    agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
+    let submission = submit_prompt(&agent, AGENT_PATIENCE);
+    assert_proven(&agent, &submission);
+    let submitted = wait_for_hook(hooks.path(), "UserPromptSubmit", None);
+    assert_eq!(submitted["prompt"], PROMPT, "the delivery acknowledgement");
+    agent.wait_for(AgentState::Blocked, AGENT_PATIENCE);
+    let asked = wait_for_hook(hooks.path(), "PermissionRequest", None);
+    assert_eq!(asked["tool_name"], "Bash", "{asked}");
+    agent.keys(&["Enter"]);
+    let stopped = wait_for_hook(hooks.path(), "Stop", None);
+    assert_eq!(stopped["last_assistant_message"], DONE);
+    let payloads = hook_payloads(hooks.path());
+    for payload in &payloads {
+        assert_eq!(
+            &payload["session_id"], &payloads[0]["session_id"],
+            "{payload}"
+        );
+        assert_eq!(payload["cwd"], agent.project.to_str().unwrap(), "{payload}");
+    }
+    record_hooks(&agent, &events_seen, &payloads);
 }
