@@ -113,6 +113,9 @@ pub enum Command {
         /// Recover the installation ledger instead.
         #[arg(long, conflicts_with = "task")]
         ledger: bool,
+        /// Recover the task's operator-action journal (`actions.jsonl`) instead of its journal.
+        #[arg(long, requires = "task")]
+        actions: bool,
         /// Do not ask for the typed confirmation.
         #[arg(long)]
         yes: bool,

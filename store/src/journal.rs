@@ -44,6 +44,7 @@ use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
 use crate::chain::{ChainLine, ChainReader};
+use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::error::StoreError;
 use crate::files::write_atomically;
 use crate::head::{self, Anchor, Head};
@@ -135,6 +136,21 @@ struct Tip {
     digest: String,
     /// Byte offset after the last line.
     offset: u64,
+    /// The last line's `recorded_at`.
+    recorded_at: Option<Timestamp>,
+}
+
+/// One entry of a chained file as a reader gets it: its line, when the store wrote it, and its
+/// payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded<T> {
+    /// Its line's sequence number (for a journal: the revision the entry produced).
+    pub seq: u64,
+    /// When the store wrote the line; `None` for a line written before layout 3, shown as
+    /// "unknown" ([`chain::shown`](crate::chain::shown)), never as a made-up time.
+    pub recorded_at: Option<Timestamp>,
+    /// The payload.
+    pub entry: T,
 }
 
 /// How opening treats the head anchor.
@@ -169,6 +185,8 @@ pub struct Journal<M: Machine = LiveState> {
     warnings: Vec<Warning>,
     access: Access,
     lock_timeout: Duration,
+    /// Stamps each line this handle writes (`recorded_at`).
+    clock: Arc<dyn Clock>,
     appender: Option<File>,
     poisoned: Option<String>,
 }
@@ -239,10 +257,12 @@ impl<M: Machine> Journal<M> {
                 next_seq: 1,
                 digest: genesis_line.digest.clone(),
                 offset: genesis_line.end,
+                recorded_at: genesis_line.recorded_at,
             },
             warnings: Vec::new(),
             access,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            clock: Arc::new(SystemClock),
             appender: None,
             poisoned: None,
             path,
@@ -300,6 +320,7 @@ impl<M: Machine> Journal<M> {
             self.tip.offset,
             self.tip.next_seq,
             &self.tip.digest,
+            self.tip.recorded_at.is_some(),
         )
     }
 
@@ -327,6 +348,7 @@ impl<M: Machine> Journal<M> {
                 next_seq: line.seq + 1,
                 digest: line.digest,
                 offset: line.end,
+                recorded_at: line.recorded_at,
             };
             applied += 1;
         }
@@ -378,13 +400,7 @@ impl<M: Machine> Journal<M> {
     /// rename too). Needs a handle opened for writing.
     pub(crate) fn anchor_under_lock(&mut self) -> Result<(), StoreError> {
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-        let reader = ChainReader::resume(
-            &self.path,
-            self.tip.offset,
-            self.tip.next_seq,
-            &self.tip.digest,
-        )?;
-        self.follow(reader, Some(&lock))?;
+        self.follow(self.reader()?, Some(&lock))?;
         self.advance_anchor(true)
     }
 
@@ -394,6 +410,7 @@ impl<M: Machine> Journal<M> {
             next_seq,
             digest,
             offset,
+            ..
         } = &self.tip;
         self.anchor.advance(
             self.storage.as_ref(),
@@ -437,6 +454,18 @@ impl<M: Machine> Journal<M> {
     /// How long an append waits for the lock.
     pub fn set_lock_timeout(&mut self, timeout: Duration) {
         self.lock_timeout = timeout;
+    }
+
+    /// The clock that stamps the lines this handle appends (the system clock unless set; a
+    /// [`ControlRoot`](crate::ControlRoot) gives its own).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// When the store wrote the last verified line (`None`: before layout 3), for "last heard"
+    /// ages; the time of every entry is read with [`read_entries`].
+    pub fn last_recorded_at(&self) -> Option<Timestamp> {
+        self.tip.recorded_at
     }
 
     fn append_file(&mut self) -> Result<&mut File, StoreError> {
@@ -484,6 +513,29 @@ pub fn create_journal(storage: &dyn Storage, path: &Path, lines: &[u8]) -> Resul
         path,
         lines,
     )
+}
+
+/// Calls `each` with every entry (line 1 on) of the journal file `path` of machine `M`, in
+/// order, with the time the store wrote it: the reader API for history (the console's activity
+/// and ages). The lines are chain-verified and decoded, not replayed and not checked against the
+/// head (opening the [`Journal`] does that); reading stops at a torn tail.
+pub fn read_entries<M: Machine>(
+    path: &Path,
+    mut each: impl FnMut(Recorded<M::Entry>),
+) -> Result<(), StoreError> {
+    let mut reader = ChainReader::open(path)?;
+    while let Some(line) = reader.next_line()? {
+        if line.seq == 0 {
+            continue;
+        }
+        let entry = M::decode_entry(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+        each(Recorded {
+            seq: line.seq,
+            recorded_at: line.recorded_at,
+            entry,
+        });
+    }
+    Ok(())
 }
 
 fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {

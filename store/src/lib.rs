@@ -16,8 +16,10 @@
 //! recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
 //! [`fence`] for the epoch fence the store enforces on task journals.
 
+pub mod actions;
 pub mod blobs;
 pub mod chain;
+pub mod clock;
 pub mod done;
 pub mod effects;
 pub mod error;
@@ -28,6 +30,7 @@ pub mod installation;
 pub mod io;
 pub mod journal;
 pub mod layout;
+pub mod ledger;
 pub mod lock;
 pub mod machine;
 pub mod recover;
