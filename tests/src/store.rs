@@ -13,6 +13,7 @@ use valp_kernel::live::{LiveState, Verdict};
 use valp_kernel::replay::GenesisRoot;
 use valp_kernel::walk::{Walk, WalkConfig, WalkStep};
 use valp_kernel::{Identity, IdentityKind, State};
+use valp_store::clock::{FixedClock, Timestamp};
 use valp_store::effects::{EffectLedger, Outcome};
 use valp_store::io::{OsStorage, Storage};
 use valp_store::{Access, Appended, ControlRoot, Journal, StoreError, Warning};
@@ -81,6 +82,10 @@ impl History {
     }
 }
 
+/// The time the roots of these tests stamp on every line they write (a stopped clock: a line
+/// appended twice is the same bytes).
+pub const RECORDED_AT: Timestamp = Timestamp::from_millis(1_796_042_096_789);
+
 /// The installation identity of the walk tasks.
 pub fn installation_id() -> Identity {
     Identity::new(IdentityKind::Installation, INSTALLATION_ID).unwrap()
@@ -88,7 +93,9 @@ pub fn installation_id() -> Identity {
 
 /// Creates the control root `dir/.valp` of installation `inst-1` over `storage`.
 pub fn init_root_with(dir: &Path, storage: Arc<dyn Storage>) -> ControlRoot {
-    ControlRoot::init(&dir.join(".valp"), installation_id(), storage).unwrap()
+    ControlRoot::init(&dir.join(".valp"), installation_id(), storage)
+        .unwrap()
+        .with_clock(Arc::new(FixedClock::new(RECORDED_AT)))
 }
 
 /// Creates the control root `dir/.valp` of installation `inst-1` on the real file system.
