@@ -72,7 +72,7 @@ use crate::root::ControlRoot;
 pub use layout1::{Conversion, convert_layout1};
 pub use record::{EFFECT_SCHEMA, EffectRecord, Outcome, effect_id, empty_ledger_digest};
 
-/// The effect ledger in a task folder (layout 2).
+/// The effect ledger in a task folder (layout 2 on).
 pub const EFFECT_LEDGER_FILE: &str = "effect-ledger.jsonl";
 /// Its writers' lock file (never renamed or deleted).
 pub const EFFECT_LEDGER_LOCK: &str = "effect-ledger.lock";

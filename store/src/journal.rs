@@ -156,7 +156,7 @@ pub struct Recorded<T> {
 /// How opening treats the head anchor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Anchoring {
-    /// The journal must have its head and match it (layout 2).
+    /// The journal must have its head and match it (layout 2 on).
     Required,
     /// A journal of layout 1, which has none yet: an existing head is still checked
     /// ([`upgrade`](crate::upgrade) may be re-run after a crash).

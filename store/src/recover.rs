@@ -98,8 +98,15 @@ impl Plan {
             ),
         });
         lines.push(format!(
-            "keep: entries 1..={} (bytes 0..{}), which verify from the genesis on",
-            self.keep_entries, self.keep_bytes
+            "keep: entries {}..={} (bytes 0..{}), which verify from the {} on",
+            self.first_seq,
+            (self.first_seq + self.keep_entries).saturating_sub(1),
+            self.keep_bytes,
+            if self.first_seq == 1 {
+                "genesis"
+            } else {
+                "first line"
+            }
         ));
         let cut = self.file_bytes - self.keep_bytes;
         lines.push(if cut == 0 {
@@ -120,8 +127,8 @@ impl Plan {
             lines.push(format!(
                 "LOST: {lost} acknowledged entries (seq {}..={}) the head anchored will not be \
                  in the journal; restore them from a backup of the task folder if you have one",
-                self.keep_entries + 1,
-                self.keep_entries + lost
+                self.first_seq + self.keep_entries,
+                self.first_seq + self.keep_entries + lost - 1
             ));
         }
         lines.push(match (self.keep_entries + self.first_seq).checked_sub(1) {

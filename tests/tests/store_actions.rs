@@ -26,7 +26,7 @@ use valp_tests::store::{
 
 /// A root whose clock the test moves, with the walk task at 3 entries.
 struct Lab {
-    _temp: tempfile::TempDir,
+    temp: tempfile::TempDir,
     root: ControlRoot,
     clock: Arc<FixedClock>,
 }
@@ -38,7 +38,7 @@ impl Lab {
         let root = init_root(temp.path()).with_clock(Arc::clone(&clock) as _);
         create_journal(&root, &mut History::new(7, 3), 3);
         Self {
-            _temp: temp,
+            temp,
             root,
             clock,
         }
@@ -617,4 +617,55 @@ fn a_torn_tail_is_repaired_and_a_damaged_line_refused_as_in_every_journal() {
         std::fs::read(&recovered.backups[0]).unwrap(),
         [&bytes[..second.start], edited.as_bytes(), &bytes[second.end..]].concat()
     );
+}
+
+#[test]
+fn valp_verify_names_a_cut_action_journal_and_valp_recover_actions_reanchors_it() {
+    let lab = Lab::new();
+    let mut actions = open_actions(&lab.root, Access::Write).unwrap();
+    for number in 0..3 {
+        actions
+            .append(action(&format!("msg-{number}"), ActionKind::Message, 1))
+            .unwrap();
+    }
+    drop(actions);
+    let path = lab.actions_path();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..line_ranges(&bytes)[0].end]).unwrap();
+    let project = lab.temp.path();
+
+    let verified = valp_tests::cli::valp_in(project, None, &["verify"]).unwrap();
+    assert_eq!(verified.code, Some(1), "{verified:?}");
+    assert!(
+        verified.stdout.contains(&format!(
+            "actions   task-1                  0  PROBLEM VALP-E-KERNEL-STORE-CORRUPT: {}: does \
+             not match its head anchor {}.head (anchored seq 2)",
+            path.display(),
+            path.with_extension("").display()
+        )),
+        "{}",
+        verified.stdout
+    );
+    assert!(
+        verified.stdout.contains(
+            "to see what can be kept of the operator actions of task-1: valp recover task-1 \
+             --actions\n"
+        ),
+        "{}",
+        verified.stdout
+    );
+    let recovered =
+        valp_tests::cli::valp_in(project, None, &["recover", "task-1", "--actions", "--yes"])
+            .unwrap();
+    assert_eq!(recovered.code, Some(0), "{recovered:?}");
+    for needle in [
+        "keep: entries 0..=0 (bytes 0..",
+        "which verify from the first line on",
+        "LOST: 2 acknowledged entries (seq 1..=2)",
+        "recovered: 1 entries, anchored at seq 0",
+    ] {
+        assert!(recovered.stdout.contains(needle), "{needle:?} in {}", recovered.stdout);
+    }
+    let again = valp_tests::cli::valp_in(project, None, &["verify"]).unwrap();
+    assert!(again.stdout.contains("verify: 3 journals ok, 0 problems"), "{}", again.stdout);
 }
