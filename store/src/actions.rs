@@ -42,12 +42,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use valp_kernel::Int;
 use valp_kernel::canonical::{Canonical, is_digest};
 use valp_kernel::json::write::Fields;
 use valp_kernel::json::{Number, Value};
-use valp_kernel::Int;
 
 use crate::chain::ChainReader;
+use crate::clock::Timestamp;
 use crate::error::StoreError;
 use crate::fence::EpochFence;
 use crate::head::Head;
@@ -192,12 +193,11 @@ pub struct ActionRecord {
 
 impl Canonical for ActionRecord {
     fn write_canonical(&self, out: &mut Vec<u8>) {
-        let optional = |fields: &mut Fields<'_>, key: &'static str, value: &Option<String>| {
-            match value {
+        let optional =
+            |fields: &mut Fields<'_>, key: &'static str, value: &Option<String>| match value {
                 Some(text) => fields.str(key, text),
                 None => fields.key(key).extend_from_slice(b"null"),
-            }
-        };
+            };
         let mut fields = Fields::begin(out);
         fields.str("action_id", &self.action_id);
         optional(&mut fields, "answers", &self.answers);
@@ -259,7 +259,10 @@ fn members<'v>(
     names: &[&str],
 ) -> Result<&'v std::collections::BTreeMap<String, Value>, String> {
     let Value::Object(members) = value else {
-        return Err(format!("{what} is a JSON object, found {}", value.type_name()));
+        return Err(format!(
+            "{what} is a JSON object, found {}",
+            value.type_name()
+        ));
     };
     let keys: Vec<&str> = members.keys().map(String::as_str).collect();
     if keys != names {
@@ -297,7 +300,13 @@ fn decode_delivery(value: &Value) -> Result<Delivery, String> {
     let members = members(
         value,
         "delivery",
-        &["action_id", "adapter", "outcome", "proof_digest", "proof_ref"],
+        &[
+            "action_id",
+            "adapter",
+            "outcome",
+            "proof_digest",
+            "proof_ref",
+        ],
     )?;
     let outcome = text(members, "outcome")?;
     let outcome = Outcome::ALL
@@ -312,7 +321,9 @@ fn decode_delivery(value: &Value) -> Result<Delivery, String> {
     ) {
         (Some(reference), Some(digest)) => Some((reference, digest)),
         (None, None) => None,
-        _ => return Err("delivery proof_ref and proof_digest are both set or both null".to_owned()),
+        _ => {
+            return Err("delivery proof_ref and proof_digest are both set or both null".to_owned());
+        }
     };
     Ok(Delivery {
         action_id: text(members, "action_id")?,
@@ -342,10 +353,9 @@ impl ActionRecord {
             Some("deny") => Some(false),
             Some(other) => return Err(format!("decision {other:?} is not allow or deny")),
         };
-        let delivery = match members.get("delivery") {
-            Some(Value::Null) => None,
-            Some(value) => Some(decode_delivery(value)?),
-            None => None,
+        let delivery = match &members["delivery"] {
+            Value::Null => None,
+            value => Some(decode_delivery(value)?),
         };
         Ok(Self {
             action_id: text(members, "action_id")?,
@@ -467,8 +477,13 @@ impl LedgerRecord for ActionRecord {
 /// What [`ActionJournal::append`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ActionAppended {
-    /// The record is durable, written at this time.
-    Recorded(Recorded<ActionRecord>),
+    /// The record is durable at line `seq`, written at `recorded_at`.
+    Recorded {
+        /// Its line.
+        seq: u64,
+        /// When the store wrote it.
+        recorded_at: Option<Timestamp>,
+    },
     /// The same record was there already (a retry); nothing was written.
     AlreadyRecorded,
 }
@@ -520,7 +535,7 @@ impl ActionJournal {
     }
 
     /// Records `record` (see the module documentation for the rules and the fence).
-    pub fn append(&mut self, record: ActionRecord) -> Result<ActionAppended, StoreError> {
+    pub fn append(&mut self, record: &ActionRecord) -> Result<ActionAppended, StoreError> {
         let path = self.ledger.path().to_owned();
         if record.leader_epoch != self.task_epoch {
             return Err(StoreError::Invalid(format!(
@@ -545,9 +560,7 @@ impl ActionJournal {
                 }
             }
             match records.get(&record.action_id) {
-                Some((_, existing)) if existing == &record => {
-                    Ok(Decision::Existing(record.clone()))
-                }
+                Some((_, existing)) if existing == record => Ok(Decision::Existing(record.clone())),
                 Some((index, _)) => Err(StoreError::Invalid(format!(
                     "{}: action {:?} was already recorded with other content (line {})",
                     path.display(),
@@ -559,17 +572,16 @@ impl ActionJournal {
         })?;
         Ok(match decided {
             Decision::Existing(_) => ActionAppended::AlreadyRecorded,
-            Decision::Write(record) => {
+            Decision::Write(_) => {
                 let index = self.ledger.records().all().len() - 1;
-                ActionAppended::Recorded(Recorded {
+                ActionAppended::Recorded {
                     seq: index as u64,
                     recorded_at: self
                         .ledger
                         .records()
                         .recorded(index)
                         .and_then(|recorded| recorded.recorded_at),
-                    entry: record,
-                })
+                }
             }
         })
     }
@@ -582,7 +594,10 @@ impl ActionJournal {
 
     /// The record of `action_id`.
     pub fn get(&self, action_id: &str) -> Option<&ActionRecord> {
-        self.ledger.records().get(action_id).map(|(_, record)| record)
+        self.ledger
+            .records()
+            .get(action_id)
+            .map(|(_, record)| record)
     }
 
     /// The latest `delivery` record of `action_id` (`None`: no delivery recorded yet).
@@ -631,14 +646,13 @@ fn task_epoch(dir: &Path) -> Result<Int, StoreError> {
         byte: 0,
         reason: "the journal has no complete genesis line".to_owned(),
     })?;
-    let genesis =
-        valp_kernel::decode::decode_genesis_root(&line.entry).map_err(|error| {
-            StoreError::Corrupt {
-                path: path.clone(),
-                line: 1,
-                byte: 0,
-                reason: format!("entry does not decode: {error}"),
-            }
-        })?;
+    let genesis = valp_kernel::decode::decode_genesis_root(&line.entry).map_err(|error| {
+        StoreError::Corrupt {
+            path: path.clone(),
+            line: 1,
+            byte: 0,
+            reason: format!("entry does not decode: {error}"),
+        }
+    })?;
     Ok(genesis.state.body.leader_epoch)
 }

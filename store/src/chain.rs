@@ -402,8 +402,8 @@ impl ChainReader {
     ) -> Result<Option<Timestamp>, StoreError> {
         match members.get("schema_version").and_then(Value::as_str) {
             Some(LINE_SCHEMA) => match members.get("recorded_at") {
-                Some(Value::String(text)) => Timestamp::parse_rfc3339(text).map(Some).ok_or_else(
-                    || {
+                Some(Value::String(text)) => {
+                    Timestamp::parse_rfc3339(text).map(Some).ok_or_else(|| {
                         self.corrupt(
                             start,
                             format!(
@@ -411,13 +411,12 @@ impl ChainReader {
                                  milliseconds (YYYY-MM-DDTHH:MM:SS.mmmZ)"
                             ),
                         )
-                    },
-                ),
+                    })
+                }
                 Some(_) => Err(self.corrupt(start, "recorded_at must be a string".to_owned())),
-                None => Err(self.corrupt(
-                    start,
-                    format!("a {LINE_SCHEMA} line must have recorded_at"),
-                )),
+                None => {
+                    Err(self.corrupt(start, format!("a {LINE_SCHEMA} line must have recorded_at")))
+                }
             },
             Some(UNTIMED_LINE_SCHEMA) if self.timed => Err(self.corrupt(
                 start,

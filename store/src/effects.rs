@@ -220,11 +220,9 @@ impl EffectLedger {
         let decided = self.ledger.append(|records| {
             Ok(match records.get(obligation) {
                 Some((_, record)) => Decision::Existing(record.clone()),
-                None => Decision::Write(EffectRecord::new(
-                    obligation,
-                    outcome,
-                    records.all().last(),
-                )),
+                None => {
+                    Decision::Write(EffectRecord::new(obligation, outcome, records.all().last()))
+                }
             })
         })?;
         Ok(match decided {

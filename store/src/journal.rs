@@ -528,7 +528,8 @@ pub fn read_entries<M: Machine>(
         if line.seq == 0 {
             continue;
         }
-        let entry = M::decode_entry(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+        let entry =
+            M::decode_entry(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
         each(Recorded {
             seq: line.seq,
             recorded_at: line.recorded_at,

@@ -63,7 +63,7 @@ pub trait LedgerRecord: Canonical + Clone + std::fmt::Debug {
 /// A ledger's verified records, in order, with where and when each was written.
 #[derive(Debug, Clone)]
 pub struct Records<R> {
-    records: Vec<R>,
+    entries: Vec<R>,
     /// Byte offset of each record's line.
     starts: Vec<u64>,
     /// Each record's `recorded_at`.
@@ -75,7 +75,7 @@ pub struct Records<R> {
 impl<R> Default for Records<R> {
     fn default() -> Self {
         Self {
-            records: Vec::new(),
+            entries: Vec::new(),
             starts: Vec::new(),
             times: Vec::new(),
             index: BTreeMap::new(),
@@ -86,13 +86,13 @@ impl<R> Default for Records<R> {
 impl<R: LedgerRecord> Records<R> {
     /// The records, in ledger order.
     pub fn all(&self) -> &[R] {
-        &self.records
+        &self.entries
     }
 
     /// The record with `key`, and its index.
     pub fn get(&self, key: &str) -> Option<(usize, &R)> {
         let index = *self.index.get(key)?;
-        Some((index, self.records.get(index)?))
+        Some((index, self.entries.get(index)?))
     }
 
     /// Record `index` with its line and time.
@@ -100,7 +100,7 @@ impl<R: LedgerRecord> Records<R> {
         Some(Recorded {
             seq: index as u64,
             recorded_at: *self.times.get(index)?,
-            entry: self.records.get(index)?,
+            entry: self.entries.get(index)?,
         })
     }
 
@@ -110,8 +110,9 @@ impl<R: LedgerRecord> Records<R> {
     }
 
     fn push(&mut self, record: R, start: u64, recorded_at: Option<Timestamp>) {
-        self.index.insert(record.key().to_owned(), self.records.len());
-        self.records.push(record);
+        self.index
+            .insert(record.key().to_owned(), self.entries.len());
+        self.entries.push(record);
         self.starts.push(start);
         self.times.push(recorded_at);
     }
@@ -188,8 +189,7 @@ impl<R: LedgerRecord> Ledger<R> {
         quarantine: &Path,
         storage: Arc<dyn Storage>,
     ) -> Result<Self, StoreError> {
-        let mut ledger =
-            Self::unread(file, lock_file, quarantine, storage, Access::ReadOnly, true);
+        let mut ledger = Self::unread(file, lock_file, quarantine, storage, Access::ReadOnly, true);
         if let Err(error) = ledger.refresh() {
             ledger.damage = Some(error);
         }
@@ -306,8 +306,11 @@ impl<R: LedgerRecord> Ledger<R> {
         }
         let mut applied = self.records.all().len() - before;
         let tail = reader.tail()?;
-        self.anchor
-            .check_tail(self.records.all().len() as u64, self.verified_bytes(), &tail)?;
+        self.anchor.check_tail(
+            self.records.all().len() as u64,
+            self.verified_bytes(),
+            &tail,
+        )?;
         if self
             .file
             .settle(tail, self.access, lock.is_some(), &mut self.warnings)?
@@ -342,8 +345,8 @@ impl<R: LedgerRecord> Ledger<R> {
             byte: line.start,
             reason,
         };
-        let record =
-            R::decode(&line.entry).map_err(|rule| corrupt(format!("not an {}: {rule}", R::NOUN)))?;
+        let record = R::decode(&line.entry)
+            .map_err(|rule| corrupt(format!("not an {}: {rule}", R::NOUN)))?;
         self.records.check(&record).map_err(corrupt)?;
         Ok(record)
     }

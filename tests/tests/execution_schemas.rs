@@ -465,7 +465,9 @@ fn broken_effect_ledger_lines_are_refused() {
             ("a task journal entry instead of a record", |v| {
                 v["entry"] = json!({"event": {}});
             }),
-            ("a v2 line without recorded_at", |v| remove(v, "recorded_at")),
+            ("a v2 line without recorded_at", |v| {
+                remove(v, "recorded_at")
+            }),
             ("a recorded_at without milliseconds", |v| {
                 v["recorded_at"] = "2026-12-02T06:25:44Z".into();
             }),

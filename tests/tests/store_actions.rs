@@ -16,7 +16,7 @@ use valp_kernel::live::LiveState;
 use valp_store::actions::{ACTIONS_FILE, ActionAppended, ActionKind, Outcome};
 use valp_store::chain::{encode_line, shown};
 use valp_store::clock::{FixedClock, Timestamp};
-use valp_store::journal::{Recorded, read_entries};
+use valp_store::journal::read_entries;
 use valp_store::{Access, ControlRoot, StoreError, Warning};
 use valp_tests::schemas::{errors, validator};
 use valp_tests::store::{
@@ -37,11 +37,7 @@ impl Lab {
         let clock = Arc::new(FixedClock::new(RECORDED_AT));
         let root = init_root(temp.path()).with_clock(Arc::clone(&clock) as _);
         create_journal(&root, &mut History::new(7, 3), 3);
-        Self {
-            temp,
-            root,
-            clock,
-        }
+        Self { temp, root, clock }
     }
 
     fn actions_path(&self) -> std::path::PathBuf {
@@ -158,8 +154,8 @@ fn an_edited_recorded_at_breaks_the_chain_at_its_line() {
     };
     assert_eq!((file, *number, *byte), (&path, 3, line.start as u64));
     // The reason names the recorded digest and the one the edited bytes have.
-    let computed = serde_json::from_slice::<serde_json::Value>(&rehash(edited.as_bytes()))
-        .unwrap()["entry_digest"]
+    let computed = serde_json::from_slice::<serde_json::Value>(&rehash(edited.as_bytes())).unwrap()
+        ["entry_digest"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -201,9 +197,10 @@ fn a_malformed_recorded_at_is_refused_even_when_rehashed() {
     let lab = Lab::new();
     let path = journal_path(&lab.root);
     let (line, byte) = replace_last_line(&path, |line| {
-        let text = std::str::from_utf8(line)
-            .unwrap()
-            .replace(r#""recorded_at":"2026-11-30T12:34:56.789Z""#, r#""recorded_at":7"#);
+        let text = std::str::from_utf8(line).unwrap().replace(
+            r#""recorded_at":"2026-11-30T12:34:56.789Z""#,
+            r#""recorded_at":7"#,
+        );
         rehash(text.as_bytes())
     });
     assert_eq!(
@@ -266,46 +263,42 @@ fn actions_round_trip_with_their_time_and_a_retry_writes_nothing() {
     let mut actions = open_actions(&lab.root, Access::Write).unwrap();
     assert!(actions.is_empty());
     let message = action("msg-1", ActionKind::Message, 1);
-    let ActionAppended::Recorded(first) = actions.append(message.clone()).unwrap() else {
-        panic!("not recorded")
-    };
     assert_eq!(
-        first,
-        Recorded {
+        actions.append(&message).unwrap(),
+        ActionAppended::Recorded {
             seq: 0,
-            recorded_at: Some(RECORDED_AT),
-            entry: message.clone()
+            recorded_at: Some(RECORDED_AT)
         }
     );
     lab.clock.advance(2_000);
     let approval = action("approve-1", ActionKind::ApprovalDecision, 1);
-    actions.append(approval.clone()).unwrap();
+    actions.append(&approval).unwrap();
     lab.clock.advance(2_000);
     for kind in [
         ActionKind::Interrupt,
         ActionKind::CancelRequest,
         ActionKind::Submission,
     ] {
-        actions.append(action(kind.as_str(), kind, 1)).unwrap();
+        actions.append(&action(kind.as_str(), kind, 1)).unwrap();
     }
     actions
-        .append(delivery("d-1", "msg-1", Outcome::Unconfirmed))
+        .append(&delivery("d-1", "msg-1", Outcome::Unconfirmed))
         .unwrap();
     actions
-        .append(delivery("d-2", "msg-1", Outcome::Delivered))
+        .append(&delivery("d-2", "msg-1", Outcome::Delivered))
         .unwrap();
     let bytes = std::fs::read(lab.actions_path()).unwrap();
 
     // A retry of the same record is answered without writing; other content under the id is
     // refused.
     assert_eq!(
-        actions.append(message.clone()).unwrap(),
+        actions.append(&message).unwrap(),
         ActionAppended::AlreadyRecorded
     );
     let mut other = message.clone();
     other.summary = "another message".to_owned();
     assert_eq!(
-        actions.append(other).unwrap_err().to_string(),
+        actions.append(&other).unwrap_err().to_string(),
         format!(
             "{}: action \"msg-1\" was already recorded with other content (line 1)",
             lab.actions_path().display()
@@ -366,30 +359,12 @@ fn actions_round_trip_with_their_time_and_a_retry_writes_nothing() {
     assert_eq!(verification.problems(), 0);
 }
 
-#[test]
-fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
-    let lab = Lab::new();
-    let mut actions = open_actions(&lab.root, Access::Write).unwrap();
-    actions
-        .append(action("msg-1", ActionKind::Message, 1))
-        .unwrap();
-    actions
-        .append(delivery("d-1", "msg-1", Outcome::Failed))
-        .unwrap();
-    let bytes = std::fs::read(lab.actions_path()).unwrap();
-    let path = lab.actions_path().display().to_string();
-    let refused = |id: &str, rule: &str| format!("{path}: refused to record {id:?}: {rule}");
-
-    assert_eq!(
-        ActionKind::parse("approve").unwrap_err().to_string(),
-        "unknown operator action kind \"approve\" (known: message, \
-         interrupt, cancel_request, approval_decision, submission, delivery)"
-    );
-    assert_eq!(
-        ActionKind::parse("cancel_request").unwrap(),
-        ActionKind::CancelRequest
-    );
-
+/// Records that break one rule each after `msg-1` and its failed delivery `d-1`, with the
+/// refusal each gets (`refused(id, rule)` names the file).
+fn broken_records(
+    refused: &dyn Fn(&str, &str) -> String,
+    path: &str,
+) -> Vec<(valp_store::actions::ActionRecord, String)> {
     let mut cases = Vec::new();
     let mut unanswered = action("a-1", ActionKind::ApprovalDecision, 1);
     unanswered.answers = None;
@@ -419,7 +394,7 @@ fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
         ),
     ));
     let mut escaped = action("m-4", ActionKind::Message, 1);
-    escaped.summary = "ok\u{1b}]0;title\u{7}".to_owned();
+    "ok\u{1b}]0;title\u{7}".clone_into(&mut escaped.summary);
     cases.push((
         escaped,
         refused(
@@ -428,7 +403,7 @@ fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
         ),
     ));
     let mut undigested = action("m-5", ActionKind::Message, 1);
-    undigested.payload_digest = "sha256:abc".to_owned();
+    "sha256:abc".clone_into(&mut undigested.payload_digest);
     cases.push((
         undigested,
         refused(
@@ -440,7 +415,10 @@ fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
     nameless.action_id = String::new();
     cases.push((
         nameless,
-        refused("", "operator action: action_id must have 1 to 128 characters"),
+        refused(
+            "",
+            "operator action: action_id must have 1 to 128 characters",
+        ),
     ));
     cases.push((
         delivery("d-2", "nope", Outcome::Delivered),
@@ -480,18 +458,43 @@ fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
         action("m-8", ActionKind::Message, 2),
         format!("{path}: the action names Leader epoch 2, the task is bound to epoch 1"),
     ));
+    cases
+}
+
+#[test]
+fn every_rule_of_a_record_is_refused_with_its_error_and_nothing_is_written() {
+    let lab = Lab::new();
+    let mut actions = open_actions(&lab.root, Access::Write).unwrap();
+    actions
+        .append(&action("msg-1", ActionKind::Message, 1))
+        .unwrap();
+    actions
+        .append(&delivery("d-1", "msg-1", Outcome::Failed))
+        .unwrap();
+    let bytes = std::fs::read(lab.actions_path()).unwrap();
+    let path = lab.actions_path().display().to_string();
+    let refused = |id: &str, rule: &str| format!("{path}: refused to record {id:?}: {rule}");
+
+    assert_eq!(
+        ActionKind::parse("approve").unwrap_err().to_string(),
+        "unknown operator action kind \"approve\" (known: message, \
+         interrupt, cancel_request, approval_decision, submission, delivery)"
+    );
+    assert_eq!(
+        ActionKind::parse("cancel_request").unwrap(),
+        ActionKind::CancelRequest
+    );
+
+    let cases = broken_records(&refused, &path);
     for (record, expected) in cases {
-        let error = actions.append(record.clone()).unwrap_err();
+        let error = actions.append(&record).unwrap_err();
         assert_eq!(error.to_string(), expected, "{record:?}");
     }
     assert!(
         std::fs::read(lab.actions_path()).unwrap() == bytes,
         "a refused record wrote nothing"
     );
-    assert_eq!(
-        open_actions(&lab.root, Access::ReadOnly).unwrap().len(),
-        2
-    );
+    assert_eq!(open_actions(&lab.root, Access::ReadOnly).unwrap().len(), 2);
 }
 
 #[test]
@@ -499,10 +502,10 @@ fn an_unknown_kind_in_a_line_refuses_the_journal_with_file_line_and_byte() {
     let lab = Lab::new();
     let mut actions = open_actions(&lab.root, Access::Write).unwrap();
     actions
-        .append(action("msg-1", ActionKind::Message, 1))
+        .append(&action("msg-1", ActionKind::Message, 1))
         .unwrap();
     actions
-        .append(action("msg-2", ActionKind::Message, 1))
+        .append(&action("msg-2", ActionKind::Message, 1))
         .unwrap();
     let path = lab.actions_path();
     let (line, byte) = replace_last_line(&path, |line| {
@@ -544,7 +547,7 @@ fn a_torn_tail_is_repaired_and_a_damaged_line_refused_as_in_every_journal() {
     let mut actions = open_actions(&lab.root, Access::Write).unwrap();
     for number in 0..3 {
         actions
-            .append(action(&format!("msg-{number}"), ActionKind::Message, 1))
+            .append(&action(&format!("msg-{number}"), ActionKind::Message, 1))
             .unwrap();
     }
     drop(actions);
@@ -564,10 +567,16 @@ fn a_torn_tail_is_repaired_and_a_damaged_line_refused_as_in_every_journal() {
     );
     assert_eq!(reader.len(), 3);
     let mut writer = open_actions(&lab.root, Access::Write).unwrap();
-    assert_repaired(&lab.root, writer.warnings(), good.len() as u64, torn, "actions");
+    assert_repaired(
+        &lab.root,
+        writer.warnings(),
+        good.len() as u64,
+        torn,
+        "actions",
+    );
     assert!(std::fs::read(&path).unwrap() == good);
     writer
-        .append(action("msg-3", ActionKind::Message, 1))
+        .append(&action("msg-3", ActionKind::Message, 1))
         .unwrap();
     drop(writer);
     assert_eq!(open_actions(&lab.root, Access::ReadOnly).unwrap().len(), 4);
@@ -581,7 +590,12 @@ fn a_torn_tail_is_repaired_and_a_damaged_line_refused_as_in_every_journal() {
     let edited = text.replace("message for wi-a", "massage for wi-a");
     std::fs::write(
         &path,
-        [&bytes[..second.start], edited.as_bytes(), &bytes[second.end..]].concat(),
+        [
+            &bytes[..second.start],
+            edited.as_bytes(),
+            &bytes[second.end..],
+        ]
+        .concat(),
     )
     .unwrap();
     for access in [Access::ReadOnly, Access::Write] {
@@ -607,15 +621,19 @@ fn a_torn_tail_is_repaired_and_a_damaged_line_refused_as_in_every_journal() {
         plan.describe()
     );
     let recovered =
-        valp_store::recover::recover_actions(&lab.root, valp_tests::store::TASK_ID, &plan)
-            .unwrap();
+        valp_store::recover::recover_actions(&lab.root, valp_tests::store::TASK_ID, &plan).unwrap();
     assert_eq!(recovered.backups.len(), 2);
     assert_eq!(recovered.head.map(|head| head.seq), Some(0));
     let reopened = open_actions(&lab.root, Access::ReadOnly).unwrap();
     assert_eq!(reopened.len(), 1);
     assert_eq!(
         std::fs::read(&recovered.backups[0]).unwrap(),
-        [&bytes[..second.start], edited.as_bytes(), &bytes[second.end..]].concat()
+        [
+            &bytes[..second.start],
+            edited.as_bytes(),
+            &bytes[second.end..]
+        ]
+        .concat()
     );
 }
 
@@ -625,7 +643,7 @@ fn valp_verify_names_a_cut_action_journal_and_valp_recover_actions_reanchors_it(
     let mut actions = open_actions(&lab.root, Access::Write).unwrap();
     for number in 0..3 {
         actions
-            .append(action(&format!("msg-{number}"), ActionKind::Message, 1))
+            .append(&action(&format!("msg-{number}"), ActionKind::Message, 1))
             .unwrap();
     }
     drop(actions);
@@ -664,8 +682,16 @@ fn valp_verify_names_a_cut_action_journal_and_valp_recover_actions_reanchors_it(
         "LOST: 2 acknowledged entries (seq 1..=2)",
         "recovered: 1 entries, anchored at seq 0",
     ] {
-        assert!(recovered.stdout.contains(needle), "{needle:?} in {}", recovered.stdout);
+        assert!(
+            recovered.stdout.contains(needle),
+            "{needle:?} in {}",
+            recovered.stdout
+        );
     }
     let again = valp_tests::cli::valp_in(project, None, &["verify"]).unwrap();
-    assert!(again.stdout.contains("verify: 3 journals ok, 0 problems"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("verify: 3 journals ok, 0 problems"),
+        "{}",
+        again.stdout
+    );
 }

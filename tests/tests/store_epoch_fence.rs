@@ -465,9 +465,9 @@ fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
     let mut actions = open_actions(&lab.root(), Access::Write).unwrap();
     assert!(matches!(
         actions
-            .append(action("msg-1", ActionKind::Message, 1))
+            .append(&action("msg-1", ActionKind::Message, 1))
             .unwrap(),
-        ActionAppended::Recorded(_)
+        ActionAppended::Recorded { .. }
     ));
     let path = actions.path().to_owned();
     let bytes = std::fs::read(&path).unwrap();
@@ -476,7 +476,7 @@ fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
     // and refuses, with the journals' fence error, and writes nothing.
     lab.rotate();
     let error = actions
-        .append(action("msg-2", ActionKind::Message, 1))
+        .append(&action("msg-2", ActionKind::Message, 1))
         .unwrap_err();
     assert_eq!(error.code(), StoreCode::EpochFenced);
     assert_eq!(error.to_string(), fenced_message(&path, 1, 2));
@@ -484,7 +484,7 @@ fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
     assert_eq!(
         open_actions(&lab.root(), Access::Write)
             .unwrap()
-            .append(action("msg-3", ActionKind::Message, 2))
+            .append(&action("msg-3", ActionKind::Message, 2))
             .unwrap_err()
             .to_string(),
         format!(
@@ -494,5 +494,8 @@ fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
     );
     assert!(std::fs::read(&path).unwrap() == bytes, "nothing written");
     // Opening does not re-judge history.
-    assert_eq!(open_actions(&lab.root(), Access::ReadOnly).unwrap().len(), 1);
+    assert_eq!(
+        open_actions(&lab.root(), Access::ReadOnly).unwrap().len(),
+        1
+    );
 }

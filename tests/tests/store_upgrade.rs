@@ -264,7 +264,10 @@ fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
         ),
         "{refusal:?}"
     );
-    assert!(files(&root) == original, "a refused command changed the root");
+    assert!(
+        files(&root) == original,
+        "a refused command changed the root"
+    );
 
     let upgraded = ok(dir, &["upgrade", "--yes"]);
     let backup = dir.join(".valp.layout2-backup-1");
