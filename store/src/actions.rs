@@ -46,6 +46,7 @@ use valp_kernel::Int;
 use valp_kernel::canonical::{Canonical, is_digest};
 use valp_kernel::json::write::Fields;
 use valp_kernel::json::{Number, Value};
+use valp_kernel::live::LiveState;
 
 use crate::chain::ChainReader;
 use crate::clock::Timestamp;
@@ -53,7 +54,7 @@ use crate::error::StoreError;
 use crate::fence::EpochFence;
 use crate::head::Head;
 use crate::io::Storage;
-use crate::journal::{Access, JOURNAL_FILE, Recorded, Warning};
+use crate::journal::{Access, JOURNAL_FILE, Recorded, Warning, read_genesis};
 use crate::ledger::{Decision, Ledger, LedgerRecord, Records};
 use crate::root::ControlRoot;
 
@@ -640,19 +641,6 @@ impl ActionJournal {
 fn task_epoch(dir: &Path) -> Result<Int, StoreError> {
     let path = dir.join(JOURNAL_FILE);
     let mut reader = ChainReader::open(&path)?;
-    let line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
-        path: path.clone(),
-        line: 1,
-        byte: 0,
-        reason: "the journal has no complete genesis line".to_owned(),
-    })?;
-    let genesis = valp_kernel::decode::decode_genesis_root(&line.entry).map_err(|error| {
-        StoreError::Corrupt {
-            path: path.clone(),
-            line: 1,
-            byte: 0,
-            reason: format!("entry does not decode: {error}"),
-        }
-    })?;
+    let (_, genesis) = read_genesis::<LiveState>(&mut reader, &path)?;
     Ok(genesis.state.body.leader_epoch)
 }

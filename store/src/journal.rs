@@ -236,14 +236,7 @@ impl<M: Machine> Journal<M> {
             Anchoring::Optional => Anchor::read(&path, false)?,
         };
         let mut reader = ChainReader::open(&path)?;
-        let genesis_line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
-            path: path.clone(),
-            line: 1,
-            byte: 0,
-            reason: "the journal has no complete genesis line".to_owned(),
-        })?;
-        let genesis = M::decode_genesis(&genesis_line.entry)
-            .map_err(|error| decode_failure(&path, &genesis_line, &error))?;
+        let (genesis_line, genesis) = read_genesis::<M>(&mut reader, &path)?;
         let live =
             M::start(&genesis).map_err(|error| replay_failure(&path, &genesis_line, &error))?;
         let mut journal = Self {
@@ -513,6 +506,23 @@ pub fn create_journal(storage: &dyn Storage, path: &Path, lines: &[u8]) -> Resul
         path,
         lines,
     )
+}
+
+/// Reads and decodes line 0 (the genesis) of the journal file `path` of machine `M` from
+/// `reader`, which has read nothing yet.
+pub(crate) fn read_genesis<M: Machine>(
+    reader: &mut ChainReader,
+    path: &Path,
+) -> Result<(ChainLine, M::Genesis), StoreError> {
+    let line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
+        path: path.to_owned(),
+        line: 1,
+        byte: 0,
+        reason: "the journal has no complete genesis line".to_owned(),
+    })?;
+    let genesis =
+        M::decode_genesis(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+    Ok((line, genesis))
 }
 
 /// Calls `each` with every entry (line 1 on) of the journal file `path` of machine `M`, in
