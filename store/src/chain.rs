@@ -94,9 +94,9 @@ pub fn encode_line(
     encode_line_at(seq, prior, Some(recorded_at), entry)
 }
 
-/// [`encode_line`], or with `recorded_at` `None` the v1 line a store before layout 3 wrote
-/// (only tests write those, to stand for such a store).
-#[doc(hidden)]
+/// [`encode_line`], or with `recorded_at` `None` the v1 line a store before layout 3 wrote:
+/// for records converted from layout 1, whose time was never recorded, and for tests that stand
+/// for an older store.
 pub fn encode_line_at(
     seq: u64,
     prior: Option<&str>,
@@ -360,8 +360,9 @@ impl ChainReader {
             return Err(self.corrupt(start, "entry_digest must be a string".to_owned()));
         };
         let mut rest = Vec::with_capacity(128);
-        let at = recorded_at.map(Timestamp::to_rfc3339);
-        write_rest(&mut rest, prior, at.as_deref(), self.next_seq);
+        // The text as read: `recorded_at` accepted it only in the one spelling the store writes.
+        let at = recorded_at.and(members.get("recorded_at").and_then(Value::as_str));
+        write_rest(&mut rest, prior, at, self.next_seq);
         let mut member = br#","entry_digest":"#.to_vec();
         write_str(&mut member, &digest);
         let cut_end = (bytes.len() - 1).saturating_sub(rest.len());
