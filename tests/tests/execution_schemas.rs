@@ -466,7 +466,7 @@ fn broken_effect_ledger_lines_are_refused() {
                 v["entry"] = json!({"event": {}});
             }),
             ("a v2 line without recorded_at", |v| {
-                remove(v, "recorded_at")
+                remove(v, "recorded_at");
             }),
             ("a recorded_at without milliseconds", |v| {
                 v["recorded_at"] = "2026-12-02T06:25:44Z".into();
