@@ -34,6 +34,50 @@
 //! The store does not check `task_revision` against the task journal (that would replay it; the
 //! hook bridge must answer within milliseconds): it records what the caller decided against.
 //!
+//! **Use** (the console's tmux adapter, the hook bridge): record the Leader's action before
+//! carrying it out, then its delivery once proven (or not):
+//!
+//! ```no_run
+//! # use valp_store::actions::{ActionJournal, ActionKind, ActionRecord, Delivery, Outcome};
+//! # use valp_store::{Access, ControlRoot};
+//! # fn run(root: &ControlRoot, digest: String, proof: String) -> Result<(), valp_store::StoreError> {
+//! let mut actions = ActionJournal::of_task(root, "demo-build", Access::Write)?;
+//! let message = ActionRecord {
+//!     action_id: "msg-01J9".to_owned(),
+//!     kind: ActionKind::Message,
+//!     principal_id: "user:root".to_owned(),
+//!     leader_epoch: 1,
+//!     task_revision: 17,
+//!     attempt_id: Some("demo-build:build:a1".to_owned()),
+//!     work_item_id: Some("build".to_owned()),
+//!     answers: None,
+//!     payload_digest: digest.clone(),
+//!     summary: "please also run the tests".to_owned(),
+//!     allow: None,
+//!     delivery: None,
+//! };
+//! actions.append(&message)?; // a retry with the same record writes nothing
+//! // ... paste, read back, press Enter, observe ...
+//! actions.append(&ActionRecord {
+//!     action_id: "msg-01J9/delivery".to_owned(),
+//!     kind: ActionKind::Delivery,
+//!     principal_id: "adapter:tmux".to_owned(),
+//!     summary: "submitted, input cleared".to_owned(),
+//!     delivery: Some(Delivery {
+//!         action_id: message.action_id.clone(),
+//!         adapter: "tmux".to_owned(),
+//!         outcome: Outcome::Delivered,
+//!         proof: Some(("tmux-readback-0123456789abcdef".to_owned(), proof)),
+//!     }),
+//!     ..message.clone()
+//! })?;
+//! for recorded in actions.entries() {
+//!     let _age_from = recorded.recorded_at; // None only for lines from before layout 3
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! **Append** ([`ActionJournal::append`]) is idempotent per `action_id`: the same record again
 //! is answered with [`ActionAppended::AlreadyRecorded`], another record under the same id is
 //! refused. Unknown kinds, in a line or from a caller ([`ActionKind::parse`]), are refused with
