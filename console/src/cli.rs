@@ -478,6 +478,14 @@ pub enum AdapterCommand {
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },
+    /// The tmux adapter's supervisor for one attempt: starts (or finds) the agent's pane,
+    /// submits the prompt with proof, watches the agent and writes its observations in the
+    /// attempt folder. valp starts it detached.
+    Tmux {
+        /// The attempt folder (`runtime/tmux/attempts/<H>/`, holding request.json and run.json).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 /// `valp agent …`

@@ -129,6 +129,11 @@ pub fn run(
                 CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
             })
         }
+        Command::Adapter(AdapterCommand::Tmux { dir }) => {
+            crate::adapter::tmux::supervise(&dir).map_err(|error| {
+                CommandError::Usage(format!("tmux adapter {}: {error}", dir.display()))
+            })
+        }
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {

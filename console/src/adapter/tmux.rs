@@ -1,19 +1,76 @@
-//! The tmux adapter's pieces that stand on their own: driving one pane of a tmux server
-//! ([`pane`]) and handing a prompt to the agent in it with proof ([`submit`]).
+//! The tmux adapter: a terminal coding agent in a tmux pane, handed its prompt with proof and
+//! watched through its screen by a detached supervisor, one per attempt, that outlives the
+//! console (`valp adapter tmux --dir DIR`, [`supervisor`]).
 //!
-//! A plan names a tmux item with `adapter = "tmux"` ([`crate::plan::TmuxRun`]). Not built
-//! yet: the detached supervisor and its attempt folder ([`attempt_ref`]), observation records
-//! for the runtime, interrupt and cancel through the effect ledger; until they are, the runtime
-//! refuses to run a task that has a tmux item (`RuntimeError::Unsupported`), so nothing is
-//! typed into a pane without the supervisor that proves and records it.
+//! A plan names a tmux item with `adapter = "tmux"` ([`crate::plan::TmuxRun`]). The attempt
+//! folder has the process adapter's layout and lifecycle (the same request, `supervisor.json`,
+//! observations, control files, reconcile and cancel through the effect ledger; see
+//! [`crate::adapter::process`]), with its own run spec and proofs:
+//!
+//! ```text
+//! <control root>/runtime/tmux/
+//!   server.sock                 valp's private tmux server (one per installation)
+//!   attempts/<H>/               H = attempt_folder(attempt_id)
+//!     request.json              AdapterRequest (submit)                          System
+//!     run.json                  valp-tmux-run-spec.v1: agent, command|target,
+//!                               prompt, socket, cwd, env, timeout, evidence       System
+//!     supervisor.json, supervisor.log, control/cancel.json, control/interrupt-*.json
+//!     proofs/dispatch_inserted.json  the paste, read back: transport only         supervisor
+//!     proofs/submission.json         every step of the submission, with the
+//!                                    screen digest after each                     supervisor
+//!     proofs/completion.json         how it ended, expected evidence digests      supervisor
+//!     state.json                     the agent's state, rule, sample time, tail   supervisor
+//!     observations/000001.json       accepted (submission proven) or blocked
+//!     observations/00000N.json       waiting ("runtime idle, evidence missing"), then the
+//!                                    final one (completed / blocked / cancelled)
+//! ```
+//!
+//! The agent's window gets `VALP_CONTROL_ROOT`, `VALP_TASK_ID`, `VALP_WORK_ITEM_ID` and
+//! `VALP_ATTEMPT_ID` in its environment (hooks find their attempt through them).
 
-use crate::adapter::abi::attempt_folder;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use valp_kernel::canonical::sha256_digest;
+
+use crate::adapter::abi::{AdapterRequest, Operation, attempt_folder};
+use crate::adapter::process::{self, ProcessError, invalid, io_error, same_evidence};
 
 pub mod pane;
+pub mod records;
+pub mod screen;
+pub mod server;
 pub mod submit;
+mod supervisor;
+
+pub use records::{CompletionProof, Record, StateRecord, SubmissionProof, TmuxSpec};
 
 /// The adapter's name in the control root (`runtime/tmux/`).
 pub const ADAPTER_ID: &str = "tmux";
+/// valp's private tmux server, relative to the control root.
+pub const SERVER_SOCKET: &str = "runtime/tmux/server.sock";
+/// The session valp's agent windows go into.
+pub const SESSION: &str = "valp";
+/// `proofs/dispatch_inserted.json`
+pub const INSERTED_FILE: &str = "proofs/dispatch_inserted.json";
+/// `proofs/submission.json`
+pub const SUBMISSION_FILE: &str = "proofs/submission.json";
+/// `proofs/completion.json`
+pub const COMPLETION_FILE: &str = "proofs/completion.json";
+/// `state.json`
+pub const STATE_FILE: &str = "state.json";
+/// Milliseconds each step of a stop waits for the agent to go.
+pub const DEFAULT_GRACE_MS: u64 = 3000;
+/// The environment variables set in the agent's window, in this order: control root, task,
+/// work item, attempt.
+pub const ENV_NAMES: [&str; 4] = [
+    "VALP_CONTROL_ROOT",
+    "VALP_TASK_ID",
+    "VALP_WORK_ITEM_ID",
+    "VALP_ATTEMPT_ID",
+];
 
 /// `runtime/tmux/attempts/<attempt_folder(attempt_id)>`: where a tmux attempt's folder goes,
 /// relative to the control root, beside the process and external adapters'.
@@ -22,4 +79,106 @@ pub fn attempt_ref(attempt_id: &str) -> String {
         "runtime/{ADAPTER_ID}/attempts/{}",
         attempt_folder(attempt_id)
     )
+}
+
+/// `tmux:<pane id>:<pane pid>`: the runtime identity of an agent's pane.
+pub fn runtime_identity(pane_id: &str, pane_pid: u32) -> String {
+    format!("tmux:{pane_id}:{pane_pid}")
+}
+
+/// The environment of an attempt's agent ([`ENV_NAMES`]): the control root, then the task,
+/// work item and attempt ids.
+pub fn agent_env(control_root: &Path, ids: [&str; 3]) -> BTreeMap<String, String> {
+    let [task, work_item, attempt] = ids;
+    ENV_NAMES
+        .into_iter()
+        .zip([&*control_root.display().to_string(), task, work_item, attempt])
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
+/// Writes a new attempt folder under `tmux_root` (`<control root>/runtime/tmux`), as
+/// [`process::prepare`] does for a command: refused unless the request is a valid `submit`
+/// whose payload digest is the spec's and both expect the same evidence.
+pub fn prepare(
+    tmux_root: &Path,
+    request: &AdapterRequest,
+    spec: &TmuxSpec,
+) -> Result<PathBuf, ProcessError> {
+    request
+        .check()
+        .map_err(|error| ProcessError::Refused(error.to_string()))?;
+    if request.operation != Operation::Submit {
+        return Err(ProcessError::Refused(format!(
+            "the tmux adapter runs submit requests, not {}",
+            request.operation.as_str()
+        )));
+    }
+    spec.validate()
+        .map_err(|reason| ProcessError::Refused(format!("run spec: {reason}")))?;
+    let bytes = spec
+        .canonical()
+        .map_err(|error| ProcessError::Refused(error.to_string()))?;
+    if request.payload_digest != sha256_digest(&bytes) {
+        return Err(ProcessError::Refused(
+            "the request's payload_digest is not the run spec's digest".to_owned(),
+        ));
+    }
+    if !same_evidence(&request.expected_evidence_refs, &spec.expected_evidence) {
+        return Err(ProcessError::Refused(
+            "the request and the run spec expect different evidence".to_owned(),
+        ));
+    }
+    process::write_folder(tmux_root, request, &bytes)
+}
+
+/// Runs the supervisor of the attempt folder `dir` until the attempt ends (the hidden command
+/// `valp adapter tmux --dir DIR`); exits 0 once the final observation is written.
+pub fn supervise(dir: &Path) -> Result<ExitCode, ProcessError> {
+    supervisor::run(dir)
+}
+
+/// Reads a record of the folder (`None` when the file is absent).
+pub fn read_record<T: Record>(dir: &Path, file: &str) -> Result<Option<T>, ProcessError> {
+    let path = dir.join(file);
+    match std::fs::read(&path) {
+        Ok(bytes) => T::decode(&bytes)
+            .map(Some)
+            .map_err(|error| invalid(&path, error.to_string())),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io_error(&path, "read")(error)),
+    }
+}
+
+/// After a supervisor died ([`process::SupervisorState::Dead`]): closes the agent's window if
+/// valp started it and it is still the pane the submission proof names (same id and process).
+/// Returns whether it was closed. A targeted pane is never touched.
+pub fn terminate_orphan(dir: &Path) -> Result<bool, ProcessError> {
+    if !matches!(
+        process::supervisor_state(dir),
+        process::SupervisorState::Dead { .. }
+    ) {
+        return Ok(false);
+    }
+    let Some(proof) = read_record::<SubmissionProof>(dir, SUBMISSION_FILE)? else {
+        return Ok(false);
+    };
+    if !proof.started_by_valp {
+        return Ok(false);
+    }
+    let server = server::Server::new(
+        Path::new("tmux"),
+        Path::new(&proof.socket),
+        std::time::Duration::from_secs(5),
+    );
+    match server.find(&proof.pane_id) {
+        Ok(Some(found)) if found.pane_pid == proof.pane_pid => {
+            process::os::signal_group(found.pane_pid, process::os::Signal::Kill);
+            server
+                .close(&proof.pane_id)
+                .map_err(|error| invalid(&dir.join(SUBMISSION_FILE), error.to_string()))?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }

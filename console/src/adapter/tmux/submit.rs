@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use valp_kernel::canonical::sha256_digest;
 
 use super::pane::{Pane, PaneError};
@@ -31,7 +31,8 @@ use crate::doctor::sanitize::display_line;
 const SAMPLE: Duration = Duration::from_millis(50);
 
 /// One step of a submission, as its proof records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Step {
     /// What was done or seen (`idle, input empty`, `paste-buffer -p`, …).
     pub what: String,
@@ -42,7 +43,8 @@ pub struct Step {
 }
 
 /// What a submission did, step by step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Proof {
     /// The digest of the prompt's bytes.
     pub prompt: String,
