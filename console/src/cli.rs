@@ -209,8 +209,9 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
         /// Also deliver SIGINT to the command of every attempt running on the process adapter
-        /// once the kernel accepted the interrupt (a command that exits on it fails its
-        /// attempt, which is retried after `valp resume` while the retry budget lasts).
+        /// (and the agent profile's interrupt keys to every tmux agent) once the kernel
+        /// accepted the interrupt (a command that exits on it fails its attempt, which is
+        /// retried after `valp resume` while the retry budget lasts).
         #[arg(long)]
         signal: bool,
     },

@@ -124,16 +124,7 @@ pub fn run(
                 .transpose()?;
             doctor::run_doctor(opened.as_ref(), &clock, &options, out)
         }
-        Command::Adapter(AdapterCommand::Process { dir }) => {
-            crate::adapter::process::supervise(&dir).map_err(|error| {
-                CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
-            })
-        }
-        Command::Adapter(AdapterCommand::Tmux { dir }) => {
-            crate::adapter::tmux::supervise(&dir).map_err(|error| {
-                CommandError::Usage(format!("tmux adapter {}: {error}", dir.display()))
-            })
-        }
+        Command::Adapter(command) => supervise(&command),
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {
@@ -472,4 +463,16 @@ fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
             cwd.display()
         ))
     })
+}
+
+/// `valp adapter …`: an attempt's supervisor.
+fn supervise(command: &AdapterCommand) -> Result<ExitCode, CommandError> {
+    let (name, dir, result) = match command {
+        AdapterCommand::Process { dir } => {
+            ("process", dir, crate::adapter::process::supervise(dir))
+        }
+        AdapterCommand::Tmux { dir } => ("tmux", dir, crate::adapter::tmux::supervise(dir)),
+    };
+    result
+        .map_err(|error| CommandError::Usage(format!("{name} adapter {}: {error}", dir.display())))
 }

@@ -93,6 +93,63 @@ impl Drop for Cleanup<'_> {
     }
 }
 
+/// The attempt `agents:<id>:a1` completed with its submission proven step by step, its proofs
+/// in the journal's evidence, the prompt written to `file` by the agent, and its environment.
+fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
+    assert_eq!(project.item_status("agents", id), "completed");
+    let written = std::fs::read_to_string(project.path().join(file)).unwrap();
+    assert!(
+        written.ends_with(prompt) || written.contains(&format!("{prompt}\n")),
+        "{written:?}"
+    );
+    let dir = attempt_dir(project, &format!("agents:{id}:a1"));
+    let observed = observations(&dir);
+    assert_eq!(observed[0]["status"], "accepted");
+    let kinds: Vec<_> = observed[0]["provenance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|segment| segment["proof_kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["transport_only", "process_bound"]);
+    assert_eq!(observed.last().unwrap()["status"], "completed");
+    let submission = json(&dir.join("proofs/submission.json"));
+    assert_eq!(submission["proven"], true);
+    assert_eq!(
+        submission["prompt_digest"],
+        sha256_digest(prompt.as_bytes()).as_str()
+    );
+    let steps = steps(&dir);
+    assert_eq!(steps[0], "idle, input empty");
+    assert_eq!(steps[1], "load-buffer + paste-buffer -p");
+    assert_eq!(steps[2], "dispatch_inserted (Echo readback)");
+    assert_eq!(steps[3], "send-keys Enter");
+    assert!(
+        steps[4].ends_with(", input cleared: submitted"),
+        "{steps:?}"
+    );
+    // The proofs are the journal's evidence, byte for byte.
+    for proof in ["dispatch_inserted", "submission", "completion"] {
+        let bytes = std::fs::read(dir.join(format!("proofs/{proof}.json"))).unwrap();
+        assert!(
+            in_evidence(project, &bytes),
+            "{id}: {proof} not in evidence"
+        );
+    }
+    // The agent's environment named its attempt (the hook bridge finds it through it).
+    let spec = json(&dir.join("run.json"));
+    assert_eq!(
+        spec["env"]["VALP_ATTEMPT_ID"],
+        format!("agents:{id}:a1").as_str()
+    );
+    assert_eq!(spec["env"]["VALP_WORK_ITEM_ID"], id);
+    assert_eq!(spec["env"]["VALP_TASK_ID"], "agents");
+    assert_eq!(
+        spec["env"]["VALP_CONTROL_ROOT"],
+        project.control_root().display().to_string().as_str()
+    );
+}
+
 #[test]
 fn three_demo_agents_with_dependencies_run_to_done_with_every_submission_proven() {
     let project = Project::new();
@@ -145,54 +202,376 @@ fn three_demo_agents_with_dependencies_run_to_done_with_every_submission_proven(
             "Summarise in @out/summary.md; \"quoted\" $(not run) C-c Enter",
         ),
     ] {
-        assert_eq!(project.item_status("agents", id), "completed");
-        let written = std::fs::read_to_string(project.path().join(file)).unwrap();
-        assert!(
-            written.ends_with(prompt) || written.contains(&format!("{prompt}\n")),
-            "{written:?}"
-        );
-        let dir = attempt_dir(&project, &format!("agents:{id}:a1"));
-        let observed = observations(&dir);
-        assert_eq!(observed[0]["status"], "accepted");
-        let kinds: Vec<_> = observed[0]["provenance"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|segment| segment["proof_kind"].as_str().unwrap().to_owned())
-            .collect();
-        assert_eq!(kinds, ["transport_only", "process_bound"]);
-        assert_eq!(observed.last().unwrap()["status"], "completed");
-        let submission = json(&dir.join("proofs/submission.json"));
-        assert_eq!(submission["proven"], true);
-        assert_eq!(
-            submission["prompt_digest"],
-            sha256_digest(prompt.as_bytes()).as_str()
-        );
-        let steps = steps(&dir);
-        assert_eq!(steps[0], "idle, input empty");
-        assert_eq!(steps[1], "load-buffer + paste-buffer -p");
-        assert_eq!(steps[2], "dispatch_inserted (Echo readback)");
-        assert_eq!(steps[3], "send-keys Enter");
-        assert!(steps[4].ends_with(", input cleared: submitted"), "{steps:?}");
-        // The proofs are the journal's evidence, byte for byte.
-        for proof in ["dispatch_inserted", "submission", "completion"] {
-            let bytes = std::fs::read(dir.join(format!("proofs/{proof}.json"))).unwrap();
-            assert!(in_evidence(&project, &bytes), "{id}: {proof} not in evidence");
-        }
-        // The agent's environment named its attempt (the hook bridge finds it through it).
-        let spec = json(&dir.join("run.json"));
-        assert_eq!(spec["env"]["VALP_ATTEMPT_ID"], format!("agents:{id}:a1").as_str());
-        assert_eq!(spec["env"]["VALP_WORK_ITEM_ID"], id);
-        assert_eq!(spec["env"]["VALP_TASK_ID"], "agents");
-        assert!(
-            spec["env"]["VALP_CONTROL_ROOT"]
-                .as_str()
-                .unwrap()
-                .ends_with(".valp")
-        );
+        assert_proven(&project, id, file, prompt);
     }
     let verified = project.ok(&["verify"]);
     assert!(verified.ends_with("0 problems\n"), "{verified}");
     // Every agent window was closed with its attempt, so the private server is gone.
     wait_until("valp's tmux server to end", || !server_runs(&project));
+}
+
+/// Publishes task `task` with one demo agent that always asks a permission question (so it
+/// stays blocked once submitted) and steps the runner until its first attempt runs and the
+/// agent waits on the question; returns the attempt folder.
+fn blocked_agent(project: &Project, task: &str) -> PathBuf {
+    project.publish(
+        task,
+        &plan(
+            task,
+            &agent_item(
+                "ask",
+                &[],
+                &["out/asked.md"],
+                "Write @out/asked.md please",
+                (5, "always"),
+            ),
+        ),
+    );
+    project.run_until(task, &format!("{task}:ask:a1 g1 running"));
+    let dir = attempt_dir(project, &format!("{task}:ask:a1"));
+    wait_until("the agent to wait on its question", || {
+        state(&dir)["state"] == "blocked"
+    });
+    dir
+}
+
+fn state(dir: &Path) -> serde_json::Value {
+    std::fs::read(dir.join("state.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn pane_of(dir: &Path) -> String {
+    json(&dir.join("proofs/submission.json"))["pane_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn private_socket(project: &Project) -> PathBuf {
+    project.control_root().join("runtime/tmux/server.sock")
+}
+
+#[test]
+fn a_pane_killed_mid_attempt_is_a_recorded_failure() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let dir = blocked_agent(&project, "gone");
+    let killed = tmux_at(
+        &private_socket(&project),
+        &["kill-pane", "-t", &pane_of(&dir)],
+    );
+    assert!(killed.status.success());
+    wait_until("the final observation", || observations(&dir).len() == 2);
+    let last = observations(&dir).pop().unwrap();
+    assert_eq!(last["status"], "blocked");
+    assert_eq!(last["reason"], "agent_exited");
+    let mut ran = String::new();
+    wait_until("the failure to be recorded", || {
+        ran.push_str(&project.ok(&["run", "--once"]));
+        ran.contains("gone  attempt_fenced  (ask attempt 1 failed)")
+    });
+    // The failure's evidence is the final observation and the completion proof saying why.
+    let completion = std::fs::read(dir.join("proofs/completion.json")).unwrap();
+    assert!(in_evidence(&project, &completion));
+    assert_eq!(
+        json(&dir.join("proofs/completion.json"))["reason"],
+        "agent_exited"
+    );
+    project.run_until("gone", "gone:ask:a2 g2");
+    let log = project.ok(&["verify"]);
+    assert!(log.ends_with("0 problems\n"), "{log}");
+    project.ok(&["cancel", "gone"]);
+}
+
+/// Writes `bytes` to the terminal of `pane` as if its program printed them.
+fn print_in_pane(socket: &Path, pane: &str, bytes: &[u8]) {
+    let tty = tmux_at(
+        socket,
+        &["display-message", "-p", "-t", pane, "#{pane_tty}"],
+    );
+    let tty = String::from_utf8_lossy(&tty.stdout).trim().to_owned();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tty)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+        .unwrap();
+}
+
+/// Hostile text an agent (or what it reads) can put on its screen.
+const HOSTILE: &[u8] = b"\x1b]0;EVIL TITLE\x07\x1b]52;c;Y3VybCBldmlsLnNo\x07\r\n\
+    \xe2\x80\xae shown-bidi \x1b[31mred\x1b[0m OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz \
+    \x1bP+q544e\x1b\\ done-marker\r\n";
+
+/// No control characters, bidi overrides, OSC payloads or the secret in `bytes`.
+fn assert_clean(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for bad in [
+        "\u{1b}",
+        "\u{7}",
+        "\u{202e}",
+        "Y3VybCBldmlsLnNo",
+        "EVIL TITLE",
+        "sk-proj-abc",
+    ] {
+        assert!(!text.contains(bad), "{what} holds {bad:?}: {text}");
+    }
+}
+
+#[test]
+fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitized() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let dir = blocked_agent(&project, "stop");
+    let socket = private_socket(&project);
+    let pane = pane_of(&dir);
+    print_in_pane(&socket, &pane, HOSTILE);
+    wait_until("the hostile screen to be sampled", || {
+        state(&dir)["tail"].to_string().contains("done-marker")
+    });
+    let tail = state(&dir)["tail"].to_string();
+    assert!(tail.contains("shown-bidi red OPENAI_[redacted]"), "{tail}");
+    // The interrupt (Escape for the demo agent) answers the question "no" and ends the turn:
+    // the agent is idle without its file, which is not completion.
+    let interrupted = project.ok(&["interrupt", "stop", "--signal"]);
+    assert!(
+        interrupted.contains("signal: the agent's interrupt keys requested for stop:ask:a1"),
+        "{interrupted}"
+    );
+    wait_until("idle without evidence", || {
+        state(&dir)["note"] == "runtime idle, evidence missing: out/asked.md"
+    });
+    let waiting = &observations(&dir)[1];
+    assert_eq!(waiting["status"], "waiting");
+    assert_eq!(
+        waiting["reason"],
+        "runtime_idle_evidence_missing:out/asked.md"
+    );
+    project.ok(&["resume", "stop"]);
+    project.ok(&["run", "--once"]);
+    assert_eq!(project.item_status("stop", "ask"), "running");
+    let cancelled = project.ok(&["cancel", "stop", "--item", "ask", "--note", "enough"]);
+    assert!(
+        cancelled.contains("effect fulfilled: adapter_cancel:"),
+        "{cancelled}"
+    );
+    assert_eq!(project.item_status("stop", "ask"), "cancelled");
+    let last = observations(&dir).pop().unwrap();
+    assert_eq!(last["status"], "cancelled");
+    let completion = json(&dir.join("proofs/completion.json"));
+    let actions = completion["actions"].as_array().unwrap();
+    assert_eq!(actions[0]["action"], "interrupt");
+    assert_eq!(actions[0]["what"], "Escape");
+    assert_eq!(actions[0]["observed"], "idle");
+    assert_eq!(actions[0]["confirmed"], true);
+    let stop = actions.last().unwrap();
+    assert_eq!(stop["action"], "cancel");
+    assert_eq!(stop["confirmed"], true);
+    assert_eq!(stop["observed"], "exited");
+    // The pane is gone, and with it valp's server.
+    wait_until("valp's tmux server to end", || !server_runs(&project));
+    // Nothing hostile reached the attempt's records or the evidence store.
+    for file in [
+        "state.json",
+        "proofs/completion.json",
+        "proofs/submission.json",
+    ] {
+        assert_clean(file, &std::fs::read(dir.join(file)).unwrap());
+    }
+    let evidence = project.control_root().join("evidence/sha256");
+    for entry in std::fs::read_dir(&evidence).unwrap().flatten() {
+        assert_clean(
+            &entry.path().display().to_string(),
+            &std::fs::read(entry.path()).unwrap(),
+        );
+    }
+    let status = project.ok(&["task", "status", "stop"]);
+    assert_clean("task status", status.as_bytes());
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+}
+
+#[test]
+fn a_restarted_runner_reconciles_the_running_agent_and_never_submits_twice() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let dir = blocked_agent(&project, "again");
+    let supervisor = json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap();
+    // Every `valp run --once` is a new runner (as a console restart is): each finds the
+    // attempt running under its supervisor and launches nothing.
+    for _ in 0..3 {
+        let ran = project.ok(&["run", "--once"]);
+        assert!(!ran.contains("attempt_created"), "{ran}");
+    }
+    assert_eq!(
+        json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap(),
+        supervisor
+    );
+    let enters = steps(&dir)
+        .iter()
+        .filter(|step| step.as_str() == "send-keys Enter")
+        .count();
+    assert_eq!(enters, 1);
+    let windows = tmux_at(&private_socket(&project), &["list-windows", "-a"]);
+    assert_eq!(String::from_utf8_lossy(&windows.stdout).lines().count(), 1);
+    assert_eq!(observations(&dir).len(), 1);
+    // The agent runs with its attempt in its environment (the hook bridge reads these).
+    let pid = json(&dir.join("proofs/submission.json"))["pane_pid"]
+        .as_u64()
+        .unwrap();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ: Vec<&[u8]> = environ.split(|&byte| byte == 0).collect();
+    let root = project.control_root();
+    for pair in [
+        format!("VALP_CONTROL_ROOT={}", root.display()),
+        "VALP_TASK_ID=again".to_owned(),
+        "VALP_WORK_ITEM_ID=ask".to_owned(),
+        "VALP_ATTEMPT_ID=again:ask:a1".to_owned(),
+    ] {
+        assert!(environ.contains(&pair.as_bytes()), "{pair} not set");
+    }
+    project.ok(&["cancel", "again"]);
+}
+
+#[test]
+fn a_targeted_agent_waiting_on_a_question_is_refused_with_nothing_typed_and_left_running() {
+    use std::time::Duration;
+    use valp_console::adapter::tmux::pane::Pane;
+    use valp_console::adapter::tmux::server::named_socket;
+    use valp_console::adapter::tmux::submit::{Submission, submit};
+    use valp_console::agent::profile::Profile;
+    use valp_tests::tmux::TmuxServer;
+
+    let project = Project::new();
+    let name = format!("valp-test-{}", std::process::id());
+    let socket = named_socket(&name);
+    let valp = valp_binary().unwrap();
+    let server = TmuxServer::start(
+        &socket,
+        "mine",
+        project.path(),
+        &[
+            valp.to_str().unwrap(),
+            "demo-agent",
+            "--seed",
+            "4",
+            "--ask",
+            "always",
+        ],
+    );
+    let pane_id = server.display("mine", "#{pane_id}");
+    // The Leader's own agent, asked something and now waiting on its permission question.
+    let pane = Pane::new(Path::new("tmux"), &socket, &pane_id, Duration::from_secs(5));
+    let profile = Profile::builtin("demo").unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let mine = submit(
+        &pane,
+        &profile,
+        "mine @x.md",
+        scratch.path(),
+        Duration::from_secs(20),
+    );
+    assert!(matches!(mine, Ok(Submission::Proven(_))), "{mine:?}");
+    wait_until("the question", || {
+        valp_console::agent::classify::classify(&profile, &pane.capture().unwrap()).state
+            == valp_console::agent::profile::AgentState::Blocked
+    });
+    let before = pane.capture().unwrap();
+    let run = format!(
+        "[work_items.run]\nadapter = \"tmux\"\nagent = \"demo\"\ntarget = \"{pane_id}\"\n\
+         socket = \"{name}\"\nprompt = \"do it @y.md\"\ntimeout_seconds = 60\n"
+    );
+    project.publish(
+        "mine",
+        &plan("mine", &work_item("use", "required", &[], &["y.md"], &run)),
+    );
+    project.run_until("mine", "blocked");
+    for attempt in ["mine:use:a1", "mine:use:a2"] {
+        let observed = observations(&attempt_dir(&project, attempt));
+        assert_eq!(observed.len(), 1);
+        assert_eq!(observed[0]["status"], "blocked");
+        assert_eq!(
+            observed[0]["reason"],
+            "submit_refused:not submitted (nothing typed): agent blocked (permission question): \
+             it waits for an answer; Enter would answer it"
+        );
+    }
+    // Nothing was typed and the pane is the Leader's still: same screen, same process.
+    assert_eq!(pane.capture().unwrap(), before);
+    assert_eq!(server.display(&pane_id, "#{pane_dead}"), "0");
+    assert!(!project.path().join("y.md").exists());
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+}
+
+#[test]
+fn an_inserted_but_unacknowledged_prompt_is_never_delivered_and_never_resent() {
+    use valp_console::adapter::tmux::server::named_socket;
+    use valp_tests::tmux::TmuxServer;
+
+    let project = Project::new();
+    let name = format!("valp-test-deaf-{}", std::process::id());
+    let socket = named_socket(&name);
+    // An "agent" at an aider-like prompt that echoes what is typed (the tty does) and never
+    // acts on Enter.
+    let server = TmuxServer::start(
+        &socket,
+        "deaf",
+        project.path(),
+        &["sh", "-c", "printf '> '; exec sleep 600"],
+    );
+    let pane_id = server.display("deaf", "#{pane_id}");
+    let run = format!(
+        "[work_items.run]\nadapter = \"tmux\"\nagent = \"aider\"\ntarget = \"{pane_id}\"\n\
+         socket = \"{name}\"\nprompt = \"fix the bug\"\ntimeout_seconds = 120\n"
+    );
+    project.publish(
+        "deaf",
+        &plan("deaf", &work_item("fix", "required", &[], &[], &run)),
+    );
+    let mut ran = String::new();
+    wait_until_long("the task to block", || {
+        ran.push_str(&project.ok(&["run", "--once"]));
+        project.task_status("deaf") == "blocked"
+    });
+    assert!(!ran.contains("attempt_running"), "{ran}");
+    let first = attempt_dir(&project, "deaf:fix:a1");
+    let observed = observations(&first);
+    assert_eq!(observed.len(), 1);
+    assert_eq!(observed[0]["status"], "blocked");
+    assert_eq!(
+        observed[0]["reason"],
+        "submission_unconfirmed:the agent did not leave idle with its input cleared after Enter"
+    );
+    let segments = observed[0]["provenance"].as_array().unwrap();
+    assert_eq!(segments[0]["proof_kind"], "transport_only");
+    assert_eq!(segments[0]["acknowledged"], true);
+    assert_eq!(segments[1]["acknowledged"], false);
+    assert_eq!(segments[1]["failure_code"], "submission_unconfirmed");
+    assert_eq!(json(&first.join("proofs/submission.json"))["proven"], false);
+    // The retry refuses to paste into the same pane again.
+    let second = observations(&attempt_dir(&project, "deaf:fix:a2"));
+    assert_eq!(
+        second[0]["reason"],
+        format!(
+            "previous_submission_unconfirmed:deaf:fix:a1: the Leader looks at pane {pane_id} \
+             first; valp never resends"
+        )
+        .as_str()
+    );
+    let screen = server.run(&["capture-pane", "-p", "-t", &pane_id]);
+    assert_eq!(screen.matches("fix the bug").count(), 1, "{screen}");
+    assert_eq!(server.display(&pane_id, "#{pane_dead}"), "0");
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+}
+
+/// [`wait_until`] with two minutes' patience (a submission waits up to 30 s per step).
+fn wait_until_long(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }

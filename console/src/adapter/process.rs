@@ -244,7 +244,10 @@ pub(crate) fn write_folder(
         let path = dir.join(sub);
         files::create_dir_durably(&path).map_err(io_error(&path, "create"))?;
     }
-    for (name, bytes) in [(REQUEST_FILE, request.canonical_bytes()), (RUN_FILE, spec.to_vec())] {
+    for (name, bytes) in [
+        (REQUEST_FILE, request.canonical_bytes()),
+        (RUN_FILE, spec.to_vec()),
+    ] {
         let path = dir.join(name);
         files::write_new_or_same(&path, &bytes).map_err(io_error(&path, "write"))?;
     }
@@ -304,7 +307,8 @@ pub fn launch(dir: &Path, valp_binary: &Path) -> Result<Supervisor, ProcessError
     let dir = canonical_dir(dir)?;
     let request = read_request(&dir)?;
     check_attempt_folder(&dir, &request.attempt_id)?;
-    let adapter = folder_adapter(&dir).ok_or_else(|| ProcessError::NotAttemptFolder(dir.clone()))?;
+    let adapter =
+        folder_adapter(&dir).ok_or_else(|| ProcessError::NotAttemptFolder(dir.clone()))?;
     let record_path = dir.join(SUPERVISOR_FILE);
     if let Some(existing) = read_supervisor_record(&dir)? {
         return Err(ProcessError::AlreadySupervised { pid: existing.pid });

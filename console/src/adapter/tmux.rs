@@ -82,8 +82,8 @@ pub fn attempt_ref(attempt_id: &str) -> String {
 }
 
 /// `tmux:<pane id>:<pane pid>`: the runtime identity of an agent's pane.
-pub fn runtime_identity(pane_id: &str, pane_pid: u32) -> String {
-    format!("tmux:{pane_id}:{pane_pid}")
+pub fn runtime_identity(pane: &str, pid: u32) -> String {
+    format!("tmux:{pane}:{pid}")
 }
 
 /// The environment of an attempt's agent ([`ENV_NAMES`]): the control root, then the task,
@@ -92,7 +92,12 @@ pub fn agent_env(control_root: &Path, ids: [&str; 3]) -> BTreeMap<String, String
     let [task, work_item, attempt] = ids;
     ENV_NAMES
         .into_iter()
-        .zip([&*control_root.display().to_string(), task, work_item, attempt])
+        .zip([
+            &*control_root.display().to_string(),
+            task,
+            work_item,
+            attempt,
+        ])
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect()
 }

@@ -314,10 +314,7 @@ mod tests {
         assert_eq!(TmuxSpec::decode(&bytes).unwrap(), spec());
         let pretty = serde_json::to_vec_pretty(&spec()).unwrap();
         assert!(
-            TmuxSpec::decode(&pretty)
-                .unwrap_err()
-                .reason
-                .contains("LF"),
+            TmuxSpec::decode(&pretty).unwrap_err().reason.contains("LF"),
             "pretty JSON is not canonical"
         );
         let mut other = spec();

@@ -60,7 +60,15 @@ mod tests {
                       token: ghp_0123456789abcdefghijABCDEFGHIJ\n";
         let kept = tail(screen);
         let all = kept.join("\n");
-        for bad in ["\x1b", "\x07", "evil title", "ZWNobyBwd25lZA", "\u{202e}", "sk-proj", "ghp_"] {
+        for bad in [
+            "\x1b",
+            "\x07",
+            "evil title",
+            "ZWNobyBwd25lZA",
+            "\u{202e}",
+            "sk-proj",
+            "ghp_",
+        ] {
             assert!(!all.contains(bad), "{bad:?} survived in {all:?}");
         }
         assert!(kept[0].starts_with("ok "), "{kept:?}");
@@ -71,7 +79,9 @@ mod tests {
 
     #[test]
     fn the_tail_is_capped_in_lines_and_characters() {
-        let screen: String = (0..100).map(|n| format!("{n} {}\n", "x".repeat(1000))).collect();
+        let line = "x".repeat(1000);
+        let screen: Vec<String> = (0..100).map(|n| format!("{n} {line}")).collect();
+        let screen = screen.join("\n");
         let kept = tail(&screen);
         assert_eq!(kept.len(), TAIL_LINES);
         assert!(kept[0].starts_with("60 "));

@@ -53,9 +53,9 @@ fn found(output: &[u8], operation: &'static str) -> Result<Found, PaneError> {
     let text = String::from_utf8_lossy(output);
     let mut words = text.split_whitespace();
     match (words.next(), words.next().and_then(|pid| pid.parse().ok())) {
-        (Some(pane_id), Some(pane_pid)) if pane_id.starts_with('%') => Ok(Found {
-            pane_id: pane_id.to_owned(),
-            pane_pid,
+        (Some(id), Some(pid)) if id.starts_with('%') => Ok(Found {
+            pane_id: id.to_owned(),
+            pane_pid: pid,
         }),
         _ => Err(PaneError::Failed {
             operation,
@@ -114,7 +114,11 @@ impl Server {
         }
         let target = format!("={}:", window.session);
         let new_window = || {
-            let mut args = vec![OsStr::new("new-window"), OsStr::new("-t"), OsStr::new(&target)];
+            let mut args = vec![
+                OsStr::new("new-window"),
+                OsStr::new("-t"),
+                OsStr::new(&target),
+            ];
             args.extend_from_slice(&common);
             args.extend_from_slice(&command);
             self.tmux("new-window", &args)
@@ -150,8 +154,14 @@ impl Server {
 
     /// The pane `pane_id` if it is on this server and alive (`None`: gone, or no server).
     pub fn find(&self, pane_id: &str) -> Result<Option<Found>, PaneError> {
-        let args = ["display-message", "-p", "-t", pane_id, "#{pane_id} #{pane_pid} #{pane_dead}"]
-            .map(OsStr::new);
+        let args = [
+            "display-message",
+            "-p",
+            "-t",
+            pane_id,
+            "#{pane_id} #{pane_pid} #{pane_dead}",
+        ]
+        .map(OsStr::new);
         match self.tmux("display-message", &args) {
             Ok(output) if String::from_utf8_lossy(&output).trim_end().ends_with(" 0") => {
                 found(&output, "display-message").map(Some)
@@ -177,9 +187,14 @@ impl Server {
 
 /// Whether tmux's complaint means the pane (or its whole server) is not there.
 fn gone(why: &str) -> bool {
-    ["can't find", "no server running", "error connecting", "No such file"]
-        .iter()
-        .any(|sign| why.contains(sign))
+    [
+        "can't find",
+        "no server running",
+        "error connecting",
+        "No such file",
+    ]
+    .iter()
+    .any(|sign| why.contains(sign))
 }
 
 /// The socket of tmux's `-L NAME` for this user: `$TMUX_TMPDIR/tmux-<uid>/NAME` (or under

@@ -133,6 +133,20 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
         "agent {} in pane {} (process {})",
         spec.agent, found.pane_id, found.pane_pid
     ));
+    if spec.target.is_some()
+        && let Some(earlier) = unconfirmed_before(&dir, &spec.socket, &found.pane_id)
+    {
+        // The agent may have taken that prompt: pasting again could run it twice.
+        return refuse(
+            &writer,
+            ObservationStatus::Blocked,
+            format!(
+                "previous_submission_unconfirmed:{earlier}: the Leader looks at pane {} first; \
+                 valp never resends",
+                found.pane_id
+            ),
+        );
+    }
     let mut agent = Agent {
         server,
         found,
@@ -245,9 +259,8 @@ impl Agent {
     }
 
     fn supervise(&mut self, writer: &Writer<'_>) -> Result<ExitCode, ProcessError> {
-        let (inserted, submission) = match self.submit(writer)? {
-            Some(segments) => segments,
-            None => return Ok(ExitCode::SUCCESS),
+        let Some((inserted, submission)) = self.submit(writer)? else {
+            return Ok(ExitCode::SUCCESS);
         };
         let end = self.watch(writer, &inserted, &submission)?;
         self.finish(writer, &[inserted, submission], end)?;
@@ -271,9 +284,10 @@ impl Agent {
             Ok(Submission::Proven(proof)) => (proof, None),
             Ok(Submission::Unconfirmed { proof, why }) => (proof, Some(why)),
             Err(error) => {
+                // Nothing was typed: a window valp opened is closed with the attempt, a pane
+                // the plan targeted is left exactly as it was.
                 let reason = format!("submit_refused:{error}");
                 log(&reason);
-                self.stop("refused");
                 writer.refusal(ObservationStatus::Blocked, reason)?;
                 return Ok(None);
             }
@@ -297,9 +311,9 @@ impl Agent {
             steps: proof.steps.clone(),
             at: now(),
         };
-        let submission_bytes = record.canonical().map_err(|error| {
-            invalid(&writer.dir.join(SUBMISSION_FILE), error.to_string())
-        })?;
+        let submission_bytes = record
+            .canonical()
+            .map_err(|error| invalid(&writer.dir.join(SUBMISSION_FILE), error.to_string()))?;
         writer.write_once(SUBMISSION_FILE, &submission_bytes)?;
         let inserted = self.inserted(writer, &proof)?;
         let Some(why) = why else {
@@ -323,7 +337,9 @@ impl Agent {
         };
         // Not proven: raised to the Leader, never resent. The paste's transport proof stays.
         log(&format!("submission unconfirmed: {why}"));
-        self.stop("unconfirmed");
+        if self.ours {
+            self.stop("unconfirmed");
+        }
         let mut unproven = writer.segment(
             1,
             ProofKind::ProcessBound,
@@ -387,27 +403,6 @@ impl Agent {
         Ok(segment)
     }
 
-    /// Writes `state.json` when the reported state, its rule or the note changed.
-    fn show(&self, writer: &Writer<'_>, shown: &mut Option<StateRecord>, record: StateRecord) {
-        let changed = shown.as_ref().is_none_or(|old| {
-            (old.state.as_str(), &old.rule, &old.note, &old.screen_digest)
-                != (record.state.as_str(), &record.rule, &record.note, &record.screen_digest)
-        });
-        if !changed {
-            return;
-        }
-        let path = writer.dir.join(STATE_FILE);
-        match record.canonical() {
-            Ok(bytes) => {
-                if let Err(error) = files::write_replacing(&path, &bytes) {
-                    log(&format!("state.json: {error}"));
-                }
-            }
-            Err(error) => log(&format!("state.json: {error}")),
-        }
-        *shown = Some(record);
-    }
-
     /// Watches the agent until the attempt ends.
     fn watch(
         &mut self,
@@ -426,31 +421,19 @@ impl Agent {
             if let Some(reason) = self.control.cancel() {
                 log(&format!("cancel requested ({reason})"));
                 self.stop("cancel");
-                return Ok(End {
-                    status: ObservationStatus::Cancelled,
-                    reason: Some(format!("cancelled:{reason}")),
-                    evidence: self.evidence().0,
-                });
+                return Ok(self.end(ObservationStatus::Cancelled, &format!("cancelled:{reason}")));
             }
             if Instant::now() >= deadline {
                 log("timeout: stopping the agent");
                 self.stop("timeout");
-                return Ok(End {
-                    status: ObservationStatus::Blocked,
-                    reason: Some("timeout".to_owned()),
-                    evidence: self.evidence().0,
-                });
+                return Ok(self.end(ObservationStatus::Blocked, "timeout"));
             }
             for _ in 0..self.control.new_interrupts() {
                 self.interrupt();
             }
             let Some(sample) = self.sample() else {
                 log("the agent's pane is gone");
-                return Ok(End {
-                    status: ObservationStatus::Blocked,
-                    reason: Some("agent_exited".to_owned()),
-                    evidence: self.evidence().0,
-                });
+                return Ok(self.end(ObservationStatus::Blocked, "agent_exited"));
             };
             let state = debouncer.sample(sample.read.state, self.elapsed_ms());
             if state != reported {
@@ -461,11 +444,7 @@ impl Agent {
                 }
             }
             if state == AgentState::Exited {
-                return Ok(End {
-                    status: ObservationStatus::Blocked,
-                    reason: Some("agent_exited".to_owned()),
-                    evidence: self.evidence().0,
-                });
+                return Ok(self.end(ObservationStatus::Blocked, "agent_exited"));
             }
             // The submission proof saw the agent leave idle, so idle now is idle after working.
             if state == AgentState::Idle {
@@ -502,7 +481,7 @@ impl Agent {
                 .map_or((None, None), |(name, line)| {
                     (Some(name.clone()), Some(*line as u64))
                 });
-            self.show(
+            show(
                 writer,
                 &mut shown,
                 StateRecord {
@@ -518,6 +497,15 @@ impl Agent {
                 },
             );
             std::thread::sleep(SAMPLE);
+        }
+    }
+
+    /// An end that is not completion, with the expected evidence as it is now.
+    fn end(&self, status: ObservationStatus, reason: &str) -> End {
+        End {
+            status,
+            reason: Some(reason.to_owned()),
+            evidence: self.evidence().0,
         }
     }
 
@@ -544,21 +532,32 @@ impl Agent {
         (records, missing)
     }
 
-    /// Presses the profile's interrupt keys and watches the agent leave working.
+    /// Presses the profile's interrupt keys and watches the agent return to its prompt.
     fn interrupt(&mut self) {
-        let before = self.last.as_ref().map(|last| last.digest.clone()).unwrap_or_default();
+        self.interrupt_as("interrupt");
+    }
+
+    /// [`Self::interrupt`], recorded as the action `action`.
+    fn interrupt_as(&mut self, action: &str) {
+        let before = self
+            .last
+            .as_ref()
+            .map(|last| last.digest.clone())
+            .unwrap_or_default();
         let names = self.profile.interrupt_keys.clone();
         let keys: Vec<&str> = names.iter().map(String::as_str).collect();
         let pressed = self.server.pane(&self.found.pane_id).press(&keys);
         let deadline = Instant::now() + INTERRUPT_PATIENCE;
         let mut observed = AgentState::Unknown;
+        // Confirmed once the agent is back at its prompt (or gone): a screen still showing the
+        // turn or the question is the interrupt not landed yet.
         while pressed.is_ok() && Instant::now() < deadline {
             match self.sample() {
-                Some(sample) if sample.read.state == AgentState::Working => {}
-                Some(sample) => {
-                    observed = sample.read.state;
+                Some(sample) if sample.read.state == AgentState::Idle => {
+                    observed = AgentState::Idle;
                     break;
                 }
+                Some(_) => {}
                 None => {
                     observed = AgentState::Exited;
                     break;
@@ -568,12 +567,16 @@ impl Agent {
         }
         let confirmed = pressed.is_ok() && observed != AgentState::Unknown;
         log(&format!(
-            "interrupt ({}): {}",
+            "{action} ({}): {}",
             keys.join(" "),
-            if confirmed { observed.name() } else { "not confirmed" }
+            if confirmed {
+                observed.name()
+            } else {
+                "not confirmed"
+            }
         ));
         self.actions.push(Action {
-            action: "interrupt".to_owned(),
+            action: action.to_owned(),
             what: keys.join(" "),
             before,
             observed: observed.name().to_owned(),
@@ -596,9 +599,17 @@ impl Agent {
         }
     }
 
-    /// Stops the agent: C-c, the profile's exit keys, then (a pane valp started only) SIGKILL
-    /// to the pane's process group; each step is recorded with what was observed after it.
+    /// Stops the agent: C-c, the profile's exit keys, then SIGKILL to the pane's process
+    /// group; each step is recorded with what was observed after it. A pane the plan targeted
+    /// is the Leader's agent: it only gets the interrupt keys (the turn stops, the agent stays).
     fn stop(&mut self, why: &str) {
+        if !self.ours {
+            log(&format!(
+                "{why}: interrupting the targeted agent; valp never stops or kills it"
+            ));
+            self.interrupt_as(why);
+            return;
+        }
         let grace = Duration::from_millis(self.spec.grace_ms);
         let exit: Vec<String> = self.profile.exit_keys.clone();
         let steps: [(&str, Vec<&str>); 2] = [
@@ -606,7 +617,11 @@ impl Agent {
             ("exit keys", exit.iter().map(String::as_str).collect()),
         ];
         for (name, keys) in steps {
-            let before = self.last.as_ref().map(|last| last.digest.clone()).unwrap_or_default();
+            let before = self
+                .last
+                .as_ref()
+                .map(|last| last.digest.clone())
+                .unwrap_or_default();
             let pressed = self.server.pane(&self.found.pane_id).press(&keys);
             let gone = pressed.is_ok() && self.gone_within(grace);
             self.record_stop(why, &format!("{name}: {}", keys.join(" ")), before, gone);
@@ -614,18 +629,21 @@ impl Agent {
                 return;
             }
         }
-        if !self.ours {
-            log("the targeted pane is left running: valp does not kill a pane it did not start");
-            return;
-        }
-        let before = self.last.as_ref().map(|last| last.digest.clone()).unwrap_or_default();
+        let before = self
+            .last
+            .as_ref()
+            .map(|last| last.digest.clone())
+            .unwrap_or_default();
         os::signal_group(self.found.pane_pid, Signal::Kill);
         let gone = self.gone_within(grace.max(Duration::from_secs(2)));
         self.record_stop(why, "SIGKILL to the pane's process group", before, gone);
     }
 
     fn record_stop(&mut self, why: &str, what: &str, before: String, gone: bool) {
-        log(&format!("{why}: {what}: {}", if gone { "gone" } else { "still there" }));
+        log(&format!(
+            "{why}: {what}: {}",
+            if gone { "gone" } else { "still there" }
+        ));
         self.actions.push(Action {
             action: why.to_owned(),
             what: what.to_owned(),
@@ -714,6 +732,50 @@ impl Agent {
             end.reason,
         )
     }
+}
+
+/// The attempt folder (beside `dir`) whose unconfirmed submission went to `pane_id` on
+/// `socket`, if any.
+fn unconfirmed_before(dir: &Path, socket: &str, pane_id: &str) -> Option<String> {
+    let attempts = dir.parent()?;
+    std::fs::read_dir(attempts)
+        .ok()?
+        .flatten()
+        .filter(|entry| entry.path() != dir)
+        .find_map(|entry| {
+            let proof = super::read_record::<SubmissionProof>(&entry.path(), SUBMISSION_FILE);
+            proof
+                .ok()
+                .flatten()
+                .filter(|proof| !proof.proven && proof.socket == socket && proof.pane_id == pane_id)
+                .map(|proof| proof.attempt_id)
+        })
+}
+
+/// Writes `state.json` when the reported state, its rule or the note changed.
+fn show(writer: &Writer<'_>, shown: &mut Option<StateRecord>, record: StateRecord) {
+    let changed = shown.as_ref().is_none_or(|old| {
+        (old.state.as_str(), &old.rule, &old.note, &old.screen_digest)
+            != (
+                record.state.as_str(),
+                &record.rule,
+                &record.note,
+                &record.screen_digest,
+            )
+    });
+    if !changed {
+        return;
+    }
+    let path = writer.dir.join(STATE_FILE);
+    match record.canonical() {
+        Ok(bytes) => {
+            if let Err(error) = files::write_replacing(&path, &bytes) {
+                log(&format!("state.json: {error}"));
+            }
+        }
+        Err(error) => log(&format!("state.json: {error}")),
+    }
+    *shown = Some(record);
 }
 
 /// The next observation sequence of the folder.
