@@ -1,6 +1,6 @@
 //! The tmux adapter end to end with real tmux and the demo agent (`valp demo-agent`), as a
 //! person runs it: publish a plan with `adapter = "tmux"` items, `valp run`, review. Each
-//! project has its own private tmux server (`<control root>/runtime/tmux/server.sock`), so no
+//! project has its own private tmux server (`<control root>/runtime/tmux/.server.sock`), so no
 //! test touches the user's tmux. tmux is required: a missing tmux fails these tests.
 //!
 //! What is checked is what really happened: the journal's evidence holds every submission's
@@ -75,12 +75,12 @@ fn steps(dir: &Path) -> Vec<String> {
 
 /// Whether valp's private tmux server of the project still runs.
 fn server_runs(project: &Project) -> bool {
-    let socket = project.control_root().join("runtime/tmux/server.sock");
+    let socket = project.control_root().join("runtime/tmux/.server.sock");
     tmux_at(&socket, &["list-sessions"]).status.success()
 }
 
 fn kill_server(project: &Project) {
-    let socket = project.control_root().join("runtime/tmux/server.sock");
+    let socket = project.control_root().join("runtime/tmux/.server.sock");
     let _ = tmux_at(&socket, &["kill-server"]);
 }
 
@@ -250,7 +250,7 @@ fn pane_of(dir: &Path) -> String {
 }
 
 fn private_socket(project: &Project) -> PathBuf {
-    project.control_root().join("runtime/tmux/server.sock")
+    project.control_root().join("runtime/tmux/.server.sock")
 }
 
 #[test]
@@ -574,4 +574,28 @@ fn wait_until_long(what: &str, mut condition: impl FnMut() -> bool) {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+#[test]
+fn the_agents_example_runs_to_done() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let text =
+        std::fs::read_to_string(valp_tests::workspace_root().join("examples/plans/agents.toml"))
+            .unwrap();
+    project.publish("agents", &text);
+    let ran = project.ok(&["run", "--timeout", "180"]);
+    assert!(ran.contains("agents: reviewing"), "{ran}");
+    project.ok(&["review", "agents", "pass"]);
+    project.ok(&["run"]);
+    assert_eq!(project.task_status("agents"), "done");
+    for file in ["draft", "review", "summary"] {
+        assert!(
+            project
+                .path()
+                .join(format!("target/agents/{file}.md"))
+                .is_file()
+        );
+    }
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }

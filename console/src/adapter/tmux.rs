@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! <control root>/runtime/tmux/
-//!   server.sock                 valp's private tmux server (one per installation)
+//!   .server.sock                valp's private tmux server (one per installation)
 //!   attempts/<H>/               H = attempt_folder(attempt_id)
 //!     request.json              AdapterRequest (submit)                          System
 //!     run.json                  valp-tmux-run-spec.v1: agent, command|target,
@@ -49,8 +49,9 @@ pub use records::{CompletionProof, Record, StateRecord, SubmissionProof, TmuxSpe
 
 /// The adapter's name in the control root (`runtime/tmux/`).
 pub const ADAPTER_ID: &str = "tmux";
-/// valp's private tmux server, relative to the control root.
-pub const SERVER_SOCKET: &str = "runtime/tmux/server.sock";
+/// valp's private tmux server, relative to the control root (a dot name: the file watcher
+/// ignores it, as it is a socket and holds no observations).
+pub const SERVER_SOCKET: &str = "runtime/tmux/.server.sock";
 /// The session valp's agent windows go into.
 pub const SESSION: &str = "valp";
 /// `proofs/dispatch_inserted.json`

@@ -868,7 +868,13 @@ impl Driver {
             tmux::server::named_socket,
         );
         let (command, target) = match run.pane {
-            TmuxPane::Command(argv) => (Some(argv), None),
+            TmuxPane::Command(mut argv) => {
+                // `valp` is this valp (the demo agent, hooks), whatever PATH holds.
+                if argv.first().is_some_and(|program| program == "valp") {
+                    argv[0] = self.valp_binary.display().to_string();
+                }
+                (Some(argv), None)
+            }
             TmuxPane::Target(pane) => (None, Some(pane)),
         };
         let spec = tmux::TmuxSpec {

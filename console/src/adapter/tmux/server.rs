@@ -2,7 +2,7 @@
 //! creating the session, and with it the server, when it is not there), find a pane the plan
 //! targets, tell whether a pane is still there, close a window valp opened.
 //!
-//! valp's own server lives on a socket in the control root (`runtime/tmux/server.sock`) and is
+//! valp's own server lives on a socket in the control root (`runtime/tmux/.server.sock`) and is
 //! started with `-f /dev/null`, so the user's configuration cannot change what valp reads; it
 //! ends by itself when its last window closes. valp only ever closes panes it opened.
 
