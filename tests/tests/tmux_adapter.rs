@@ -599,3 +599,83 @@ fn the_agents_example_runs_to_done() {
     }
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }
+
+/// Publishes a one-item plan whose agent `agent` is started by `command`, steps the runner
+/// (with `path` as PATH) until the task blocks, and returns the first attempt's observation.
+fn first_refusal(
+    project: &Project,
+    agent: &str,
+    command: &[&str],
+    path: &str,
+) -> serde_json::Value {
+    let run = format!(
+        "[work_items.run]\nadapter = \"tmux\"\nagent = \"{agent}\"\ncommand = [{}]\n\
+         prompt = \"hello\"\ntimeout_seconds = 60\n",
+        command
+            .iter()
+            .map(|word| format!("{word:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    project.publish(
+        "setup",
+        &plan("setup", &work_item("go", "required", &[], &[], &run)),
+    );
+    wait_until_long("the task to block", || {
+        let ran = std::process::Command::new(valp_binary().unwrap())
+            .args(["--no-default-sockets", "run", "--once"])
+            .current_dir(project.path())
+            .env("PATH", path)
+            .env_remove("VALP_ROOT")
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        project.task_status("setup") == "blocked"
+    });
+    observations(&attempt_dir(project, "setup:go:a1")).remove(0)
+}
+
+#[test]
+fn an_agent_on_a_set_up_screen_is_refused_with_nothing_typed() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let observed = first_refusal(
+        &project,
+        "claude",
+        &[
+            "sh",
+            "-c",
+            "printf 'Do you trust the files in this folder?\\n> 1. Yes, proceed\\n'; exec sleep 600",
+        ],
+        &std::env::var("PATH").unwrap(),
+    );
+    assert_eq!(observed["status"], "blocked");
+    assert_eq!(
+        observed["reason"],
+        "submit_refused:not submitted (nothing typed): agent unknown (folder trust dialog \
+         (set-up needed)): it shows a set-up screen (trust, API key, first run) that only the \
+         Leader answers"
+    );
+}
+
+#[test]
+fn a_missing_tmux_is_a_refusal_not_a_crash() {
+    let project = Project::new();
+    let empty = tempfile::tempdir().unwrap();
+    let observed = first_refusal(
+        &project,
+        "demo",
+        &["valp", "demo-agent"],
+        &empty.path().display().to_string(),
+    );
+    assert_eq!(observed["status"], "blocked");
+    assert_eq!(
+        observed["reason"],
+        "tmux_failed:tmux is not installed (not found: tmux)"
+    );
+    assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
+}

@@ -188,3 +188,107 @@ pub fn terminate_orphan(dir: &Path) -> Result<bool, ProcessError> {
         _ => Ok(false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(cwd: &Path) -> TmuxSpec {
+        TmuxSpec {
+            schema_version: records::SPEC_SCHEMA.to_owned(),
+            agent: "demo".to_owned(),
+            command: Some(vec!["valp".to_owned(), "demo-agent".to_owned()]),
+            target: None,
+            prompt: "write @a.md".to_owned(),
+            socket: cwd.join("s").display().to_string(),
+            session: SESSION.to_owned(),
+            window: "w".to_owned(),
+            cwd: cwd.display().to_string(),
+            env: agent_env(cwd, ["t", "w", "t:w:a1"]),
+            timeout_ms: 1000,
+            grace_ms: 100,
+            expected_evidence: vec!["a.md".to_owned()],
+        }
+    }
+
+    fn request(digest: &str, expected: &[&str]) -> AdapterRequest {
+        AdapterRequest::new(
+            Operation::Submit,
+            "inst",
+            1,
+            "t",
+            "w",
+            "t:w:a1",
+            "t:w:1",
+            1,
+            digest,
+            expected.iter().map(|path| (*path).to_owned()).collect(),
+        )
+    }
+
+    #[test]
+    fn prepare_writes_the_folder_once_and_refuses_what_does_not_belong_together() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("runtime/tmux");
+        let spec = spec(temp.path());
+        let digest = sha256_digest(&spec.canonical().unwrap());
+        let dir = prepare(&root, &request(&digest, &["a.md"]), &spec).unwrap();
+        assert_eq!(dir, root.join("attempts").join(attempt_folder("t:w:a1")));
+        assert_eq!(
+            process::folder_adapter(&dir),
+            Some(ADAPTER_ID),
+            "a tmux attempt folder is a supervised adapter's"
+        );
+        assert_eq!(
+            TmuxSpec::decode(&std::fs::read(dir.join(process::RUN_FILE)).unwrap()).unwrap(),
+            spec
+        );
+        // The same request and spec again: a no-op.
+        assert_eq!(
+            prepare(&root, &request(&digest, &["a.md"]), &spec).unwrap(),
+            dir
+        );
+        let refused =
+            |request: &AdapterRequest, spec: &TmuxSpec| match prepare(&root, request, spec) {
+                Err(ProcessError::Refused(reason)) => reason,
+                other => panic!("not refused: {other:?}"),
+            };
+        assert_eq!(
+            refused(&request(&sha256_digest(b"other"), &["a.md"]), &spec),
+            "the request's payload_digest is not the run spec's digest"
+        );
+        assert_eq!(
+            refused(&request(&digest, &["b.md"]), &spec),
+            "the request and the run spec expect different evidence"
+        );
+        let mut bad = spec.clone();
+        bad.target = Some("%1".to_owned());
+        assert_eq!(
+            refused(&request(&digest, &["a.md"]), &bad),
+            "run spec: invalid_spec:exactly one of command (non-empty) and target"
+        );
+    }
+
+    #[test]
+    fn the_agent_environment_names_the_attempt_under_the_four_names() {
+        let env = agent_env(Path::new("/p/.valp"), ["t", "w", "t:w:a1"]);
+        let pairs: Vec<(&str, &str)> = env
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("VALP_ATTEMPT_ID", "t:w:a1"),
+                ("VALP_CONTROL_ROOT", "/p/.valp"),
+                ("VALP_TASK_ID", "t"),
+                ("VALP_WORK_ITEM_ID", "w"),
+            ]
+        );
+        assert_eq!(runtime_identity("%3", 42), "tmux:%3:42");
+        assert_eq!(
+            process::folder_adapter(Path::new("/x/runtime/external/attempts/h")),
+            None
+        );
+    }
+}

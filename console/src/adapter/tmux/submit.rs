@@ -4,7 +4,8 @@
 //! [`submit`] does, in order, and records each step with the screen's content digest:
 //! 1. waits until the profile reads the agent idle (debounced) with an empty input line; it
 //!    refuses, having typed nothing, when the agent is blocked on a question (an Enter would
-//!    answer it), on a set-up screen (`unknown`), or does not settle in time;
+//!    answer it), on a set-up screen a rule recognises (`unknown` with a rule: at once), or does
+//!    not settle in time;
 //! 2. pastes the prompt (`load-buffer` + `paste-buffer -p`), never `send-keys` of its text;
 //! 3. reads the pane back and checks the inserted text as the profile says ([`Readback`]):
 //!    the *inserted* proof, transport only;
@@ -191,7 +192,7 @@ pub fn submit(
     let ready = run.wait(patience, |read, now| {
         last = Some(read.clone());
         let settled = debouncer.sample(read.state, now) == AgentState::Idle;
-        settled || matches!(read.state, AgentState::Blocked | AgentState::Exited)
+        settled || matches!(read.state, AgentState::Blocked | AgentState::Exited) || set_up(read)
     })?;
     let Some((read, digest)) = ready else {
         let last = last.unwrap_or_else(unknown_reading);
@@ -208,6 +209,12 @@ pub fn submit(
             ));
         }
         AgentState::Exited => return Err(refused(&read, "it is gone")),
+        _ if set_up(&read) => {
+            return Err(refused(
+                &read,
+                "it shows a set-up screen (trust, API key, first run) that only the Leader answers",
+            ));
+        }
         _ if read.input.as_deref() != Some("") => {
             return Err(refused(
                 &read,
@@ -275,6 +282,12 @@ pub fn submit(
             why: "the agent did not leave idle with its input cleared after Enter".to_owned(),
         }),
     }
+}
+
+/// Whether the screen is a set-up dialog a profile rule recognised (`unknown` with a rule):
+/// valp never types into one, and waiting does not make it go away.
+fn set_up(read: &Classification) -> bool {
+    read.state == AgentState::Unknown && read.rule.is_some()
 }
 
 fn unknown_reading() -> Classification {
