@@ -263,7 +263,7 @@ fn a_pane_killed_mid_attempt_is_a_recorded_failure() {
         &["kill-pane", "-t", &pane_of(&dir)],
     );
     assert!(killed.status.success());
-    wait_until("the final observation", || observations(&dir).len() == 2);
+    wait_until_long("the final observation", || observations(&dir).len() == 2);
     let last = observations(&dir).pop().unwrap();
     assert_eq!(last["status"], "blocked");
     assert_eq!(last["reason"], "agent_exited");

@@ -20,6 +20,7 @@
 //!                                    screen digest after each                     supervisor
 //!     proofs/completion.json         how it ended, expected evidence digests      supervisor
 //!     state.json                     the agent's state, rule, sample time, tail   supervisor
+//!     .pane-output                   the pane's output, piped, emptied when read  tmux
 //!     observations/000001.json       accepted (submission proven) or blocked
 //!     observations/00000N.json       waiting ("runtime idle, evidence missing"), then the
 //!                                    final one (completed / blocked / cancelled)
@@ -62,6 +63,9 @@ pub const SUBMISSION_FILE: &str = "proofs/submission.json";
 pub const COMPLETION_FILE: &str = "proofs/completion.json";
 /// `state.json`
 pub const STATE_FILE: &str = "state.json";
+/// `.pane-output`: what the agent's pane prints, piped by tmux and emptied by the supervisor
+/// as it reads the screen (a dot name: the file watcher ignores it).
+pub const OUTPUT_FILE: &str = ".pane-output";
 /// Milliseconds each step of a stop waits for the agent to go.
 pub const DEFAULT_GRACE_MS: u64 = 3000;
 /// The environment variables set in the agent's window, in this order: control root, task,

@@ -130,6 +130,19 @@ impl Pane {
         Ok(())
     }
 
+    /// Has tmux append everything the pane's program prints to `file` (`pipe-pane -o`, through
+    /// `cat`), so a watcher can tell a silent pane from a busy one without asking tmux. The
+    /// path is quoted for the shell tmux runs the pipe command with.
+    pub fn pipe_output(&self, file: &Path) -> Result<(), PaneError> {
+        let quoted = file.display().to_string().replace('\'', "'\\''");
+        let command = format!("exec cat >> '{quoted}'");
+        self.tmux(
+            "pipe-pane",
+            &["pipe-pane", "-o", "-t", &self.target, &command].map(OsStr::new),
+        )
+        .map(drop)
+    }
+
     /// Presses `keys` in order; each must be one of [`KEYS`].
     pub fn press(&self, keys: &[&str]) -> Result<(), PaneError> {
         if let Some(key) = keys.iter().find(|key| !KEYS.contains(key)) {

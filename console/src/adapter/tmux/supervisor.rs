@@ -8,7 +8,10 @@
 //!   `process_bound` segment of the submission; a refused submission (the agent blocked, on a
 //!   set-up screen, not settling) is `blocked` with nothing typed, an unconfirmed one is
 //!   `blocked` with reason `submission_unconfirmed:…`: raised, never resent;
-//! - then, sampling the screen (`capture-pane`; an unchanged screen is not classified again):
+//! - then, watching the screen: a pane valp started pipes its output to `.pane-output`
+//!   (`pipe-pane`), so a quiet pane costs a `stat` per tick and is captured only when it
+//!   printed (or every 5 s); a targeted pane is captured every tick; an unchanged screen is
+//!   never classified again. Then:
 //!   idle (debounced by the profile) after working with every expected file present ends the
 //!   attempt `completed`; idle with a file missing is noted "runtime idle, evidence missing"
 //!   (a `waiting` observation, not completion) and supervision goes on; the pane gone is
@@ -34,7 +37,8 @@ use super::screen::tail;
 use super::server::{Found, Server, Window};
 use super::submit::{self, Proof, Submission};
 use super::{
-    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, STATE_FILE, SUBMISSION_FILE, runtime_identity,
+    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, OUTPUT_FILE, STATE_FILE, SUBMISSION_FILE,
+    runtime_identity,
 };
 use crate::adapter::abi::{AdapterRequest, ObservationStatus, ProofKind, ProvenanceSegment};
 use crate::adapter::files;
@@ -48,8 +52,11 @@ use crate::agent::classify::{Classification, Debouncer, classify};
 use crate::agent::profile::{AgentState, Profile};
 use crate::clock::{Clock, SystemClock};
 
-/// How often the screen is sampled.
-const SAMPLE: Duration = Duration::from_millis(200);
+/// How often the agent is looked at (a `stat` of its output pipe; a capture when it printed).
+const SAMPLE: Duration = Duration::from_millis(50);
+/// The longest a quiet pane goes without a capture (a screen can change without output:
+/// a resize).
+const FULL_CAPTURE: Duration = Duration::from_secs(5);
 /// How long one tmux call may take.
 const TMUX_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the agent may take to reach its prompt, and each submission step.
@@ -147,16 +154,28 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
             ),
         );
     }
+    let ours = spec.command.is_some();
+    // A pane valp started tells of its output through a pipe; a targeted pane's one pipe is
+    // the Leader's, so it is sampled instead.
+    let output = ours
+        .then(|| dir.join(OUTPUT_FILE))
+        .filter(|file| {
+            std::fs::write(file, b"").is_ok()
+                && server.pane(&found.pane_id).pipe_output(file).is_ok()
+        });
     let mut agent = Agent {
+        pane_ticks: os::stat(found.pane_pid).map(|stat| stat.start_ticks),
         server,
         found,
-        ours: spec.command.is_some(),
+        ours,
         profile,
         spec,
         control,
         started: Instant::now(),
         actions: Vec::new(),
         last: None,
+        output,
+        captured_at: Instant::now(),
     };
     let result = agent.supervise(&writer);
     // Whatever happened, a window valp opened does not outlive its attempt.
@@ -214,6 +233,12 @@ struct Agent {
     started: Instant,
     actions: Vec<Action>,
     last: Option<Sample>,
+    /// Where the pane's output is piped (`None`: sample every time).
+    output: Option<std::path::PathBuf>,
+    /// The pane process's start time, to see it gone without asking tmux.
+    pane_ticks: Option<u64>,
+    /// When the screen was last captured.
+    captured_at: Instant,
 }
 
 impl Agent {
@@ -225,12 +250,46 @@ impl Agent {
         runtime_identity(&self.found.pane_id, self.found.pane_pid)
     }
 
-    /// Reads the screen (classifying it only when it changed); `None` once the pane is gone.
+    /// Whether nothing can have changed since the last capture: the pane's output pipe is
+    /// empty, its process runs, and the last capture is recent. Costs a `stat`, not a tmux
+    /// client. Output found is consumed (the file is emptied), so the next tick is quiet again.
+    fn quiet(&self) -> bool {
+        let Some(file) = &self.output else {
+            return false;
+        };
+        if self.captured_at.elapsed() >= FULL_CAPTURE {
+            return false;
+        }
+        let running = os::stat(self.found.pane_pid)
+            .is_some_and(|stat| Some(stat.start_ticks) == self.pane_ticks && stat.is_running());
+        if !running {
+            return false;
+        }
+        match std::fs::metadata(file) {
+            Ok(meta) if meta.len() == 0 => true,
+            Ok(_) => {
+                // `cat` appends: emptying the file under it loses nothing the capture misses.
+                let _ = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(file)
+                    .and_then(|file| file.set_len(0));
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Reads the screen (classifying it only when it changed; not at all while the pane is
+    /// quiet); `None` once the pane is gone.
     fn sample(&mut self) -> Option<Sample> {
+        if let Some(last) = self.last.as_ref().filter(|_| self.quiet()) {
+            return Some(last.clone());
+        }
         let mut failures = 0;
         loop {
             match self.server.pane(&self.found.pane_id).capture() {
                 Ok(screen) => {
+                    self.captured_at = Instant::now();
                     let digest = sha256_digest(screen.as_bytes());
                     if let Some(last) = self.last.as_ref().filter(|last| last.digest == digest) {
                         return Some(last.clone());
