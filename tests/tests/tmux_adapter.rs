@@ -679,3 +679,85 @@ fn a_missing_tmux_is_a_refusal_not_a_crash() {
     );
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }
+
+/// utime + stime + cutime + cstime of `pid`, in clock ticks (0 once it is gone).
+fn cpu_ticks(pid: u64) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let fields: Vec<u64> = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .skip(11)
+                .take(4)
+                .map(|field| field.parse().unwrap_or(0))
+                .collect();
+            Some(fields.iter().sum())
+        })
+        .unwrap_or(0)
+}
+
+/// A measurement, not a check of behaviour (`--ignored`; ARCHITECTURE.md "Performance
+/// (execution lane)" quotes it): 20 demo agents, each submitted its prompt and then waiting on
+/// its question (a screen that no longer changes), and the CPU their 20 supervisors and the
+/// tmux server use over 20 s, as a share of one core.
+#[test]
+#[ignore = "a measurement of about a minute; run with --ignored"]
+fn twenty_idle_agents_cost_the_supervisors_little_cpu() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let ids: Vec<String> = (0..20).map(|n| format!("a{n}")).collect();
+    let body: String = ids
+        .iter()
+        .map(|id| {
+            agent_item(
+                id,
+                &[],
+                &[&format!("out/{id}.md")],
+                &format!("Write @out/{id}.md"),
+                (7, "always"),
+            )
+        })
+        .collect();
+    project.publish(
+        "idle",
+        &format!("{}[execution]\nmax_concurrency = 20\n", plan("idle", &body)),
+    );
+    let dirs: Vec<PathBuf> = ids
+        .iter()
+        .map(|id| attempt_dir(&project, &format!("idle:{id}:a1")))
+        .collect();
+    wait_until_long("20 agents waiting on their question", || {
+        project.ok(&["run", "--once"]);
+        dirs.iter().all(|dir| state(dir)["state"] == "blocked")
+    });
+    let mut pids: Vec<u64> = dirs
+        .iter()
+        .map(|dir| json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap())
+        .collect();
+    let server = tmux_at(
+        &private_socket(&project),
+        &["display-message", "-p", "#{pid}"],
+    );
+    pids.push(
+        String::from_utf8_lossy(&server.stdout)
+            .trim()
+            .parse()
+            .unwrap(),
+    );
+    let before: Vec<u64> = pids.iter().map(|&pid| cpu_ticks(pid)).collect();
+    let window = std::time::Duration::from_secs(20);
+    std::thread::sleep(window);
+    let after: Vec<u64> = pids.iter().map(|&pid| cpu_ticks(pid)).collect();
+    let supervisors: u64 = (0..20).map(|index| after[index] - before[index]).sum();
+    let server = after[20] - before[20];
+    // Clock ticks are 1/100 s on Linux: ticks over 20 s are hundredths of a core-second.
+    let share = |ticks: u64| ticks as f64 / (window.as_secs_f64() * 100.0) * 100.0;
+    eprintln!(
+        "20 idle agents over {window:?}: supervisors {:.2} % of one core, tmux server {:.2} %",
+        share(supervisors),
+        share(server)
+    );
+    project.ok(&["cancel", "idle"]);
+}

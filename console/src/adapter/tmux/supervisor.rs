@@ -10,7 +10,7 @@
 //!   `blocked` with reason `submission_unconfirmed:…`: raised, never resent;
 //! - then, watching the screen: a pane valp started pipes its output to `.pane-output`
 //!   (`pipe-pane`), so a quiet pane costs a `stat` per tick and is captured only when it
-//!   printed (or every 5 s); a targeted pane is captured every tick; an unchanged screen is
+//!   printed (or every 30 s); a targeted pane is captured every tick; an unchanged screen is
 //!   never classified again. Then:
 //!   idle (debounced by the profile) after working with every expected file present ends the
 //!   attempt `completed`; idle with a file missing is noted "runtime idle, evidence missing"
@@ -26,6 +26,7 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use valp_kernel::canonical::sha256_digest;
@@ -53,10 +54,12 @@ use crate::agent::profile::{AgentState, Profile};
 use crate::clock::{Clock, SystemClock};
 
 /// How often the agent is looked at (a `stat` of its output pipe; a capture when it printed).
-const SAMPLE: Duration = Duration::from_millis(50);
+const SAMPLE: Duration = Duration::from_millis(100);
+/// Ticks between two looks at the control folder and the pane's process.
+const CONTROL_EVERY: u64 = 5;
 /// The longest a quiet pane goes without a capture (a screen can change without output:
-/// a resize).
-const FULL_CAPTURE: Duration = Duration::from_secs(5);
+/// a resize). Its process going away is seen at once (`/proc`), output at the next tick.
+const FULL_CAPTURE: Duration = Duration::from_secs(30);
 /// How long one tmux call may take.
 const TMUX_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the agent may take to reach its prompt, and each submission step.
@@ -157,12 +160,9 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
     let ours = spec.command.is_some();
     // A pane valp started tells of its output through a pipe; a targeted pane's one pipe is
     // the Leader's, so it is sampled instead.
-    let output = ours
-        .then(|| dir.join(OUTPUT_FILE))
-        .filter(|file| {
-            std::fs::write(file, b"").is_ok()
-                && server.pane(&found.pane_id).pipe_output(file).is_ok()
-        });
+    let output = ours.then(|| dir.join(OUTPUT_FILE)).filter(|file| {
+        std::fs::write(file, b"").is_ok() && server.pane(&found.pane_id).pipe_output(file).is_ok()
+    });
     let mut agent = Agent {
         pane_ticks: os::stat(found.pane_pid).map(|stat| stat.start_ticks),
         server,
@@ -209,7 +209,7 @@ fn load_spec(dir: &Path, request: &AdapterRequest) -> Result<TmuxSpec, String> {
 }
 
 /// The last screen read: its digest, what the profile read, its tail.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Sample {
     digest: String,
     read: Classification,
@@ -232,7 +232,7 @@ struct Agent {
     control: Control,
     started: Instant,
     actions: Vec<Action>,
-    last: Option<Sample>,
+    last: Option<Rc<Sample>>,
     /// Where the pane's output is piped (`None`: sample every time).
     output: Option<std::path::PathBuf>,
     /// The pane process's start time, to see it gone without asking tmux.
@@ -253,16 +253,18 @@ impl Agent {
     /// Whether nothing can have changed since the last capture: the pane's output pipe is
     /// empty, its process runs, and the last capture is recent. Costs a `stat`, not a tmux
     /// client. Output found is consumed (the file is emptied), so the next tick is quiet again.
-    fn quiet(&self) -> bool {
+    fn quiet(&self, look: bool) -> bool {
         let Some(file) = &self.output else {
             return false;
         };
         if self.captured_at.elapsed() >= FULL_CAPTURE {
             return false;
         }
-        let running = os::stat(self.found.pane_pid)
-            .is_some_and(|stat| Some(stat.start_ticks) == self.pane_ticks && stat.is_running());
-        if !running {
+        let running = || {
+            os::stat(self.found.pane_pid)
+                .is_some_and(|stat| Some(stat.start_ticks) == self.pane_ticks && stat.is_running())
+        };
+        if look && !running() {
             return false;
         }
         match std::fs::metadata(file) {
@@ -280,10 +282,10 @@ impl Agent {
     }
 
     /// Reads the screen (classifying it only when it changed; not at all while the pane is
-    /// quiet); `None` once the pane is gone.
-    fn sample(&mut self) -> Option<Sample> {
-        if let Some(last) = self.last.as_ref().filter(|_| self.quiet()) {
-            return Some(last.clone());
+    /// quiet; `look`: also check that its process runs); `None` once the pane is gone.
+    fn sample(&mut self, look: bool) -> Option<Rc<Sample>> {
+        if let Some(last) = self.last.as_ref().filter(|_| self.quiet(look)) {
+            return Some(Rc::clone(last));
         }
         let mut failures = 0;
         loop {
@@ -292,14 +294,14 @@ impl Agent {
                     self.captured_at = Instant::now();
                     let digest = sha256_digest(screen.as_bytes());
                     if let Some(last) = self.last.as_ref().filter(|last| last.digest == digest) {
-                        return Some(last.clone());
+                        return Some(Rc::clone(last));
                     }
-                    let sample = Sample {
+                    let sample = Rc::new(Sample {
                         digest,
                         read: classify(&self.profile, &screen),
                         tail: tail(&screen),
-                    };
-                    self.last = Some(sample.clone());
+                    });
+                    self.last = Some(Rc::clone(&sample));
                     return Some(sample);
                 }
                 Err(error) => {
@@ -471,13 +473,18 @@ impl Agent {
     ) -> Result<End, ProcessError> {
         let deadline = self.started + Duration::from_millis(self.spec.timeout_ms);
         let mut debouncer = Debouncer::new(self.profile.idle_debounce_ms);
-        let mut shown: Option<StateRecord> = None;
+        let mut shown: Option<(AgentState, String, Option<String>)> = None;
         let mut since = now();
         let mut reported = AgentState::Starting;
         let mut noted: Option<String> = None;
         let mut sequence = 1;
+        let mut tick: u64 = 0;
         loop {
-            if let Some(reason) = self.control.cancel() {
+            tick = tick.wrapping_add(1);
+            // The control folder is read every few ticks: a cancel or an interrupt waits at
+            // most that long, and a quiet tick costs one `stat`.
+            let look = tick % CONTROL_EVERY == 0;
+            if let Some(reason) = self.control.cancel().filter(|_| look) {
                 log(&format!("cancel requested ({reason})"));
                 self.stop("cancel");
                 return Ok(self.end(ObservationStatus::Cancelled, &format!("cancelled:{reason}")));
@@ -487,10 +494,14 @@ impl Agent {
                 self.stop("timeout");
                 return Ok(self.end(ObservationStatus::Blocked, "timeout"));
             }
-            for _ in 0..self.control.new_interrupts() {
+            for _ in 0..if look {
+                self.control.new_interrupts()
+            } else {
+                0
+            } {
                 self.interrupt();
             }
-            let Some(sample) = self.sample() else {
+            let Some(sample) = self.sample(look) else {
                 log("the agent's pane is gone");
                 return Ok(self.end(ObservationStatus::Blocked, "agent_exited"));
             };
@@ -533,28 +544,32 @@ impl Agent {
                     noted = Some(note);
                 }
             }
-            let (rule, line) = sample
-                .read
-                .rule
-                .as_ref()
-                .map_or((None, None), |(name, line)| {
-                    (Some(name.clone()), Some(*line as u64))
-                });
-            show(
-                writer,
-                &mut shown,
-                StateRecord {
-                    schema_version: StateRecord::SCHEMA.to_owned(),
-                    state: state.name().to_owned(),
-                    rule,
-                    line,
-                    since: since.clone(),
-                    sampled_at: now(),
-                    screen_digest: sample.digest.clone(),
-                    note: noted.clone(),
-                    tail: sample.tail.clone(),
-                },
-            );
+            // The screen (its digest) decides the rule, so this is all that can change.
+            let key = (state, sample.digest.clone(), noted.clone());
+            if shown.as_ref() != Some(&key) {
+                let (rule, line) = sample
+                    .read
+                    .rule
+                    .as_ref()
+                    .map_or((None, None), |(name, line)| {
+                        (Some(name.clone()), Some(*line as u64))
+                    });
+                write_state(
+                    writer,
+                    &StateRecord {
+                        schema_version: StateRecord::SCHEMA.to_owned(),
+                        state: state.name().to_owned(),
+                        rule,
+                        line,
+                        since: since.clone(),
+                        sampled_at: now(),
+                        screen_digest: sample.digest.clone(),
+                        note: noted.clone(),
+                        tail: sample.tail.clone(),
+                    },
+                );
+                shown = Some(key);
+            }
             std::thread::sleep(SAMPLE);
         }
     }
@@ -611,7 +626,7 @@ impl Agent {
         // Confirmed once the agent is back at its prompt (or gone): a screen still showing the
         // turn or the question is the interrupt not landed yet.
         while pressed.is_ok() && Instant::now() < deadline {
-            match self.sample() {
+            match self.sample(true) {
                 Some(sample) if sample.read.state == AgentState::Idle => {
                     observed = AgentState::Idle;
                     break;
@@ -811,20 +826,9 @@ fn unconfirmed_before(dir: &Path, socket: &str, pane_id: &str) -> Option<String>
         })
 }
 
-/// Writes `state.json` when the reported state, its rule or the note changed.
-fn show(writer: &Writer<'_>, shown: &mut Option<StateRecord>, record: StateRecord) {
-    let changed = shown.as_ref().is_none_or(|old| {
-        (old.state.as_str(), &old.rule, &old.note, &old.screen_digest)
-            != (
-                record.state.as_str(),
-                &record.rule,
-                &record.note,
-                &record.screen_digest,
-            )
-    });
-    if !changed {
-        return;
-    }
+/// Replaces `state.json` with `record` (a failure is logged: the console's view, not the
+/// attempt's record).
+fn write_state(writer: &Writer<'_>, record: &StateRecord) {
     let path = writer.dir.join(STATE_FILE);
     match record.canonical() {
         Ok(bytes) => {
@@ -834,7 +838,6 @@ fn show(writer: &Writer<'_>, shown: &mut Option<StateRecord>, record: StateRecor
         }
         Err(error) => log(&format!("state.json: {error}")),
     }
-    *shown = Some(record);
 }
 
 /// The next observation sequence of the folder.
