@@ -201,28 +201,8 @@ pub fn submit(
             "the agent did not settle at its prompt in time",
         ));
     };
-    match read.state {
-        AgentState::Blocked => {
-            return Err(refused(
-                &read,
-                "it waits for an answer; Enter would answer it",
-            ));
-        }
-        AgentState::Exited => return Err(refused(&read, "it is gone")),
-        _ if set_up(&read) => {
-            return Err(refused(
-                &read,
-                "it shows a set-up screen (trust, API key, first run) that only the Leader answers",
-            ));
-        }
-        _ if read.input.as_deref() != Some("") => {
-            return Err(refused(
-                &read,
-                "its input line is not empty (someone's draft would merge with the prompt)",
-            ));
-        }
-        _ => run.record("idle, input empty", digest),
-    }
+    ready_for_a_prompt(&read)?;
+    run.record("idle, input empty", digest);
     // 2. Paste.
     let file = scratch.join(format!("prompt-{}.txt", std::process::id()));
     std::fs::write(&file, prompt).map_err(|error| SubmitError::Stage {
@@ -282,6 +262,22 @@ pub fn submit(
             why: "the agent did not leave idle with its input cleared after Enter".to_owned(),
         }),
     }
+}
+
+/// Refuses, with the reason, a settled reading that is not an idle agent with an empty input.
+fn ready_for_a_prompt(read: &Classification) -> Result<(), SubmitError> {
+    let why = match read.state {
+        AgentState::Blocked => "it waits for an answer; Enter would answer it",
+        AgentState::Exited => "it is gone",
+        _ if set_up(read) => {
+            "it shows a set-up screen (trust, API key, first run) that only the Leader answers"
+        }
+        _ if read.input.as_deref() != Some("") => {
+            "its input line is not empty (someone's draft would merge with the prompt)"
+        }
+        _ => return Ok(()),
+    };
+    Err(refused(read, why))
 }
 
 /// Whether the screen is a set-up dialog a profile rule recognised (`unknown` with a rule):

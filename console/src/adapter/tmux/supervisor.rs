@@ -483,7 +483,7 @@ impl Agent {
             tick = tick.wrapping_add(1);
             // The control folder is read every few ticks: a cancel or an interrupt waits at
             // most that long, and a quiet tick costs one `stat`.
-            let look = tick % CONTROL_EVERY == 0;
+            let look = tick.is_multiple_of(CONTROL_EVERY);
             if let Some(reason) = self.control.cancel().filter(|_| look) {
                 log(&format!("cancel requested ({reason})"));
                 self.stop("cancel");
