@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use valp_console::adapter::abi::attempt_folder;
 use valp_kernel::canonical::sha256_digest;
-use valp_tests::project::{Project, item, plan, wait_until, work_item};
+use valp_tests::project::{Project, alive, item, plan, wait_until, work_item};
 use valp_tests::tmux::tmux_at;
 use valp_tests::valp_binary;
 
@@ -790,4 +790,31 @@ fn output_reaches_the_agent_state_within_a_tick_or_two() {
         delays[24], delays[48], delays[49]
     );
     project.ok(&["cancel", "fast"]);
+}
+
+#[test]
+fn a_dead_supervisor_fails_its_attempt_and_its_agent_window_is_closed() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let dir = blocked_agent(&project, "orphan");
+    let supervisor = json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap();
+    let agent = json(&dir.join("proofs/submission.json"))["pane_pid"]
+        .as_u64()
+        .unwrap();
+    let agent = u32::try_from(agent).unwrap();
+    assert!(alive(agent));
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut ran = String::new();
+    wait_until_long("the lost supervisor's attempt to fail", || {
+        ran.push_str(&project.ok(&["run", "--once"]));
+        ran.contains("orphan  attempt_fenced  (ask attempt 1 failed)")
+    });
+    // The first attempt's agent is gone with its window (the retry has its own; pane ids
+    // start again at %0 once the server had ended, so the agent's process tells).
+    wait_until("the orphaned agent to end", || !alive(agent));
+    project.ok(&["cancel", "orphan"]);
 }

@@ -386,8 +386,19 @@ impl Driver {
                 reports.insert(id, report);
                 continue;
             }
-            let dir = self.dir_of(self.adapter_of(&slots.work_item_id), &id);
+            let adapter = self.adapter_of(&slots.work_item_id);
+            let dir = self.dir_of(adapter, &id);
             let state = state_of(&dir);
+            if adapter == Adapter::Tmux && matches!(state, SupervisorState::Dead { .. }) {
+                // Nobody watches the agent any more: close the window valp opened for it (a
+                // targeted pane is left alone), so it does not work on unrecorded.
+                if let Err(error) = tmux::terminate_orphan(&dir) {
+                    self.rejections.insert(
+                        display_text(&dir.display().to_string()),
+                        display_text(&error.to_string()),
+                    );
+                }
+            }
             let observations = self.observations(body, &dir, &slots);
             let last = observations
                 .iter()
