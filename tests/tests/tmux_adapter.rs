@@ -326,6 +326,11 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     let dir = blocked_agent(&project, "stop");
     let socket = private_socket(&project);
     let pane = pane_of(&dir);
+    let status = project.ok(&["task", "status", "stop"]);
+    assert!(
+        status.contains("\n    agent blocked (permission question, line "),
+        "{status}"
+    );
     print_in_pane(&socket, &pane, HOSTILE);
     wait_until("the hostile screen to be sampled", || {
         state(&dir)["tail"].to_string().contains("done-marker")
@@ -342,6 +347,11 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     wait_until("idle without evidence", || {
         state(&dir)["note"] == "runtime idle, evidence missing: out/asked.md"
     });
+    let status = project.ok(&["task", "status", "stop"]);
+    assert!(
+        status.contains("; runtime idle, evidence missing: out/asked.md\n"),
+        "{status}"
+    );
     let waiting = &observations(&dir)[1];
     assert_eq!(waiting["status"], "waiting");
     assert_eq!(

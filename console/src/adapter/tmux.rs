@@ -160,6 +160,38 @@ pub fn read_record<T: Record>(dir: &Path, file: &str) -> Result<Option<T>, Proce
     }
 }
 
+/// What an attempt's `state.json` says, in one line for `valp task status`:
+/// `agent blocked (permission question, line 12) for 8 s; runtime idle, evidence missing: …`
+/// (`None` before the supervisor wrote it). The file's text is sanitized.
+pub fn state_line(dir: &Path, now: crate::clock::Timestamp) -> Option<String> {
+    use crate::doctor::sanitize::display_text;
+    let record = match read_record::<StateRecord>(dir, STATE_FILE) {
+        Ok(record) => record?,
+        Err(error) => {
+            return Some(format!(
+                "agent state unreadable: {}",
+                display_text(&error.to_string())
+            ));
+        }
+    };
+    let rule = match (&record.rule, record.line) {
+        (Some(rule), Some(line)) => format!(" ({}, line {line})", display_text(rule)),
+        (Some(rule), None) => format!(" ({})", display_text(rule)),
+        _ => String::new(),
+    };
+    let age = crate::clock::Timestamp::parse_rfc3339(&record.since)
+        .map(|since| format!(" for {} s", (now.millis() - since.millis()).max(0) / 1000))
+        .unwrap_or_default();
+    let note = record
+        .note
+        .map(|note| format!("; {}", display_text(&note)))
+        .unwrap_or_default();
+    Some(format!(
+        "agent {}{rule}{age}{note}",
+        display_text(&record.state)
+    ))
+}
+
 /// After a supervisor died ([`process::SupervisorState::Dead`]): closes the agent's window if
 /// valp started it and it is still the pane the submission proof names (same id and process).
 /// Returns whether it was closed. A targeted pane is never touched.
