@@ -328,8 +328,8 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// When to ask a permission question.
-        #[arg(long, value_enum, default_value_t = crate::agent::demo::Ask::Sometimes)]
-        ask: crate::agent::demo::Ask,
+        #[arg(long, value_enum, default_value_t = valp_runtime::agent::demo::Ask::Sometimes)]
+        ask: valp_runtime::agent::demo::Ask,
     },
     /// Check the kernel against reference conformance vectors.
     ///
@@ -392,7 +392,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub reason: Option<String>,
     /// Who reports (the provenance segment's adapter id).
-    #[arg(long = "as", value_name = "NAME", default_value = crate::adapter::report::DEFAULT_REPORTER)]
+    #[arg(long = "as", value_name = "NAME", default_value = valp_runtime::adapter::report::DEFAULT_REPORTER)]
     pub reporter: String,
 }
 

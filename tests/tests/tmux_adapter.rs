@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use valp_console::adapter::abi::attempt_folder;
+use valp_runtime::abi::attempt_folder;
 use valp_kernel::canonical::sha256_digest;
 use valp_tests::project::{Project, alive, item, plan, wait_until, work_item};
 use valp_tests::tmux::tmux_at;
@@ -446,10 +446,10 @@ fn a_restarted_runner_reconciles_the_running_agent_and_never_submits_twice() {
 #[test]
 fn a_targeted_agent_waiting_on_a_question_is_refused_with_nothing_typed_and_left_running() {
     use std::time::Duration;
-    use valp_console::adapter::tmux::pane::Pane;
-    use valp_console::adapter::tmux::server::named_socket;
-    use valp_console::adapter::tmux::submit::{Submission, submit};
-    use valp_console::agent::profile::Profile;
+    use valp_runtime::adapter::tmux::pane::Pane;
+    use valp_runtime::adapter::tmux::server::named_socket;
+    use valp_runtime::adapter::tmux::submit::{Submission, submit};
+    use valp_runtime::agent::profile::Profile;
     use valp_tests::tmux::TmuxServer;
 
     let project = Project::new();
@@ -483,8 +483,8 @@ fn a_targeted_agent_waiting_on_a_question_is_refused_with_nothing_typed_and_left
     );
     assert!(matches!(mine, Ok(Submission::Proven(_))), "{mine:?}");
     wait_until("the question", || {
-        valp_console::agent::classify::classify(&profile, &pane.capture().unwrap()).state
-            == valp_console::agent::profile::AgentState::Blocked
+        valp_runtime::agent::classify::classify(&profile, &pane.capture().unwrap()).state
+            == valp_runtime::agent::profile::AgentState::Blocked
     });
     let before = pane.capture().unwrap();
     let run = format!(
@@ -515,7 +515,7 @@ fn a_targeted_agent_waiting_on_a_question_is_refused_with_nothing_typed_and_left
 
 #[test]
 fn an_inserted_but_unacknowledged_prompt_is_never_delivered_and_never_resent() {
-    use valp_console::adapter::tmux::server::named_socket;
+    use valp_runtime::adapter::tmux::server::named_socket;
     use valp_tests::tmux::TmuxServer;
 
     let project = Project::new();

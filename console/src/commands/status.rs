@@ -5,7 +5,7 @@
 //! frontier position (and, for a live tmux attempt, its agent's state: `    agent …`), effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
-//! does it; see [`crate::adapter::external`]).
+//! does it; see [`valp_runtime::adapter::external`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -15,9 +15,9 @@ use valp_kernel::{ControlStatus, StateBody};
 use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
-use crate::adapter::external::{self, Inbox};
-use crate::doctor::sanitize::display_text;
-use crate::runtime::{driver, effects};
+use valp_runtime::adapter::external::{self, Inbox};
+use valp_runtime::runtime::{driver, effects};
+use valp_view::sanitize::display_text;
 
 pub(super) fn run(
     root: &ControlRoot,
@@ -103,7 +103,7 @@ fn write_task(
                     attempt.status.as_str()
                 )
             });
-        let position = crate::view::position_text(&item.position);
+        let position = valp_view::position_text(&item.position);
         writeln!(
             out,
             "  {:<20} {:<9} {:<10} {:<20} {}",
@@ -129,14 +129,14 @@ fn write_task(
 }
 
 /// The state of the terminal agent of a work item's live tmux attempt, as its supervisor last
-/// wrote it ([`crate::adapter::tmux::state_line`]).
+/// wrote it ([`valp_runtime::adapter::tmux::state_line`]).
 fn agent_state(
     root: &ControlRoot,
     body: &StateBody,
     work_item: &valp_kernel::Identity,
 ) -> Option<String> {
-    use crate::adapter::tmux;
-    use crate::clock::Clock as _;
+    use valp_runtime::adapter::tmux;
+    use valp_runtime::clock::Clock as _;
     let attempt = body.work_item(work_item)?.current_attempt.as_ref()?;
     if !attempt.status.is_live() {
         return None;
@@ -145,7 +145,7 @@ fn agent_state(
         .layout()
         .root()
         .join(tmux::attempt_ref(attempt.attempt_id.value()));
-    tmux::state_line(&dir, crate::clock::SystemClock.now())
+    tmux::state_line(&dir, valp_runtime::clock::SystemClock.now())
 }
 
 /// The four dimension gates of a task whose frozen Done policy has them (v2), as the Done gate

@@ -1,8 +1,0 @@
-//! Terminal coding agents: profiles of their screens as data, the classifier that reads a
-//! screen with one, and the scripted demo agent (`valp demo-agent`).
-
-pub mod classify;
-pub mod command;
-pub mod demo;
-pub mod demo_terminal;
-pub mod profile;
