@@ -471,9 +471,11 @@ fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
 /// `valp adapter …`: an attempt's supervisor.
 fn supervise(command: &AdapterCommand) -> Result<ExitCode, CommandError> {
     let (name, dir, result) = match command {
-        AdapterCommand::Process { dir } => {
-            ("process", dir, valp_runtime::adapter::process::supervise(dir))
-        }
+        AdapterCommand::Process { dir } => (
+            "process",
+            dir,
+            valp_runtime::adapter::process::supervise(dir),
+        ),
         AdapterCommand::Tmux { dir } => ("tmux", dir, valp_runtime::adapter::tmux::supervise(dir)),
     };
     result

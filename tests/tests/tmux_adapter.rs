@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use valp_runtime::abi::attempt_folder;
 use valp_kernel::canonical::sha256_digest;
+use valp_runtime::abi::attempt_folder;
 use valp_tests::project::{Project, alive, item, plan, wait_until, work_item};
 use valp_tests::tmux::tmux_at;
 use valp_tests::valp_binary;
@@ -136,6 +136,8 @@ fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
             "{id}: {proof} not in evidence"
         );
     }
+    // The raw output pipe of the agent's pane is not kept once the attempt ended.
+    assert!(!dir.join(".pane-output").exists());
     // The agent's environment named its attempt (the hook bridge finds it through it).
     let spec = json(&dir.join("run.json"));
     assert_eq!(

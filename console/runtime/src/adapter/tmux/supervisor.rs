@@ -728,12 +728,16 @@ impl Agent {
         });
     }
 
-    /// Closes the window valp opened (never a targeted pane).
+    /// Closes the window valp opened (never a targeted pane) and drops its output pipe's file
+    /// (raw screen output is never kept).
     fn close(&self) {
         if self.ours
             && let Err(error) = self.server.close(&self.found.pane_id)
         {
             log(&format!("closing the agent's window: {error}"));
+        }
+        if let Some(file) = &self.output {
+            let _ = std::fs::remove_file(file);
         }
     }
 
