@@ -64,7 +64,8 @@ pub const COMPLETION_FILE: &str = "proofs/completion.json";
 /// `state.json`
 pub const STATE_FILE: &str = "state.json";
 /// `.pane-output`: what the agent's pane prints, piped by tmux and emptied by the supervisor
-/// as it reads the screen (a dot name: the file watcher ignores it).
+/// as it reads the screen, removed when the attempt ends (a dot name: the file watcher ignores
+/// it).
 pub const OUTPUT_FILE: &str = ".pane-output";
 /// Milliseconds each step of a stop waits for the agent to go.
 pub const DEFAULT_GRACE_MS: u64 = 3000;
