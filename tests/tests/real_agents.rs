@@ -341,7 +341,7 @@ fn set_up_screen_refuses(cli: Cli, rule: &str) {
         Err(SubmitError::Refused {
             state: "unknown",
             rule: format!(" ({rule})"),
-            why: "the agent did not settle at its prompt in time",
+            why: "it shows a set-up screen (trust, API key, first run) that only the Leader answers",
         })
     );
     assert!(
