@@ -5,6 +5,7 @@ pub mod cli;
 pub mod leader_project;
 pub mod observations;
 pub mod project;
+pub mod pty;
 pub mod schemas;
 pub mod store;
 pub mod tmux;
