@@ -47,10 +47,12 @@ const QUIET: Duration = Duration::from_millis(30);
 /// How long a key may wait for its frame before the harness gives up on it.
 const FRAME_PATIENCE: Duration = Duration::from_secs(5);
 
-/// A project with published tasks for the console to show and run.
+/// A project with published tasks for the console to show and run. Dropping it cancels the
+/// running agents (`valp cancel`), so their processes do not outlive the project folder.
 pub struct Fixture {
     /// The project (its folder holds `.valp/`).
     pub project: Project,
+    agents: usize,
 }
 
 impl Fixture {
@@ -79,7 +81,20 @@ impl Fixture {
             }
             project.publish(&task_id, &plan(&task_id, &body));
         }
-        Self { project }
+        Self {
+            project,
+            agents: agents.min(tasks),
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        for task in 0..self.agents {
+            let task_id = format!("task-{task:03}");
+            // A task whose agent already ended answers with a refusal: nothing to stop then.
+            let _ = self.project.valp(&["cancel", &task_id, "--item", "root"]);
+        }
     }
 }
 
