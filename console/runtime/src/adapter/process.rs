@@ -42,7 +42,6 @@ pub(crate) use supervisor::{Claimed, Control, Writer, claim_folder};
 
 use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
