@@ -1,0 +1,264 @@
+//! `valp hook`, `valp notify` (called by agents) and `valp agent requests | approve | deny |
+//! setup` (the Leader's side of agent channels).
+
+use std::io::{BufRead, Read as _, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use valp_store::ControlRoot;
+
+use super::CommandError;
+use crate::agent::channel::approval::{
+    self, ApprovalError, ChannelLog, Decider, Outcome, TimeoutAnswer,
+};
+use crate::agent::channel::bridge::{self, ApprovalOptions, Handled};
+use crate::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
+use crate::agent::channel::setup::{self, Agent};
+use crate::clock::Clock;
+use crate::doctor::ObserveOptions;
+use crate::doctor::sanitize::{display_line, display_text};
+
+/// How often the waiting hook looks for a decision.
+const POLL: Duration = Duration::from_millis(20);
+/// How long `approve`/`deny` waits past the request's deadline for the hook's answer.
+const ANSWER_PATIENCE: Duration = Duration::from_secs(2);
+
+/// `valp hook AGENT` / `valp notify codex`: never fails the agent; every problem goes to
+/// `err` and the exit code is 0.
+pub(super) fn hook(
+    source: Source,
+    payload: Option<&str>,
+    options: &ApprovalOptions,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let name = match source {
+        Source::ClaudeHook => "valp hook claude",
+        Source::CodexHook => "valp hook codex",
+        Source::CodexNotify => "valp notify codex",
+    };
+    let env = match bridge::attempt_from_env(|name| std::env::var_os(name)) {
+        Ok(env) => env,
+        Err(problem) => {
+            writeln!(err, "{name}: {problem}")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let bytes = match payload {
+        Some(text) => text.as_bytes().to_vec(),
+        None => {
+            let mut bytes = Vec::new();
+            // One byte past the cap, so an oversized payload is named as such.
+            input
+                .take(MAX_PAYLOAD_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)?;
+            bytes
+        }
+    };
+    match bridge::handle(source, &bytes, &env, options, clock, out) {
+        Ok(Handled::Recorded { .. }) => {}
+        Ok(Handled::Rejected(rejection)) => writeln!(
+            err,
+            "{name}: rejected ({}): {}; listed in {}",
+            rejection.code(),
+            display_line(&rejection.to_string()),
+            bridge::rejections_file(&env.attempt.attempt_id)
+        )?,
+        Err(error) => writeln!(
+            err,
+            "{name}: not recorded: {}",
+            display_line(&error.to_string())
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The options of `valp hook`.
+pub(super) fn approval_options(wait_ms: u64, on_timeout: TimeoutAnswer) -> ApprovalOptions {
+    ApprovalOptions {
+        wait: Duration::from_millis(wait_ms),
+        poll: POLL,
+        on_timeout,
+    }
+}
+
+/// `valp agent requests TASK`
+pub(super) fn requests(
+    root: &ControlRoot,
+    task: &str,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let found = approval::requests(root.layout().root(), task).map_err(usage)?;
+    if found.is_empty() {
+        writeln!(
+            out,
+            "no permission requests for task {}",
+            display_text(task)
+        )?;
+    }
+    for (request, dir) in found {
+        let state = match approval::answer_of(&dir, &request.request_id).map_err(usage)? {
+            Some(answered) => format!(
+                "answered {} ({}) at {}",
+                serde_json::to_value(answered.answer)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or("?"),
+                serde_json::to_value(answered.by)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or("?"),
+                answered.answered_at
+            ),
+            None => format!("pending until {}", request.deadline),
+        };
+        writeln!(
+            out,
+            "{}  {}  {} {}: {}  [{}]",
+            request.request_id,
+            display_text(&request.attempt_id),
+            display_text(&request.agent),
+            display_text(request.tool_name.as_deref().unwrap_or("tool")),
+            display_text(&request.detail),
+            state
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage(error: ApprovalError) -> CommandError {
+    CommandError::Usage(error.to_string())
+}
+
+/// `valp agent approve|deny TASK REQUEST`: the proven Leader only.
+pub(super) fn decide(
+    root: &ControlRoot,
+    task: &str,
+    request: &str,
+    outcome: Outcome,
+    clock: &dyn Clock,
+    options: &ObserveOptions,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let (ledger, observation) =
+        super::leadership::proven_leader(root, clock, options, "deciding an agent's request")?;
+    let state = ledger.live().state();
+    let decider = Decider {
+        principal: crate::authority::operator(&observation)?,
+        session: state
+            .leader
+            .as_ref()
+            .map(|binding| binding.candidate.candidate_id.clone())
+            .unwrap_or_default(),
+        epoch: i64::try_from(state.active_epoch).unwrap_or(i64::MAX),
+    };
+    let log = ChannelLog {
+        control_root: root.layout().root().to_path_buf(),
+    };
+    let answered = approval::decide(
+        root.layout().root(),
+        task,
+        request,
+        outcome,
+        &decider,
+        &log,
+        clock,
+        ANSWER_PATIENCE,
+    )
+    .map_err(usage)?;
+    writeln!(
+        out,
+        "delivered: request {} answered {} by the Leader's decision ({} from {}) at {}",
+        display_text(request),
+        match outcome {
+            Outcome::Allow => "allow",
+            Outcome::Deny => "deny",
+        },
+        display_text(&decider.principal),
+        display_text(&decider.session),
+        answered.answered_at
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `valp agent setup AGENT [--write | --remove] [--yes]`
+pub(super) fn setup(
+    root: &ControlRoot,
+    agent: Agent,
+    write: bool,
+    remove: bool,
+    yes: bool,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let relative = agent.settings_file();
+    let path = root.layout().root().join(&relative);
+    if remove {
+        if !path.exists() {
+            writeln!(
+                out,
+                "nothing to remove: {} does not exist",
+                display_line(&relative)
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if !yes {
+            super::confirm::typed(
+                input,
+                out,
+                &format!("remove {relative}? type yes"),
+                "yes",
+                "nothing removed",
+            )?;
+        }
+        std::fs::remove_file(&path)?;
+        writeln!(out, "removed {}", display_line(&relative))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let valp = std::env::current_exe()
+        .map_err(|error| CommandError::Usage(format!("cannot find the valp binary: {error}")))?;
+    let settings = setup::hooks(agent, &valp.to_string_lossy());
+    let text = serde_json::to_string_pretty(&settings).unwrap_or_default() + "\n";
+    match agent {
+        Agent::Claude => writeln!(
+            out,
+            "claude: the hooks below record every event as an agent signal and send permission \
+             requests to the Leader (valp waits {} s, the hook's timeout is {} s; no decision \
+             means deny).\nsettings file: {} (the tmux adapter starts claude with --settings \
+             FILE; your own settings are not touched)",
+            setup::APPROVAL_WAIT.as_secs(),
+            setup::PERMISSION_HOOK_TIMEOUT_S,
+            display_line(&path.to_string_lossy())
+        )?,
+        Agent::Codex => writeln!(
+            out,
+            "codex: hooks.json below (Claude's layout). Codex skips untrusted hooks silently: \
+             the codex hook channel is OFF unless codex runs with \
+             --dangerously-bypass-hook-trust or you trust these hooks in codex. The notify \
+             channel needs no trust: add to ~/.codex/config.toml\n  {}\nhooks file: {}",
+            setup::codex_notify(&valp.to_string_lossy()),
+            display_line(&path.to_string_lossy())
+        )?,
+    }
+    out.write_all(text.as_bytes())?;
+    if write {
+        if !yes {
+            super::confirm::typed(
+                input,
+                out,
+                &format!("write {relative}? type yes"),
+                "yes",
+                "nothing written",
+            )?;
+        }
+        let dir =
+            crate::agent::channel::inbox::real_folder(root.layout().root(), approval::CHANNEL_DIR)
+                .map_err(|error| CommandError::Usage(error.to_string()))?;
+        let target = dir.join(relative.rsplit('/').next().unwrap_or_default());
+        crate::adapter::files::write_replacing(&target, text.as_bytes())?;
+        writeln!(out, "wrote {}", display_line(&relative))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
