@@ -619,3 +619,272 @@ fn already(earlier: &Decision) -> ApprovalError {
         decider: display_text(&earlier.decider),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::cell::RefCell;
+
+    use super::*;
+    use crate::clock::SystemClock;
+
+    #[derive(Default)]
+    struct MemoryLog(RefCell<Vec<LogEntry>>, bool);
+
+    impl ApprovalLog for MemoryLog {
+        fn record(&self, entry: &LogEntry) -> Result<(), ApprovalError> {
+            if self.1 {
+                return Err(ApprovalError::Invalid {
+                    path: "log".into(),
+                    reason: "full".into(),
+                });
+            }
+            self.0.borrow_mut().push(entry.clone());
+            Ok(())
+        }
+    }
+
+    fn attempt() -> AttemptIds {
+        AttemptIds {
+            task_id: "T".into(),
+            work_item_id: "w".into(),
+            attempt_id: "T:w:a1".into(),
+        }
+    }
+
+    fn ask() -> Ask {
+        Ask {
+            tool_name: Some("Bash".into()),
+            tool_use_id: Some("toolu_1".into()),
+            detail: "rm -rf build".into(),
+        }
+    }
+
+    fn decider() -> Decider {
+        Decider {
+            principal: "uid-1000".into(),
+            session: "tmux:/s:%1".into(),
+            epoch: 1,
+        }
+    }
+
+    /// Runs the hook's wait in a thread while `leader` acts; returns the hook's answer and
+    /// the Leader's result.
+    fn race(
+        wait: Duration,
+        leader: impl FnOnce(&Path, &str) -> Result<Answered, ApprovalError>,
+    ) -> (Answered, Result<Answered, ApprovalError>) {
+        let dir = tempfile::tempdir().unwrap();
+        let (request, folder) = open_request(
+            dir.path(),
+            &attempt(),
+            7,
+            "claude",
+            Some("s"),
+            &ask(),
+            wait,
+            &SystemClock,
+        )
+        .unwrap();
+        let id = request.request_id.clone();
+        let hook = std::thread::spawn(move || {
+            await_answer(
+                &folder,
+                &request,
+                Duration::from_millis(5),
+                TimeoutAnswer::Deny,
+                &SystemClock,
+            )
+            .unwrap()
+        });
+        let decided = leader(dir.path(), &id);
+        (hook.join().unwrap(), decided)
+    }
+
+    #[test]
+    fn an_allow_reaches_the_hook_and_is_logged_first() {
+        let log = MemoryLog::default();
+        let (answered, decided) = race(Duration::from_secs(5), |root, id| {
+            decide(
+                root,
+                "T",
+                id,
+                Outcome::Allow,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::from_secs(2),
+            )
+        });
+        assert_eq!(
+            (answered.answer, answered.by),
+            (Answer::Allow, AnsweredBy::Leader)
+        );
+        assert_eq!(decided.unwrap(), answered);
+        let entries = log.0.borrow();
+        let LogEntry::Decided { decision, .. } = &entries[0] else {
+            panic!("{entries:?}")
+        };
+        assert_eq!(decision.decider, "uid-1000");
+        assert_eq!(decision.leader_session, "tmux:/s:%1");
+        assert_eq!(decision.tool_use_id.as_deref(), Some("toolu_1"));
+    }
+
+    #[test]
+    fn a_deny_reaches_the_hook() {
+        let log = MemoryLog::default();
+        let (answered, decided) = race(Duration::from_secs(5), |root, id| {
+            decide(
+                root,
+                "T",
+                id,
+                Outcome::Deny,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::from_secs(2),
+            )
+        });
+        assert_eq!(
+            (answered.answer, answered.by),
+            (Answer::Deny, AnsweredBy::Leader)
+        );
+        decided.unwrap();
+    }
+
+    #[test]
+    fn a_timeout_never_allows_and_a_late_decision_is_stale() {
+        let log = MemoryLog::default();
+        let (answered, decided) = race(Duration::from_millis(50), |root, id| {
+            std::thread::sleep(Duration::from_millis(300));
+            decide(
+                root,
+                "T",
+                id,
+                Outcome::Allow,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::from_secs(1),
+            )
+        });
+        assert_eq!(
+            (answered.answer, answered.by),
+            (Answer::Deny, AnsweredBy::Timeout)
+        );
+        let error = decided.unwrap_err();
+        assert!(
+            error.to_string().starts_with(&format!(
+                "stale: request {} was already answered (deny by timeout at ",
+                answered.request_id
+            )),
+            "{error}"
+        );
+        assert!(
+            log.0.borrow().is_empty(),
+            "a stale decision is not recorded as decided"
+        );
+    }
+
+    #[test]
+    fn a_decision_the_log_refuses_is_never_delivered() {
+        let log = MemoryLog(RefCell::default(), true);
+        let (answered, decided) = race(Duration::from_millis(300), |root, id| {
+            decide(
+                root,
+                "T",
+                id,
+                Outcome::Allow,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::from_secs(1),
+            )
+        });
+        assert_eq!(decided.unwrap_err().to_string(), "log: full");
+        assert_eq!(
+            (answered.answer, answered.by),
+            (Answer::Deny, AnsweredBy::Timeout)
+        );
+    }
+
+    #[test]
+    fn a_second_decision_and_an_unknown_request_are_refused() {
+        let log = MemoryLog::default();
+        let (_, decided) = race(Duration::from_secs(5), |root, id| {
+            let first = decide(
+                root,
+                "T",
+                id,
+                Outcome::Deny,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::from_secs(2),
+            );
+            let unknown = decide(
+                root,
+                "T",
+                "perm-0",
+                Outcome::Deny,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::ZERO,
+            )
+            .unwrap_err();
+            assert_eq!(
+                unknown.to_string(),
+                "task T has no permission request perm-0 (`valp agent requests T` lists them)"
+            );
+            let other_task = decide(
+                root,
+                "U",
+                id,
+                Outcome::Deny,
+                &decider(),
+                &log,
+                &SystemClock,
+                Duration::ZERO,
+            )
+            .unwrap_err();
+            assert!(matches!(other_task, ApprovalError::NoRequest { .. }));
+            first
+        });
+        decided.unwrap();
+    }
+
+    #[test]
+    fn an_invalid_decision_file_answers_as_a_timeout_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let (request, folder) = open_request(
+            dir.path(),
+            &attempt(),
+            1,
+            "codex",
+            None,
+            &ask(),
+            Duration::from_secs(5),
+            &SystemClock,
+        )
+        .unwrap();
+        std::fs::write(
+            folder.join(format!("{}.decision.json", request.request_id)),
+            b"{\"outcome\":\"allow\"}",
+        )
+        .unwrap();
+        let answered = await_answer(
+            &folder,
+            &request,
+            Duration::from_millis(5),
+            TimeoutAnswer::Ask,
+            &SystemClock,
+        )
+        .unwrap();
+        assert_eq!(
+            (answered.answer, answered.by),
+            (Answer::Ask, AnsweredBy::InvalidDecision)
+        );
+    }
+}
