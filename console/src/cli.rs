@@ -532,6 +532,13 @@ pub enum AgentCommand {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// List an attempt's agent signals, the state they give (with its source) and what the
+    /// agent reported spending ("unknown" when it did not say).
+    Signals {
+        /// The attempt (as `valp task status` shows it).
+        #[arg(value_name = "ATTEMPT")]
+        attempt: String,
+    },
     /// List a task's permission requests from its agents, with their answers.
     Requests {
         /// The task.

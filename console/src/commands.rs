@@ -238,6 +238,9 @@ pub fn run(
                 &mut err,
             )
         }
+        Command::Agent(AgentCommand::Signals { attempt }) => {
+            channel::signals(&open_root(root.as_deref())?, &attempt, &clock, out)
+        }
         Command::Agent(AgentCommand::Requests { task }) => {
             channel::requests(&open_root(root.as_deref())?, &task, out)
         }

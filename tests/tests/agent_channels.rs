@@ -169,6 +169,24 @@ fn a_claude_session_becomes_signals_in_order() {
     assert_eq!(recorded[2]["tool_use_id"], "toolu_01ABC");
     assert_eq!(recorded[2]["summary"], "Write: /work/app/hello.txt");
     assert_eq!(recorded[7]["event"], "SubagentStop");
+    let listed =
+        valp_tests::cli::valp_in(dir.path(), None, &["agent", "signals", ATTEMPT]).unwrap();
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    let lines: Vec<&str> = listed.stdout.lines().collect();
+    assert_eq!(lines.len(), session.len() + 2);
+    assert!(
+        lines[1].ends_with(" claude_hook prompt_submitted: prompt submitted (32 bytes)"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[session.len()],
+        "state: exited (from claude_hook:session_ended#10; the screen is read by the tmux adapter, not here)"
+    );
+    assert_eq!(
+        lines[session.len() + 1],
+        "cost: unknown micro-USD; tokens: unknown in, unknown out"
+    );
 }
 
 #[test]

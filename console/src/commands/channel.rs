@@ -13,6 +13,7 @@ use crate::agent::channel::approval::{
 };
 use crate::agent::channel::bridge::{self, ApprovalOptions, Handled};
 use crate::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
+use crate::agent::channel::precedence;
 use crate::agent::channel::setup::{self, Agent};
 use crate::clock::Clock;
 use crate::doctor::ObserveOptions;
@@ -82,6 +83,55 @@ pub(super) fn approval_options(wait_ms: u64, on_timeout: TimeoutAnswer) -> Appro
         poll: POLL,
         on_timeout,
     }
+}
+
+/// `valp agent signals ATTEMPT`
+pub(super) fn signals(
+    root: &ControlRoot,
+    attempt: &str,
+    clock: &dyn Clock,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let signals = crate::agent::channel::inbox::read(root.layout().root(), attempt)
+        .map_err(|error| CommandError::Usage(error.to_string()))?;
+    if signals.is_empty() {
+        writeln!(
+            out,
+            "no agent signals for attempt {}",
+            display_text(attempt)
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for signal in &signals {
+        writeln!(
+            out,
+            "#{} {} {} {}: {}",
+            signal.sequence,
+            signal.observed_at,
+            signal.channel.as_str(),
+            signal.kind.as_str(),
+            display_text(&signal.summary)
+        )?;
+    }
+    let silence = crate::agent::profile::Profile::builtin(&signals[0].agent)
+        .map_or(30_000, |profile| profile.channel_silence_ms);
+    let viewed = precedence::resolve(&signals, None, clock.now(), silence);
+    writeln!(
+        out,
+        "state: {} (from {}; the screen is read by the tmux adapter, not here)",
+        viewed.state.name(),
+        viewed.source.label()
+    )?;
+    let usage = precedence::usage(&signals);
+    let shown = |value: Option<u64>| value.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+    writeln!(
+        out,
+        "cost: {} micro-USD; tokens: {} in, {} out",
+        shown(usage.cost_micro_usd),
+        shown(usage.input_tokens),
+        shown(usage.output_tokens)
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `valp agent requests TASK`

@@ -188,6 +188,34 @@ pub fn acknowledgement(
     causal
 }
 
+/// What an attempt's channels reported spending, summed over its signals; `None` when no
+/// signal said (unknown, never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Micro-USD.
+    pub cost_micro_usd: Option<u64>,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+}
+
+/// The sum of what each signal reported (each signal carries what its message said, e.g. one
+/// turn's usage).
+pub fn usage(signals: &[AgentSignal]) -> Usage {
+    let add = |total: Option<u64>, more: Option<u64>| match (total, more) {
+        (Some(total), Some(more)) => Some(total.saturating_add(more)),
+        (total, more) => total.or(more),
+    };
+    signals
+        .iter()
+        .fold(Usage::default(), |total, signal| Usage {
+            cost_micro_usd: add(total.cost_micro_usd, signal.cost_micro_usd),
+            input_tokens: add(total.input_tokens, signal.input_tokens),
+            output_tokens: add(total.output_tokens, signal.output_tokens),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -294,6 +322,24 @@ mod tests {
             1_000,
         );
         assert_eq!(viewed.state, AgentState::Exited);
+    }
+
+    #[test]
+    fn usage_is_unknown_until_a_signal_says() {
+        let mut signals = vec![at(SignalKind::TurnCompleted, 1, 0)];
+        assert_eq!(usage(&signals), Usage::default());
+        signals[0].cost_micro_usd = Some(0);
+        signals.push(at(SignalKind::TurnCompleted, 2, 0));
+        signals[1].cost_micro_usd = Some(1500);
+        signals[1].output_tokens = Some(40);
+        assert_eq!(
+            usage(&signals),
+            Usage {
+                cost_micro_usd: Some(1500),
+                input_tokens: None,
+                output_tokens: Some(40)
+            }
+        );
     }
 
     #[test]
