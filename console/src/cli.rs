@@ -361,6 +361,10 @@ pub enum Command {
         /// When to ask a permission question.
         #[arg(long, value_enum, default_value_t = crate::agent::demo::Ask::Sometimes)]
         ask: crate::agent::demo::Ask,
+        /// Run this shell command for every hook event with a Claude Code hook payload on
+        /// stdin, as Claude does (e.g. `valp hook claude`).
+        #[arg(long, value_name = "COMMAND")]
+        hook_command: Option<String>,
     },
     /// Check the kernel against reference conformance vectors.
     ///

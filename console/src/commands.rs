@@ -305,8 +305,12 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             crate::agent::command::classify_file(agent.as_deref(), profile.as_deref(), &file, out)
                 .map_err(|error| CommandError::Usage(error.to_string()))
         }
-        Command::DemoAgent { seed, ask } => {
-            crate::agent::demo_terminal::run(seed, ask, &current_dir()?)?;
+        Command::DemoAgent {
+            seed,
+            ask,
+            hook_command,
+        } => {
+            crate::agent::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(
