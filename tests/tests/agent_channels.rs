@@ -457,3 +457,84 @@ fn the_hook_returns_fast_when_no_decision_is_needed() {
     assert_eq!(signals(&root).len(), 200);
     assert!(p99 < Duration::from_millis(500), "p99 {p99:?}");
 }
+
+/// The demo agent in real tmux, calling `valp hook claude` as Claude would: the tmux adapter's
+/// submission is acknowledged by the agent's own `UserPromptSubmit` carrying the pasted
+/// prompt's digest (content-bound), and the channel's state follows the turn.
+#[test]
+fn the_demo_agents_hooks_acknowledge_a_tmux_submission_by_content() {
+    use valp_console::adapter::tmux::pane::Pane;
+    use valp_console::adapter::tmux::submit::{Submission, submit};
+    use valp_console::agent::channel::inbox;
+    use valp_console::agent::channel::precedence::{Acknowledgement, acknowledgement, resolve};
+    use valp_console::agent::profile::{AgentState, Profile};
+    use valp_console::clock::{Clock as _, SystemClock};
+    use valp_tests::tmux::{PATIENCE, TmuxServer, tmux_at};
+
+    let dir = initialised();
+    let root = dir.path().join(".valp");
+    let valp = valp_binary().unwrap();
+    let valp = valp.to_str().unwrap();
+    let hook_command = format!("'{valp}' hook claude");
+    let control_root = format!("VALP_CONTROL_ROOT={}", root.display());
+    let server = TmuxServer::start(
+        &dir.path().join("sock"),
+        "agents",
+        dir.path(),
+        &[
+            "env",
+            &control_root,
+            "VALP_TASK_ID=T-1",
+            "VALP_WORK_ITEM_ID=build",
+            &format!("VALP_ATTEMPT_ID={ATTEMPT}"),
+            valp,
+            "demo-agent",
+            "--seed",
+            "9",
+            "--ask",
+            "never",
+            "--hook-command",
+            &hook_command,
+        ],
+    );
+    let id = tmux_at(
+        server.socket(),
+        &["display-message", "-p", "-t", "agents", "#{pane_id}"],
+    );
+    let pane = Pane::new(
+        Path::new("tmux"),
+        server.socket(),
+        String::from_utf8_lossy(&id.stdout).trim(),
+        Duration::from_secs(5),
+    );
+    let profile = Profile::builtin("demo").unwrap();
+    let before = SystemClock.now();
+    let prompt = "write @out.txt with 'quotes' and $(no expansion)";
+    let submission = submit(&pane, &profile, prompt, dir.path(), PATIENCE).unwrap();
+    let Submission::Proven(proof) = submission else {
+        panic!("{submission:?}")
+    };
+    let started = Instant::now();
+    loop {
+        let signals = inbox::read(&root, ATTEMPT).unwrap();
+        let done = signals.iter().any(|s| s.kind.as_str() == "turn_completed");
+        if done {
+            assert_eq!(signals[0].kind.as_str(), "session_started");
+            assert_eq!(
+                acknowledgement(&signals, &proof.prompt, before),
+                Some(Acknowledgement::ContentBound { sequence: 2 })
+            );
+            let viewed = resolve(
+                &signals,
+                None,
+                SystemClock.now(),
+                profile.channel_silence_ms,
+            );
+            assert_eq!(viewed.state, AgentState::Idle);
+            assert_eq!(viewed.source.label(), "claude_hook:turn_completed#3");
+            break;
+        }
+        assert!(started.elapsed() < PATIENCE, "no Stop hook: {signals:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
