@@ -543,6 +543,18 @@ pub enum AgentCommand {
         #[arg(value_name = "ATTEMPT")]
         attempt: String,
     },
+    /// Record an agent's headless JSON stream (`claude -p --output-format stream-json
+    /// --verbose`, `codex exec --json`) as the attempt's signals: turns, tool calls, cost,
+    /// tokens, errors, the result. Reads FILE or stdin (pipe the agent into it); the attempt
+    /// is the one VALP_CONTROL_ROOT, VALP_TASK_ID, VALP_WORK_ITEM_ID and VALP_ATTEMPT_ID name.
+    Stream {
+        /// Which stream.
+        #[arg(value_enum)]
+        agent: crate::agent::channel::stream::Stream,
+        /// A transcript (default: stdin).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
     /// List a task's permission requests from its agents, with their answers.
     Requests {
         /// The task.

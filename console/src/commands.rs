@@ -238,6 +238,9 @@ pub fn run(
                 &mut err,
             )
         }
+        Command::Agent(AgentCommand::Stream { agent, file }) => {
+            channel::stream(agent, file.as_deref(), &clock, input, out)
+        }
         Command::Agent(AgentCommand::Signals { attempt }) => {
             channel::signals(&open_root(root.as_deref())?, &attempt, &clock, out)
         }

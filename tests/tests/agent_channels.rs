@@ -538,3 +538,108 @@ fn the_demo_agents_hooks_acknowledge_a_tmux_submission_by_content() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Headless transcripts: turns, tool calls, cost (micro-USD), tokens, errors and the result
+/// become signals; partial output becomes nothing; the totals say "unknown" only when no
+/// signal said.
+#[test]
+fn stream_transcripts_become_signals_with_cost_and_tokens() {
+    let dir = initialised();
+    let root = dir.path().join(".valp");
+    let transcript = workspace_root().join("tests/fixtures/agent-channels/claude/stream.jsonl");
+    let mut command = Command::new(valp_binary().unwrap());
+    let output = command
+        .args(["agent", "stream", "claude", transcript.to_str().unwrap()])
+        .env("VALP_CONTROL_ROOT", &root)
+        .env("VALP_TASK_ID", "T-1")
+        .env("VALP_WORK_ITEM_ID", "build")
+        .env("VALP_ATTEMPT_ID", ATTEMPT)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("recorded 5 signals for attempt {ATTEMPT}; 0 lines rejected\n")
+    );
+    let recorded = signals(&root);
+    let kinds: Vec<&str> = recorded
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "session_started",
+            "tool_requested",
+            "tool_completed",
+            "turn_completed",
+            "turn_failed"
+        ]
+    );
+    assert_eq!(recorded[1]["tool_use_id"], "toolu_01XYZ");
+    assert_eq!(recorded[2]["tool_use_id"], "toolu_01XYZ");
+    assert_eq!(recorded[3]["cost_micro_usd"], 12_346);
+    assert_eq!(recorded[3]["input_tokens"], 300);
+    assert_eq!(recorded[3]["output_tokens"], 52);
+    assert_eq!(recorded[4]["cost_micro_usd"], 50_000);
+    let listed =
+        valp_tests::cli::valp_in(dir.path(), None, &["agent", "signals", ATTEMPT]).unwrap();
+    assert!(
+        listed
+            .stdout
+            .ends_with("cost: 62346 micro-USD; tokens: 1300 in, 252 out\n"),
+        "{}",
+        listed.stdout
+    );
+
+    // Codex: piped on stdin, under another attempt.
+    let transcript = fixture("codex/exec.jsonl") + "not json\n";
+    let mut child = Command::new(valp_binary().unwrap())
+        .args(["agent", "stream", "codex"])
+        .env("VALP_CONTROL_ROOT", &root)
+        .env("VALP_TASK_ID", "T-1")
+        .env("VALP_WORK_ITEM_ID", "build")
+        .env("VALP_ATTEMPT_ID", "T-1:build:a2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(transcript.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "line 11: rejected (not_json): not JSON: expected ident at line 1 column 2\n\
+         recorded 8 signals for attempt T-1:build:a2; 1 lines rejected\n"
+    );
+    let codex: Vec<String> = valp_console::agent::channel::inbox::read(&root, "T-1:build:a2")
+        .unwrap()
+        .iter()
+        .map(|s| s.kind.as_str().to_owned())
+        .collect();
+    assert_eq!(
+        codex,
+        [
+            "session_started",
+            "turn_started",
+            "tool_requested",
+            "tool_completed",
+            "turn_completed",
+            "turn_started",
+            "opaque",
+            "turn_failed"
+        ]
+    );
+    let listed =
+        valp_tests::cli::valp_in(dir.path(), None, &["agent", "signals", "T-1:build:a2"]).unwrap();
+    assert!(
+        listed
+            .stdout
+            .ends_with("cost: unknown micro-USD; tokens: 2400 in, 60 out\n"),
+        "{}",
+        listed.stdout
+    );
+}

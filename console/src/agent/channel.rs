@@ -12,6 +12,8 @@
 //! - [`precedence`]: which source the runtime believes (channel over screen while fresh), and
 //!   submission acknowledgement.
 //! - [`setup`]: the hook settings valp generates for an agent.
+//! - [`stream`]: `claude -p --output-format stream-json` and `codex exec --json` lines →
+//!   signal drafts (`valp agent stream`).
 
 pub mod approval;
 pub mod bridge;
@@ -20,3 +22,4 @@ pub mod inbox;
 pub mod precedence;
 pub mod setup;
 pub mod signal;
+pub mod stream;

@@ -85,6 +85,47 @@ pub(super) fn approval_options(wait_ms: u64, on_timeout: TimeoutAnswer) -> Appro
     }
 }
 
+/// `valp agent stream AGENT [FILE]`
+pub(super) fn stream(
+    stream: crate::agent::channel::stream::Stream,
+    file: Option<&std::path::Path>,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let env = bridge::attempt_from_env(|name| std::env::var_os(name))
+        .map_err(|problem| CommandError::Usage(problem.to_string()))?;
+    let report = match file {
+        Some(path) => {
+            let opened = std::fs::File::open(path).map_err(|error| {
+                CommandError::Usage(format!(
+                    "{}: {error}",
+                    display_line(&path.to_string_lossy())
+                ))
+            })?;
+            bridge::record_stream(stream, &mut std::io::BufReader::new(opened), &env, clock)
+        }
+        None => bridge::record_stream(stream, input, &env, clock),
+    }
+    .map_err(|error| CommandError::Usage(error.to_string()))?;
+    for (line, rejection) in &report.rejected {
+        writeln!(
+            out,
+            "line {line}: rejected ({}): {}",
+            rejection.code(),
+            display_line(&rejection.to_string())
+        )?;
+    }
+    writeln!(
+        out,
+        "recorded {} signals for attempt {}; {} lines rejected",
+        report.recorded,
+        display_text(&env.attempt.attempt_id),
+        report.rejected.len()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `valp agent signals ATTEMPT`
 pub(super) fn signals(
     root: &ControlRoot,

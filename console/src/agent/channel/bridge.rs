@@ -149,7 +149,7 @@ const MAX_REJECTIONS_BYTES: u64 = 1 << 20;
 
 fn list_rejection(
     env: &AttemptEnv,
-    source: Source,
+    agent: &str,
     payload: &[u8],
     rejection: &hook::Rejection,
     clock: &dyn Clock,
@@ -163,7 +163,7 @@ fn list_rejection(
         return Ok(());
     }
     let line = serde_json::json!({
-        "agent": source.agent(),
+        "agent": agent,
         "at": clock.now().to_rfc3339(),
         "code": rejection.code(),
         "message": crate::doctor::sanitize::display_text(&rejection.to_string()),
@@ -195,7 +195,7 @@ pub fn handle(
     let mapped = match hook::map(source, payload) {
         Ok(mapped) => mapped,
         Err(rejection) => {
-            list_rejection(env, source, payload, &rejection, clock)?;
+            list_rejection(env, source.agent(), payload, &rejection, clock)?;
             return Ok(Handled::Rejected(rejection));
         }
     };
@@ -250,6 +250,65 @@ pub fn handle(
         signals: vec![requested, answer_signal],
         answer: Some(answered),
     })
+}
+
+/// What [`record_stream`] did.
+#[derive(Debug, Default)]
+pub struct StreamReport {
+    /// Signals recorded.
+    pub recorded: usize,
+    /// Lines not mapped, by 1-based line number (also listed in the attempt's rejection list).
+    pub rejected: Vec<(u64, hook::Rejection)>,
+}
+
+/// Records every line of an agent's JSON stream read from `reader` (a transcript, or the live
+/// output piped in) as the attempt's signals; lines over the payload cap or that do not map
+/// are listed rejections and reading goes on.
+pub fn record_stream(
+    stream: super::stream::Stream,
+    reader: &mut dyn std::io::BufRead,
+    env: &AttemptEnv,
+    clock: &dyn Clock,
+) -> Result<StreamReport, BridgeError> {
+    use std::io::{BufRead as _, Read as _};
+    let agent = match stream {
+        super::stream::Stream::Claude => "claude",
+        super::stream::Stream::Codex => "codex",
+    };
+    let mut report = StreamReport::default();
+    let mut line = Vec::new();
+    let cap = hook::MAX_PAYLOAD_BYTES as u64 + 1;
+    for number in 1.. {
+        line.clear();
+        if (&mut *reader).take(cap).read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let ended = line.last() == Some(&b'\n');
+        if ended {
+            line.pop();
+        }
+        let mapped = if !ended && line.len() as u64 >= cap {
+            reader.skip_until(b'\n')?;
+            Err(hook::Rejection::TooLarge { size: line.len() })
+        } else if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        } else {
+            super::stream::map_line(stream, &line)
+        };
+        match mapped {
+            Ok(drafts) => {
+                for draft in drafts {
+                    inbox::append(&env.control_root, &env.attempt, draft, clock)?;
+                    report.recorded += 1;
+                }
+            }
+            Err(rejection) => {
+                list_rejection(env, agent, &line, &rejection, clock)?;
+                report.rejected.push((number, rejection));
+            }
+        }
+    }
+    Ok(report)
 }
 
 fn answer_summary(answered: &approval::Answered) -> String {
