@@ -319,9 +319,9 @@ pub enum Command {
     /// The hook bridge: called by Claude Code or Codex as a hook (not for direct use).
     ///
     /// Reads the hook's JSON payload (the last argument, else stdin) and records it as an
-    /// agent signal of the attempt named by VALP_CONTROL_ROOT, VALP_TASK_ID, VALP_WORK_ITEM_ID
-    /// and VALP_ATTEMPT_ID (set by the tmux adapter); without them it records nothing and says
-    /// so on stderr. A PermissionRequest waits for the Leader's `valp agent approve|deny`, at
+    /// agent signal of the attempt named by `VALP_CONTROL_ROOT`, `VALP_TASK_ID`,
+    /// `VALP_WORK_ITEM_ID` and `VALP_ATTEMPT_ID` (set by the tmux adapter); without them it records nothing and says
+    /// so on stderr. A `PermissionRequest` waits for the Leader's `valp agent approve|deny`, at
     /// most --wait-ms, then answers deny (or, with --on-timeout ask, leaves it to the agent's
     /// own prompt); never allow. Always exits 0: a hook must never break the agent.
     Hook {
@@ -546,7 +546,8 @@ pub enum AgentCommand {
     /// Record an agent's headless JSON stream (`claude -p --output-format stream-json
     /// --verbose`, `codex exec --json`) as the attempt's signals: turns, tool calls, cost,
     /// tokens, errors, the result. Reads FILE or stdin (pipe the agent into it); the attempt
-    /// is the one VALP_CONTROL_ROOT, VALP_TASK_ID, VALP_WORK_ITEM_ID and VALP_ATTEMPT_ID name.
+    /// is the one `VALP_CONTROL_ROOT`, `VALP_TASK_ID`, `VALP_WORK_ITEM_ID` and `VALP_ATTEMPT_ID`
+    /// name.
     Stream {
         /// Which stream.
         #[arg(value_enum)]

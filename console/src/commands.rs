@@ -31,8 +31,6 @@ use valp_store::io::OsStorage;
 use valp_store::layout::{ROOT_DIR, ROOT_ENV, control_root_of, resolve_root};
 use valp_store::{ControlRoot, StoreError};
 
-use crate::agent::channel::approval::{Outcome, TimeoutAnswer};
-use crate::agent::channel::hook::Source;
 use crate::authority::AuthorityError;
 use crate::cli::{
     AdapterCommand, AgentCommand, Cli, Command, LeaderCommand, ObserveArgs, TaskCommand,
@@ -203,84 +201,10 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
-        Command::Hook {
-            agent,
-            wait_ms,
-            on_timeout,
-            payload,
-        } => {
-            let source = match agent {
-                crate::agent::channel::setup::Agent::Claude => Source::ClaudeHook,
-                crate::agent::channel::setup::Agent::Codex => Source::CodexHook,
-            };
-            let options = channel::approval_options(wait_ms, on_timeout);
-            let mut err = std::io::stderr();
-            channel::hook(
-                source,
-                payload.as_deref(),
-                &options,
-                &clock,
-                input,
-                out,
-                &mut err,
-            )
+        command @ (Command::Hook { .. } | Command::Notify { .. } | Command::Agent(_)) => {
+            channel::run(command, root.as_deref(), &clock, &options, input, out)
         }
-        Command::Notify { payload, .. } => {
-            let options = channel::approval_options(0, TimeoutAnswer::Deny);
-            let mut err = std::io::stderr();
-            channel::hook(
-                Source::CodexNotify,
-                payload.as_deref(),
-                &options,
-                &clock,
-                input,
-                out,
-                &mut err,
-            )
-        }
-        Command::Agent(AgentCommand::Stream { agent, file }) => {
-            channel::stream(agent, file.as_deref(), &clock, input, out)
-        }
-        Command::Agent(AgentCommand::Signals { attempt }) => {
-            channel::signals(&open_root(root.as_deref())?, &attempt, &clock, out)
-        }
-        Command::Agent(AgentCommand::Requests { task }) => {
-            channel::requests(&open_root(root.as_deref())?, &task, out)
-        }
-        Command::Agent(AgentCommand::Approve { task, request }) => channel::decide(
-            &open_root(root.as_deref())?,
-            &task,
-            &request,
-            Outcome::Allow,
-            &clock,
-            &options,
-            out,
-        ),
-        Command::Agent(AgentCommand::Deny { task, request }) => channel::decide(
-            &open_root(root.as_deref())?,
-            &task,
-            &request,
-            Outcome::Deny,
-            &clock,
-            &options,
-            out,
-        ),
-        Command::Agent(AgentCommand::Setup {
-            agent,
-            write,
-            remove,
-            yes,
-        }) => channel::setup(
-            &open_root(root.as_deref())?,
-            agent,
-            write,
-            remove,
-            yes,
-            input,
-            out,
-        ),
-        command @ (Command::Agent(_)
-        | Command::DemoAgent { .. }
+        command @ (Command::DemoAgent { .. }
         | Command::Ingest(_)
         | Command::Audit { .. }
         | Command::Conformance { .. }) => without_root(command, out),

@@ -2,6 +2,7 @@
 //! setup` (the Leader's side of agent channels).
 
 use std::io::{BufRead, Read as _, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -15,9 +16,108 @@ use crate::agent::channel::bridge::{self, ApprovalOptions, Handled};
 use crate::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
 use crate::agent::channel::precedence;
 use crate::agent::channel::setup::{self, Agent};
+use crate::cli::{AgentCommand, Command};
 use crate::clock::Clock;
 use crate::doctor::ObserveOptions;
 use crate::doctor::sanitize::{display_line, display_text};
+
+/// Runs one of the agent-channel commands.
+pub(super) fn run(
+    command: Command,
+    root: Option<&Path>,
+    clock: &dyn Clock,
+    options: &ObserveOptions,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let mut err = std::io::stderr();
+    match command {
+        Command::Hook {
+            agent,
+            wait_ms,
+            on_timeout,
+            payload,
+        } => {
+            let source = match agent {
+                Agent::Claude => Source::ClaudeHook,
+                Agent::Codex => Source::CodexHook,
+            };
+            let options = ApprovalOptions {
+                wait: Duration::from_millis(wait_ms),
+                poll: POLL,
+                on_timeout,
+            };
+            hook(
+                source,
+                payload.as_deref(),
+                &options,
+                clock,
+                input,
+                out,
+                &mut err,
+            )
+        }
+        Command::Notify { payload, .. } => {
+            let options = ApprovalOptions {
+                wait: Duration::ZERO,
+                poll: POLL,
+                on_timeout: TimeoutAnswer::Deny,
+            };
+            hook(
+                Source::CodexNotify,
+                payload.as_deref(),
+                &options,
+                clock,
+                input,
+                out,
+                &mut err,
+            )
+        }
+        Command::Agent(AgentCommand::Stream { agent, file }) => {
+            stream(agent, file.as_deref(), clock, input, out)
+        }
+        Command::Agent(AgentCommand::Signals { attempt }) => {
+            signals(&super::open_root(root)?, &attempt, clock, out)
+        }
+        Command::Agent(AgentCommand::Requests { task }) => {
+            requests(&super::open_root(root)?, &task, out)
+        }
+        Command::Agent(AgentCommand::Approve { task, request }) => decide(
+            &super::open_root(root)?,
+            &task,
+            &request,
+            Outcome::Allow,
+            clock,
+            options,
+            out,
+        ),
+        Command::Agent(AgentCommand::Deny { task, request }) => decide(
+            &super::open_root(root)?,
+            &task,
+            &request,
+            Outcome::Deny,
+            clock,
+            options,
+            out,
+        ),
+        Command::Agent(AgentCommand::Setup {
+            agent,
+            write,
+            remove,
+            yes,
+        }) => setup(
+            &super::open_root(root)?,
+            agent,
+            write,
+            remove,
+            yes,
+            input,
+            out,
+        ),
+        // `valp agent classify` needs no control root.
+        other => super::without_root(other, out),
+    }
+}
 
 /// How often the waiting hook looks for a decision.
 const POLL: Duration = Duration::from_millis(20);
@@ -47,16 +147,15 @@ pub(super) fn hook(
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let bytes = match payload {
-        Some(text) => text.as_bytes().to_vec(),
-        None => {
-            let mut bytes = Vec::new();
-            // One byte past the cap, so an oversized payload is named as such.
-            input
-                .take(MAX_PAYLOAD_BYTES as u64 + 1)
-                .read_to_end(&mut bytes)?;
-            bytes
-        }
+    let bytes = if let Some(text) = payload {
+        text.as_bytes().to_vec()
+    } else {
+        let mut bytes = Vec::new();
+        // One byte past the cap, so an oversized payload is named as such.
+        input
+            .take(MAX_PAYLOAD_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        bytes
     };
     match bridge::handle(source, &bytes, &env, options, clock, out) {
         Ok(Handled::Recorded { .. }) => {}
@@ -74,15 +173,6 @@ pub(super) fn hook(
         )?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The options of `valp hook`.
-pub(super) fn approval_options(wait_ms: u64, on_timeout: TimeoutAnswer) -> ApprovalOptions {
-    ApprovalOptions {
-        wait: Duration::from_millis(wait_ms),
-        poll: POLL,
-        on_timeout,
-    }
 }
 
 /// `valp agent stream AGENT [FILE]`
@@ -219,6 +309,7 @@ pub(super) fn requests(
     Ok(ExitCode::SUCCESS)
 }
 
+#[allow(clippy::needless_pass_by_value)] // used as `map_err(usage)`
 fn usage(error: ApprovalError) -> CommandError {
     CommandError::Usage(error.to_string())
 }

@@ -406,9 +406,9 @@ pub enum LogEntry {
     /// A decision, before it is delivered.
     Decided {
         /// The request decided.
-        request: Request,
+        request: Box<Request>,
         /// The decision.
-        decision: Decision,
+        decision: Box<Decision>,
     },
     /// A decision the hook's timeout answer beat.
     Stale {
@@ -550,8 +550,8 @@ pub fn decide(
         tool_use_id: request.tool_use_id.clone(),
     };
     log.record(&LogEntry::Decided {
-        request: request.clone(),
-        decision: decision.clone(),
+        request: Box::new(request.clone()),
+        decision: Box::new(decision.clone()),
     })?;
     let bytes = json_line(&decision);
     if !files::write_new(&decision_path, &bytes).map_err(io_error(&decision_path))? {

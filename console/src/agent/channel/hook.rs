@@ -260,29 +260,15 @@ fn hook(source: Source, payload: &Payload<'_>, digest: String) -> Result<Mapped,
             None,
         ),
         "PermissionRequest" => {
-            let detail = payload.tool_detail()?;
-            let tool = payload.text("tool_name")?;
-            ask = Some(Ask {
-                tool_name: tool.map(str::to_owned),
-                tool_use_id: payload.text("tool_use_id")?.map(str::to_owned),
-                detail: crate::doctor::sanitize::display_text(&detail),
-            });
-            (
-                SignalKind::PermissionRequested,
-                format!("asks to use {}: {detail}", tool.unwrap_or("a tool")),
-                None,
-            )
+            let (asked, summary) = permission(payload)?;
+            ask = Some(asked);
+            (SignalKind::PermissionRequested, summary, None)
         }
-        "Notification" => {
-            let message = payload.text("message")?.unwrap_or_default().to_owned();
-            let kind = match payload.text("notification_type")? {
-                Some("permission_prompt") => SignalKind::PermissionPrompt,
-                Some("idle_prompt") => SignalKind::IdlePrompt,
-                Some("elicitation_dialog") => SignalKind::Elicitation,
-                _ => SignalKind::Opaque,
-            };
-            (kind, message, None)
-        }
+        "Notification" => (
+            notification_kind(payload.text("notification_type")?),
+            payload.text("message")?.unwrap_or_default().to_owned(),
+            None,
+        ),
         "Stop" => (
             SignalKind::TurnCompleted,
             payload
@@ -320,6 +306,29 @@ fn hook(source: Source, payload: &Payload<'_>, digest: String) -> Result<Mapped,
     draft.tool_name = payload.text("tool_name")?.map(str::to_owned);
     draft.tool_use_id = payload.text("tool_use_id")?.map(str::to_owned);
     Ok(Mapped { draft, ask })
+}
+
+/// What a permission request asks, and its summary.
+fn permission(payload: &Payload<'_>) -> Result<(Ask, String), Rejection> {
+    let detail = payload.tool_detail()?;
+    let tool = payload.text("tool_name")?;
+    let summary = format!("asks to use {}: {detail}", tool.unwrap_or("a tool"));
+    let ask = Ask {
+        tool_name: tool.map(str::to_owned),
+        tool_use_id: payload.text("tool_use_id")?.map(str::to_owned),
+        detail: crate::doctor::sanitize::display_text(&detail),
+    };
+    Ok((ask, summary))
+}
+
+/// A `Notification`'s kind from its `notification_type`.
+fn notification_kind(notification_type: Option<&str>) -> SignalKind {
+    match notification_type {
+        Some("permission_prompt") => SignalKind::PermissionPrompt,
+        Some("idle_prompt") => SignalKind::IdlePrompt,
+        Some("elicitation_dialog") => SignalKind::Elicitation,
+        _ => SignalKind::Opaque,
+    }
 }
 
 fn notify(payload: &Payload<'_>, digest: String) -> Result<Mapped, Rejection> {

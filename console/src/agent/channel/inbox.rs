@@ -186,7 +186,7 @@ fn last_sequence(file: &mut std::fs::File, attempt_id: &str) -> std::io::Result<
     }
     let start = len.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start))?;
-    let mut tail = Vec::with_capacity((len - start) as usize);
+    let mut tail = Vec::with_capacity(usize::try_from(len - start).unwrap_or_default());
     file.read_to_end(&mut tail)?;
     let torn = tail.last().is_some_and(|&byte| byte != b'\n');
     let last = tail

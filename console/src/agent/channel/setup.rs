@@ -126,7 +126,9 @@ mod tests {
             permission["command"],
             "'/opt/va'\\''lp' hook claude --wait-ms 45000"
         );
-        assert!(permission["timeout"].as_u64().unwrap() * 1000 > APPROVAL_WAIT.as_millis() as u64);
+        assert!(
+            u128::from(permission["timeout"].as_u64().unwrap()) * 1000 > APPROVAL_WAIT.as_millis()
+        );
         assert_eq!(settings["hooks"].as_object().unwrap().len(), 9);
         let codex = hooks(Agent::Codex, "/v");
         assert_eq!(codex["hooks"].as_object().unwrap().len(), 6);

@@ -475,9 +475,12 @@ mod tests {
         );
     }
 
+    /// A member, how to break it, and whether to recompute the id afterwards.
+    type Breakage = (&'static str, fn(&mut AgentSignal), bool);
+
     #[test]
     fn every_rule_is_enforced() {
-        let cases: Vec<(&str, fn(&mut AgentSignal), bool)> = vec![
+        let cases: Vec<Breakage> = vec![
             ("signal_id", |s| s.sequence = 4, false),
             ("schema_version", |s| s.schema_version = "x".into(), true),
             ("abi_version", |s| s.abi_version = "1.0".into(), true),

@@ -113,6 +113,7 @@ impl Line<'_> {
 }
 
 /// The cost `usd` in micro-USD: a finite, non-negative number below 10^9 USD, rounded.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // the range is checked first
 fn micro_usd(usd: f64) -> Option<u64> {
     (usd.is_finite() && (0.0..1e9).contains(&usd))
         // In range, so the cast neither truncates nor wraps.
@@ -298,7 +299,7 @@ mod tests {
 
     #[test]
     fn costs_become_micro_usd_and_bad_ones_are_rejected() {
-        assert_eq!(micro_usd(0.0123456), Some(12_346));
+        assert_eq!(micro_usd(0.012_345_6), Some(12_346));
         assert_eq!(micro_usd(0.0), Some(0));
         assert_eq!(micro_usd(-1.0), None);
         assert_eq!(micro_usd(f64::NAN), None);
