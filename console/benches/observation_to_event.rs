@@ -55,13 +55,13 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TrySendError, sync_channel};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{Criterion, SamplingMode, criterion_group};
-#[path = "support/percentiles.rs"]
+#[path = "../runtime/benches/support/percentiles.rs"]
 mod percentiles;
 use percentiles::Percentiles;
-use valp_console::runtime::driver::{Driver, Progress};
-use valp_console::runtime::workflow::Wait;
-use valp_console::system::feed::Feed;
 use valp_kernel::{AttemptStatus, EventKind, StateBody};
+use valp_runtime::runtime::driver::{Driver, Progress};
+use valp_runtime::runtime::workflow::Wait;
+use valp_runtime::system::feed::Feed;
 use valp_store::ControlRoot;
 use valp_store::io::OsStorage;
 

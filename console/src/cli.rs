@@ -327,13 +327,13 @@ pub enum Command {
     Hook {
         /// The agent calling.
         #[arg(value_enum)]
-        agent: crate::agent::channel::setup::Agent,
+        agent: valp_runtime::agent::channel::setup::Agent,
         /// How long a permission request waits for the Leader, in milliseconds.
         #[arg(long, value_name = "MS", default_value_t = 45_000)]
         wait_ms: u64,
         /// The answer when no decision came in time.
-        #[arg(long, value_enum, default_value_t = crate::agent::channel::approval::TimeoutAnswer::Deny)]
-        on_timeout: crate::agent::channel::approval::TimeoutAnswer,
+        #[arg(long, value_enum, default_value_t = valp_runtime::agent::channel::approval::TimeoutAnswer::Deny)]
+        on_timeout: valp_runtime::agent::channel::approval::TimeoutAnswer,
         /// The payload (default: read from stdin).
         #[arg(value_name = "JSON")]
         payload: Option<String>,
@@ -359,8 +359,8 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// When to ask a permission question.
-        #[arg(long, value_enum, default_value_t = crate::agent::demo::Ask::Sometimes)]
-        ask: crate::agent::demo::Ask,
+        #[arg(long, value_enum, default_value_t = valp_runtime::agent::demo::Ask::Sometimes)]
+        ask: valp_runtime::agent::demo::Ask,
         /// Run this shell command for every hook event with a Claude Code hook payload on
         /// stdin, as Claude does (e.g. `valp hook claude`).
         #[arg(long, value_name = "COMMAND")]
@@ -427,7 +427,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub reason: Option<String>,
     /// Who reports (the provenance segment's adapter id).
-    #[arg(long = "as", value_name = "NAME", default_value = crate::adapter::report::DEFAULT_REPORTER)]
+    #[arg(long = "as", value_name = "NAME", default_value = valp_runtime::adapter::report::DEFAULT_REPORTER)]
     pub reporter: String,
 }
 
@@ -551,7 +551,7 @@ pub enum AgentCommand {
     Stream {
         /// Which stream.
         #[arg(value_enum)]
-        agent: crate::agent::channel::stream::Stream,
+        agent: valp_runtime::agent::channel::stream::Stream,
         /// A transcript (default: stdin).
         #[arg(value_name = "FILE")]
         file: Option<PathBuf>,
@@ -592,7 +592,7 @@ pub enum AgentCommand {
     Setup {
         /// The agent.
         #[arg(value_enum)]
-        agent: crate::agent::channel::setup::Agent,
+        agent: valp_runtime::agent::channel::setup::Agent,
         /// Write the file (asks to type `yes` unless --yes).
         #[arg(long, conflicts_with = "remove")]
         write: bool,

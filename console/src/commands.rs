@@ -31,15 +31,15 @@ use valp_store::io::OsStorage;
 use valp_store::layout::{ROOT_DIR, ROOT_ENV, control_root_of, resolve_root};
 use valp_store::{ControlRoot, StoreError};
 
-use crate::authority::AuthorityError;
 use crate::cli::{
     AdapterCommand, AgentCommand, Cli, Command, LeaderCommand, ObserveArgs, TaskCommand,
 };
-use crate::clock::{Clock, SystemClock};
-use crate::conformance::ConformanceError;
-use crate::doctor::ObserveOptions;
-use crate::runtime::control::Operation;
-use crate::system::SystemBackend;
+use valp_runtime::authority::AuthorityError;
+use valp_runtime::clock::{Clock, SystemClock};
+use valp_runtime::conformance::ConformanceError;
+use valp_runtime::doctor::ObserveOptions;
+use valp_runtime::runtime::control::Operation;
+use valp_runtime::system::SystemBackend;
 
 /// Why a command could not do its job.
 #[derive(Debug, thiserror::Error)]
@@ -58,13 +58,13 @@ pub enum CommandError {
     Output(#[from] std::io::Error),
     /// The runtime could not take a step.
     #[error(transparent)]
-    Runtime(#[from] crate::runtime::driver::RuntimeError),
+    Runtime(#[from] valp_runtime::runtime::driver::RuntimeError),
     /// `valp report` refused or failed.
     #[error(transparent)]
-    Report(#[from] crate::adapter::report::ReportError),
+    Report(#[from] valp_runtime::adapter::report::ReportError),
     /// The console's built-in configuration is broken.
     #[error(transparent)]
-    Console(#[from] crate::tui::ConfigError),
+    Console(#[from] valp_tui::ConfigError),
     /// The command cannot run as asked.
     #[error("{0}")]
     Usage(String),
@@ -86,14 +86,14 @@ pub enum CommandError {
 fn problem_line(task: &str, error: &dyn std::fmt::Display) -> String {
     format!(
         "problem: task {}: {}",
-        crate::doctor::sanitize::display_text(task),
-        crate::doctor::sanitize::display_line(&error.to_string())
+        valp_view::sanitize::display_text(task),
+        valp_view::sanitize::display_line(&error.to_string())
     )
 }
 
 /// A path (often from `--root` or the command line) as output shows it.
 fn shown(path: &Path) -> String {
-    crate::doctor::sanitize::display_line(&path.to_string_lossy())
+    valp_view::sanitize::display_line(&path.to_string_lossy())
 }
 
 /// How [`problem_line`] names a task folder: `folder tasks/<name>`, relative to the root.
@@ -126,7 +126,7 @@ pub fn run(
             doctor::run_doctor(opened.as_ref(), &clock, &options, out)
         }
         Command::Adapter(AdapterCommand::Process { dir }) => {
-            crate::adapter::process::supervise(&dir).map_err(|error| {
+            valp_runtime::adapter::process::supervise(&dir).map_err(|error| {
                 CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
             })
         }
@@ -228,16 +228,19 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             agent,
             profile,
             file,
-        }) => {
-            crate::agent::command::classify_file(agent.as_deref(), profile.as_deref(), &file, out)
-                .map_err(|error| CommandError::Usage(error.to_string()))
-        }
+        }) => valp_runtime::agent::command::classify_file(
+            agent.as_deref(),
+            profile.as_deref(),
+            &file,
+            out,
+        )
+        .map_err(|error| CommandError::Usage(error.to_string())),
         Command::DemoAgent {
             seed,
             ask,
             hook_command,
         } => {
-            crate::agent::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
+            crate::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(
@@ -315,9 +318,9 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
                 .to_owned(),
         ));
     }
-    let files = crate::userfiles::UserFiles::locate();
+    let files = valp_runtime::userfiles::UserFiles::locate();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-    let config = crate::tui::Config::load(
+    let config = valp_tui::Config::load(
         args.config.as_deref(),
         files.config.as_deref(),
         args.color,
@@ -325,11 +328,11 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
     )?;
     // The console owns the terminal: what it has to say beyond the screen goes to the log.
     if let Some(logs) = &files.logs
-        && let Err(error) = crate::userfiles::start_log(logs)
+        && let Err(error) = valp_runtime::userfiles::start_log(logs)
     {
         eprintln!(
             "valp: no console log: {}",
-            crate::doctor::sanitize::display_line(&error)
+            valp_view::sanitize::display_line(&error)
         );
     }
     let root = open_root(args.root.as_deref())?;
@@ -341,17 +344,17 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
     if args.demo {
         backend = backend.with_plan_once_proven(DEMO_PLAN_FILE, DEMO_PLAN);
     }
-    let inbox = crate::tui::Inbox::new();
+    let inbox = valp_tui::Inbox::new();
     let notifier = inbox.notifier();
     backend
         .watch(move || notifier.changed())
         .map_err(|error| CommandError::Usage(format!("cannot watch for observations: {error}")))?;
     tracing::info!("console started");
-    // One thread for the UI task; the backend has its own (see `tui::run`).
+    // One thread for the UI task; the backend has its own (see `valp_tui::run`).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(crate::tui::run(Box::new(backend), config, inbox))?;
+    runtime.block_on(valp_tui::run(Box::new(backend), config, inbox))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,7 +15,7 @@ use clap::Parser as _;
 use color_eyre::eyre::Result;
 use valp_console::cli::Cli;
 use valp_console::commands::{self, CommandError};
-use valp_console::doctor::sanitize::display_message;
+use valp_view::sanitize::display_message;
 
 /// The exit code when standard output was closed by its reader (as a shell reports a command
 /// ended by SIGPIPE: 128 + 13), printed nothing about.

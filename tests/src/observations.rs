@@ -3,7 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)] // test support: a machine without a human operator cannot run these tests
 
-use valp_console::doctor::{
+use valp_runtime::doctor::{
     Candidate, Health, HealthStatus, Observation, Session, Surface, SurfaceStatus,
 };
 

@@ -241,7 +241,7 @@ pub fn alive(pid: u32) -> bool {
 pub fn recorded_pid(control_root: &Path, attempt_id: &str) -> u32 {
     let proof = control_root
         .join("runtime/process/attempts")
-        .join(valp_console::adapter::abi::attempt_folder(attempt_id))
+        .join(valp_runtime::abi::attempt_folder(attempt_id))
         .join("proofs/process_bound.json");
     wait_until("the process_bound proof", || proof.is_file());
     let value: serde_json::Value = serde_json::from_slice(&std::fs::read(proof).unwrap()).unwrap();

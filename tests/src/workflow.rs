@@ -4,13 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::panic)] // test support: a broken fixture fails the test
 
-use valp_console::clock::Timestamp;
-use valp_console::runtime::control::{Actor, Operation, event_for, expand};
-use valp_console::runtime::workflow::{EvidenceNeed, Proposal};
 use valp_kernel::canonical::sha256_digest;
 use valp_kernel::{
     Accepted, Event, EventKind, Evidence, Identity, IdentityKind, Outcome, State, reduce,
 };
+use valp_runtime::clock::Timestamp;
+use valp_runtime::runtime::control::{Actor, Operation, event_for, expand};
+use valp_runtime::runtime::workflow::{EvidenceNeed, Proposal};
 
 /// An identity the test knows is valid.
 pub fn id(kind: IdentityKind, value: &str) -> Identity {

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use valp_console::adapter::abi::attempt_folder;
 use valp_kernel::canonical::sha256_digest;
+use valp_runtime::abi::attempt_folder;
 use valp_tests::cli::Run;
 use valp_tests::project::Project;
 use valp_tests::schemas::{errors, validator};
@@ -463,12 +463,12 @@ fn the_hook_returns_fast_when_no_decision_is_needed() {
 /// prompt's digest (content-bound), and the channel's state follows the turn.
 #[test]
 fn the_demo_agents_hooks_acknowledge_a_tmux_submission_by_content() {
-    use valp_console::adapter::tmux::pane::Pane;
-    use valp_console::adapter::tmux::submit::{Submission, submit};
-    use valp_console::agent::channel::inbox;
-    use valp_console::agent::channel::precedence::{Acknowledgement, acknowledgement, resolve};
-    use valp_console::agent::profile::{AgentState, Profile};
-    use valp_console::clock::{Clock as _, SystemClock};
+    use valp_runtime::adapter::tmux::pane::Pane;
+    use valp_runtime::adapter::tmux::submit::{Submission, submit};
+    use valp_runtime::agent::channel::inbox;
+    use valp_runtime::agent::channel::precedence::{Acknowledgement, acknowledgement, resolve};
+    use valp_runtime::agent::profile::{AgentState, Profile};
+    use valp_runtime::clock::{Clock as _, SystemClock};
     use valp_tests::tmux::{PATIENCE, TmuxServer, tmux_at};
 
     let dir = initialised();
@@ -615,7 +615,7 @@ fn stream_transcripts_become_signals_with_cost_and_tokens() {
         "line 11: rejected (not_json): not JSON: expected ident at line 1 column 2\n\
          recorded 8 signals for attempt T-1:build:a2; 1 lines rejected\n"
     );
-    let codex: Vec<String> = valp_console::agent::channel::inbox::read(&root, "T-1:build:a2")
+    let codex: Vec<String> = valp_runtime::agent::channel::inbox::read(&root, "T-1:build:a2")
         .unwrap()
         .iter()
         .map(|s| s.kind.as_str().to_owned())

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde_json::Value;
-use valp_console::agent::classify::classify;
-use valp_console::agent::profile::{AgentState, Profile};
+use valp_runtime::agent::classify::classify;
+use valp_runtime::agent::profile::{AgentState, Profile};
 use valp_tests::cli::valp_in;
 use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::tmux::{PATIENCE, TmuxServer, tmux_at};

@@ -11,17 +11,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use valp_console::authority::binding::{self, FileCheck};
-use valp_console::authority::{self, Approval, Confirmation, SessionCheck};
-use valp_console::clock::{Clock, FixedClock, Timestamp};
-use valp_console::doctor::{Observation, ObserveOptions, Session, observe};
-use valp_console::system::SystemBackend;
-use valp_console::view::{Backend, Request};
 use valp_kernel::installation::{InstallationEvent, InstallationLive};
 use valp_kernel::{Identity, IdentityKind, InstallationEventKind};
+use valp_runtime::authority::binding::{self, FileCheck};
+use valp_runtime::authority::{self, Approval, Confirmation, SessionCheck};
+use valp_runtime::clock::{Clock, FixedClock, Timestamp};
+use valp_runtime::doctor::{Observation, ObserveOptions, Session, observe};
+use valp_runtime::system::SystemBackend;
 use valp_store::io::OsStorage;
 use valp_store::{Appended, ControlRoot, Journal};
 use valp_tests::tmux::TmuxServer;
+use valp_view::{Backend, Request};
 
 const DAY_MS: i64 = 86_400_000;
 

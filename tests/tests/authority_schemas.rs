@@ -16,15 +16,15 @@ use std::sync::{Arc, OnceLock};
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use valp_console::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
-use valp_console::clock::{Clock, FixedClock, Timestamp};
-use valp_console::doctor::{Candidate, Observation, ObserveOptions, Session, observe};
 use valp_kernel::canonical::Canonical;
 use valp_kernel::installation::{
     InstallationEvent, InstallationLive, InstallationState, decode_installation_entry,
     decode_installation_genesis, reduce_installation,
 };
 use valp_kernel::{Evidence, Identity, IdentityKind, InstallationEventKind, Outcome};
+use valp_runtime::authority::{self, Approval, AuthorityError, Confirmation, SessionCheck};
+use valp_runtime::clock::{Clock, FixedClock, Timestamp};
+use valp_runtime::doctor::{Candidate, Observation, ObserveOptions, Session, observe};
 use valp_store::io::OsStorage;
 use valp_store::{Appended, ControlRoot, Journal};
 use valp_tests::observations::{human_of, with_pane};

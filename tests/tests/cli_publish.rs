@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use valp_console::plan::{self, Plan, PlanError};
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::decode_compact_entry;
 use valp_kernel::{EventKind, TaskStatus};
+use valp_runtime::plan::{self, Plan, PlanError};
 use valp_store::chain::ChainReader;
 use valp_store::io::OsStorage;
 use valp_store::{Access, ControlRoot};

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 
-use valp_console::conformance::{DeviationFile, run_files};
+use valp_runtime::conformance::{DeviationFile, run_files};
 use valp_tests::{conformance_fixtures, run_valp};
 
 fn no_deviations() -> DeviationFile {

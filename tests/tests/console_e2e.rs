@@ -12,10 +12,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use valp_console::adapter::abi::{
+use valp_kernel::canonical::Canonical;
+use valp_runtime::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, attempt_folder,
 };
-use valp_kernel::canonical::Canonical;
 use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;

@@ -6,9 +6,9 @@
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use valp_console::tui::{Action, Keymap, Mode, Slot, Theme};
 use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::workspace_root;
+use valp_tui::{Action, Keymap, Mode, Slot, Theme};
 
 const KEYMAP: &str = "console/assets/keymap.toml";
 const THEME: &str = "themes/default.toml";

@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use valp_console::runtime::driver::{Driver, Progress};
-use valp_console::runtime::workflow::Wait;
-use valp_console::view::Backend as _;
+use valp_runtime::runtime::driver::{Driver, Progress};
+use valp_runtime::runtime::workflow::Wait;
 use valp_store::ControlRoot;
 use valp_store::io::OsStorage;
 use valp_tests::project::{Project, item, plan};
+use valp_view::Backend as _;
 
 /// A task with one work item, `checks` verification commands that pass, and a required Quality
 /// gate: at least two verification checks passed in the final round. Cost has an advisory rule
@@ -102,12 +102,12 @@ fn a_failing_quality_gate_refuses_done_and_names_the_dimension() {
     );
     drop(driver);
     // The console's task row carries the four verdicts, with the reasons of those that fail.
-    let options = valp_console::doctor::ObserveOptions {
+    let options = valp_runtime::doctor::ObserveOptions {
         scan_default_sockets: false,
-        ..valp_console::doctor::ObserveOptions::default()
+        ..valp_runtime::doctor::ObserveOptions::default()
     };
-    let clock = valp_console::clock::SystemClock;
-    let mut backend = valp_console::system::SystemBackend::open(root, &clock, options).unwrap();
+    let clock = valp_runtime::clock::SystemClock;
+    let mut backend = valp_runtime::system::SystemBackend::open(root, &clock, options).unwrap();
     let view = backend.view();
     let row = view.tasks.iter().find(|row| row.task_id == "fail").unwrap();
     assert_eq!(

@@ -9,12 +9,12 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use valp_console::clock::{FixedClock, Timestamp};
-use valp_console::doctor::{
+use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_runtime::clock::{FixedClock, Timestamp};
+use valp_runtime::doctor::{
     Candidate, HealthStatus, Observation, ObserveOptions, PrincipalKind, Session, SurfaceStatus,
     observe,
 };
-use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_tests::tmux::TmuxServer;
 
 fn clock() -> FixedClock {
@@ -94,7 +94,7 @@ fn panes(observation: &Observation) -> Vec<&Candidate> {
         .collect()
 }
 
-fn surface_of<'o>(observation: &'o Observation, name: &str) -> &'o valp_console::doctor::Surface {
+fn surface_of<'o>(observation: &'o Observation, name: &str) -> &'o valp_runtime::doctor::Surface {
     observation
         .surfaces
         .iter()

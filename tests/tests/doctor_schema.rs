@@ -9,9 +9,9 @@
 
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use valp_console::clock::{FixedClock, Timestamp};
-use valp_console::doctor::{ObserveOptions, observe};
 use valp_kernel::canonical::Canonical;
+use valp_runtime::clock::{FixedClock, Timestamp};
+use valp_runtime::doctor::{ObserveOptions, observe};
 use valp_tests::tmux::TmuxServer;
 use valp_tests::workspace_root;
 

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use valp_console::adapter::abi::{AdapterObservation, attempt_folder};
+use valp_runtime::abi::{AdapterObservation, attempt_folder};
 use valp_store::effects::{EffectLedger, EffectRecord, Outcome};
 use valp_store::io::OsStorage;
 use valp_store::{Access, ControlRoot};
@@ -141,7 +141,7 @@ fn concurrent_reconcilers_carry_a_cancel_out_once() {
             .map(|_| {
                 let root = root.clone();
                 scope.spawn(move || {
-                    valp_console::runtime::effects::reconcile(&root, "duo", Duration::from_secs(10))
+                    valp_runtime::runtime::effects::reconcile(&root, "duo", Duration::from_secs(10))
                         .unwrap()
                         .len()
                 })

@@ -325,7 +325,7 @@ fn a_bad_file_in_an_attempt_folder_is_listed_and_the_attempt_goes_on() {
     project.ok(&["run", "--once"]);
     let folder = project
         .attempts_dir()
-        .join(valp_console::adapter::abi::attempt_folder("steady:nap:a1"))
+        .join(valp_runtime::abi::attempt_folder("steady:nap:a1"))
         .join("observations");
     wait_until("the attempt's folder", || folder.is_dir());
     std::fs::write(folder.join("000003.json"), b"{not json").unwrap();

@@ -10,12 +10,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use valp_console::adapter::abi::{
+use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_kernel::replay::CompactEntry;
+use valp_runtime::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, ProofKind,
     ProvenanceSegment, attempt_folder,
 };
-use valp_kernel::canonical::{Canonical, sha256_digest};
-use valp_kernel::replay::CompactEntry;
 use valp_store::chain::ChainReader;
 use valp_tests::entry_names;
 use valp_tests::project::{Project, external_item, item, plan};
@@ -188,7 +188,7 @@ fn launched_alone(project: &Project, ran: &str, text: &str) -> AdapterRequest {
     );
     assert_eq!(request.expected_evidence_refs, ["out/review.md"]);
     // The payload is the work item as published.
-    let published = valp_console::plan::parse(Path::new("ext.toml"), text.as_bytes()).unwrap();
+    let published = valp_runtime::plan::parse(Path::new("ext.toml"), text.as_bytes()).unwrap();
     assert_eq!(
         request.payload_digest,
         sha256_digest(&published.work_item("review").unwrap().canonical_bytes())

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use flate2::read::GzDecoder;
-use valp_console::adapter::abi::{AdapterRequest, ObservationStatus, Operation};
-use valp_console::adapter::{external, report};
-use valp_console::doctor::tmux::list_panes_args;
 use valp_fuzz_targets::TARGETS;
 use valp_kernel::canonical::sha256_digest;
 use valp_kernel::json::{Value, parse, write};
+use valp_runtime::abi::{AdapterRequest, ObservationStatus, Operation};
+use valp_runtime::adapter::{external, report};
+use valp_runtime::doctor::tmux::list_panes_args;
 use valp_store::journal::JOURNAL_FILE;
 use valp_tests::store::{History, create_journal, init_root};
 use valp_tests::tmux::TmuxServer;

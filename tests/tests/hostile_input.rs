@@ -7,7 +7,7 @@
 
 use std::io::Write as _;
 
-use valp_console::adapter::abi::attempt_folder;
+use valp_runtime::abi::attempt_folder;
 use valp_tests::cli::valp_in;
 use valp_tests::project::{Project, external_item, item, plan};
 
@@ -243,7 +243,7 @@ fn one_damaged_task_does_not_stop_status_or_run_for_the_others() {
 
 #[test]
 fn the_console_lists_a_damaged_task_beside_the_others() {
-    use valp_console::view::Backend as _;
+    use valp_view::Backend as _;
 
     let project = Project::new();
     let one = |task: &str| plan(task, &item("say", "required", &[], &["true"], &[]));
@@ -255,12 +255,12 @@ fn the_console_lists_a_damaged_task_beside_the_others() {
         std::sync::Arc::new(valp_store::io::OsStorage),
     )
     .unwrap();
-    let options = valp_console::doctor::ObserveOptions {
+    let options = valp_runtime::doctor::ObserveOptions {
         scan_default_sockets: false,
-        ..valp_console::doctor::ObserveOptions::default()
+        ..valp_runtime::doctor::ObserveOptions::default()
     };
-    let clock = valp_console::clock::SystemClock;
-    let mut backend = valp_console::system::SystemBackend::open(root, &clock, options).unwrap();
+    let clock = valp_runtime::clock::SystemClock;
+    let mut backend = valp_runtime::system::SystemBackend::open(root, &clock, options).unwrap();
     let view = backend.view();
     let rows: Vec<(&str, &str)> = view
         .tasks

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use valp_console::adapter::abi::{
+use valp_kernel::canonical::{Canonical, sha256_digest};
+use valp_runtime::abi::{
     ABI_VERSION, AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
     ProvenanceSegment,
 };
-use valp_console::ingest::{
+use valp_runtime::ingest::{
     Ingested, Limits, Mode, Reason, Rejection, Sequencer, WatchConfig, Watcher, decode_observation,
 };
-use valp_kernel::canonical::{Canonical, sha256_digest};
 
 /// How long a test waits for something that should happen within milliseconds.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -887,12 +887,9 @@ fn inbox_lines_are_decoded_end_to_end() {
 
 /// Rows the console feed shows once it has `observations` rows, or its state at the deadline.
 fn feed_rows(
-    feed: &valp_console::system::feed::Feed,
+    feed: &valp_runtime::system::feed::Feed,
     observations: usize,
-) -> (
-    Vec<valp_console::view::ObservationRow>,
-    Vec<valp_console::view::RejectionRow>,
-) {
+) -> (Vec<valp_view::ObservationRow>, Vec<valp_view::RejectionRow>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let rows = feed.rows();
@@ -931,7 +928,7 @@ fn the_feed_leaves_the_order_of_inbox_reports_to_the_runtime() {
         observation("process", "att-2", 2).canonical_bytes(),
     )
     .unwrap();
-    let feed = valp_console::system::feed::Feed::start(root.base.as_path(), || true).unwrap();
+    let feed = valp_runtime::system::feed::Feed::start(root.base.as_path(), || true).unwrap();
     let (observations, rejections) = feed_rows(&feed, 3);
     assert_eq!(observations.len(), 3, "{observations:?}");
     assert_eq!(rejections.len(), 1, "{rejections:?}");

@@ -10,10 +10,10 @@ use std::process::Command;
 
 use jsonschema::Validator;
 use serde_json::Value;
-use valp_console::plan::{self, DependencyKind, Plan};
 use valp_kernel::canonical::{Canonical, decode_canonical};
 use valp_kernel::done::decode_done_policy;
 use valp_kernel::{Identity, IdentityKind, Requirement, WorkItemStatus};
+use valp_runtime::plan::{self, DependencyKind, Plan};
 use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::workspace_root;
 
@@ -1149,7 +1149,7 @@ fn broken_plans_are_refused_by_the_schema() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The dimension gates (`[dimensions]`, console/src/plan/dimensions.rs)
+// The dimension gates (`[dimensions]`, console/runtime/src/plan/dimensions.rs)
 
 const DIMENSIONS: &str = r#"
 [dimensions]
@@ -1433,7 +1433,7 @@ fn the_schema_lists_exactly_the_built_in_agent_profiles() {
         .iter()
         .map(|name| name.as_str().unwrap().to_owned())
         .collect();
-    let built_in: BTreeSet<String> = valp_console::agent::profile::Profile::builtin_texts()
+    let built_in: BTreeSet<String> = valp_runtime::agent::profile::Profile::builtin_texts()
         .iter()
         .map(|(name, _)| (*name).to_owned())
         .collect();

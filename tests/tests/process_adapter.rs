@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
-use valp_console::adapter::abi::{
+use valp_kernel::canonical::Canonical;
+use valp_runtime::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, ProofKind,
 };
-use valp_console::adapter::process::{
+use valp_runtime::adapter::process::{
     self, ContentProof, ProcessBoundProof, ProcessError, RunSpec, Supervisor, SupervisorState,
 };
-use valp_kernel::canonical::Canonical;
 use valp_tests::schemas::{errors, validator};
 use valp_tests::valp_binary;
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use valp_console::related::agentops::{
+use valp_runtime::related::agentops::{
     self, ClaimResult, Independence, Ingested, Reason, Rejection, Report, ReviewVerdict, Verdict,
 };
 use valp_tests::cli::valp_in;

@@ -14,11 +14,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use valp_console::authority::handoff::hand_over;
-use valp_console::authority::{self, Approval, Confirmation};
-use valp_console::clock::{Clock, FixedClock, Timestamp};
-use valp_console::doctor::{Observation, ObserveOptions, observe};
 use valp_kernel::{ErrorCode, Event, EventKind, Identity, IdentityKind};
+use valp_runtime::authority::handoff::hand_over;
+use valp_runtime::authority::{self, Approval, Confirmation};
+use valp_runtime::clock::{Clock, FixedClock, Timestamp};
+use valp_runtime::doctor::{Observation, ObserveOptions, observe};
 use valp_store::io::OsStorage;
 use valp_store::{Access, Appended, ControlRoot, Journal, StoreCode, StoreError};
 use valp_tests::cli::valp_in;

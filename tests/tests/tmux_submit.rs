@@ -1,4 +1,4 @@
-//! Submitting a prompt to a terminal agent with proof (`valp_console::adapter::tmux::submit`),
+//! Submitting a prompt to a terminal agent with proof (`valp_runtime::adapter::tmux::submit`),
 //! against real tmux on private sockets: the demo agent takes a hostile prompt byte-exact and
 //! the submission is proven; a blocked agent is refused with nothing typed; an agent that
 //! shows the paste but ignores Enter gives an unconfirmed submission, never a delivered one;
@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use valp_console::adapter::tmux::pane::{Pane, PaneError};
-use valp_console::adapter::tmux::submit::{Submission, SubmitError, submit};
-use valp_console::agent::classify::classify;
-use valp_console::agent::profile::{AgentState, Profile};
+use valp_runtime::adapter::tmux::pane::{Pane, PaneError};
+use valp_runtime::adapter::tmux::submit::{Submission, SubmitError, submit};
+use valp_runtime::agent::classify::classify;
+use valp_runtime::agent::profile::{AgentState, Profile};
 use valp_tests::tmux::{PATIENCE, TmuxServer, tmux_at};
 use valp_tests::valp_binary;
 
@@ -259,7 +259,7 @@ fn soak(length: Duration) -> (u32, u64, u64) {
             matches!(submission, Submission::Proven(_)),
             "{submission:?}"
         );
-        let mut debouncer = valp_console::agent::classify::Debouncer::new(profile.idle_debounce_ms);
+        let mut debouncer = valp_runtime::agent::classify::Debouncer::new(profile.idle_debounce_ms);
         let turn_started = Instant::now();
         let mut stopped = false;
         loop {

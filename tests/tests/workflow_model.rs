@@ -44,15 +44,15 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use valp_console::adapter::abi::ObservationStatus;
-use valp_console::authority::handoff::unfinished_work;
-use valp_console::runtime::control::Operation;
-use valp_console::runtime::workflow::{
-    AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide, unapplied,
-};
 use valp_kernel::canonical::sha256_digest;
 use valp_kernel::{
     AttemptStatus, EventKind, IdentityKind, State, StateBody, TaskStatus, WorkItemStatus,
+};
+use valp_runtime::abi::ObservationStatus;
+use valp_runtime::authority::handoff::unfinished_work;
+use valp_runtime::runtime::control::Operation;
+use valp_runtime::runtime::workflow::{
+    AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide, unapplied,
 };
 use valp_tests::workflow::{accepted, event_of, evidence, id, leader};
 
@@ -654,7 +654,7 @@ impl Model {
     }
 
     fn explore(&self, plan_text: &str) -> Figures {
-        let plan = valp_console::plan::parse(Path::new("model.toml"), plan_text.as_bytes())
+        let plan = valp_runtime::plan::parse(Path::new("model.toml"), plan_text.as_bytes())
             .unwrap_or_else(|errors| panic!("{errors}"));
         let genesis = plan
             .genesis(id(IdentityKind::Installation, "inst-model"), 1)
@@ -736,7 +736,7 @@ fn plan(items: &[ItemSpec<'_>], execution: &str) -> String {
 fn run(plans: &[(&str, String, u8)], max_depth: usize) -> Figures {
     let mut total = Figures::default();
     for (name, text, max_moves) in plans {
-        let parsed = valp_console::plan::parse(Path::new("model.toml"), text.as_bytes()).unwrap();
+        let parsed = valp_runtime::plan::parse(Path::new("model.toml"), text.as_bytes()).unwrap();
         let model = Model {
             policy: ExecutionPolicy::from(&parsed.execution),
             max_moves: *max_moves,

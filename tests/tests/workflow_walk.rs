@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use valp_console::adapter::abi::ObservationStatus;
-use valp_console::runtime::control::Operation;
-use valp_console::runtime::workflow::{
+use valp_kernel::{Event, EventKind, Evidence, IdentityKind, Outcome, State, TaskStatus, reduce};
+use valp_runtime::abi::ObservationStatus;
+use valp_runtime::runtime::control::Operation;
+use valp_runtime::runtime::workflow::{
     AttemptReport, EvidenceNeed, ExecutionPolicy, Step, Wait, decide,
 };
-use valp_kernel::{Event, EventKind, Evidence, IdentityKind, Outcome, State, TaskStatus, reduce};
 use valp_tests::store::Rng;
 use valp_tests::workflow::{event_of, evidence, id, leader};
 
@@ -93,7 +93,7 @@ fn walk(seed: u64, with_leader: bool) -> (TaskStatus, bool) {
     let mut rng = Rng::new(seed);
     let text = random_plan(&mut rng);
     let context = format!("(seed {seed}, plan:\n{text})");
-    let plan = valp_console::plan::parse(Path::new("walk.toml"), text.as_bytes())
+    let plan = valp_runtime::plan::parse(Path::new("walk.toml"), text.as_bytes())
         .unwrap_or_else(|errors| panic!("{errors} {context}"));
     let policy = ExecutionPolicy::from(&plan.execution);
     let genesis = plan

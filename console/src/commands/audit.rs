@@ -1,4 +1,4 @@
-//! `valp audit DIR...`: the gates of [`crate::audit`] over reference-layout task folders,
+//! `valp audit DIR...`: the gates of [`valp_runtime::audit`] over reference-layout task folders,
 //! printed one line per gate (sanitized, since every reason can hold text from the folder) or
 //! as one JSON document; exit code 1 when any gate fails.
 
@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use super::CommandError;
-use crate::audit::{FolderAudit, audit_folder};
-use crate::doctor::sanitize::display_line;
+use valp_runtime::audit::{FolderAudit, audit_folder};
+use valp_view::sanitize::display_line;
 
 pub(super) fn run(
     dirs: &[PathBuf],

@@ -9,17 +9,17 @@ use std::time::Duration;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::agent::channel::approval::{
+use crate::cli::{AgentCommand, Command};
+use valp_runtime::agent::channel::approval::{
     self, ApprovalError, ChannelLog, Decider, Outcome, TimeoutAnswer,
 };
-use crate::agent::channel::bridge::{self, ApprovalOptions, Handled};
-use crate::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
-use crate::agent::channel::precedence;
-use crate::agent::channel::setup::{self, Agent};
-use crate::cli::{AgentCommand, Command};
-use crate::clock::Clock;
-use crate::doctor::ObserveOptions;
-use crate::doctor::sanitize::{display_line, display_text};
+use valp_runtime::agent::channel::bridge::{self, ApprovalOptions, Handled};
+use valp_runtime::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
+use valp_runtime::agent::channel::precedence;
+use valp_runtime::agent::channel::setup::{self, Agent};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::ObserveOptions;
+use valp_view::sanitize::{display_line, display_text};
 
 /// Runs one of the agent-channel commands.
 pub(super) fn run(
@@ -177,7 +177,7 @@ pub(super) fn hook(
 
 /// `valp agent stream AGENT [FILE]`
 pub(super) fn stream(
-    stream: crate::agent::channel::stream::Stream,
+    stream: valp_runtime::agent::channel::stream::Stream,
     file: Option<&std::path::Path>,
     clock: &dyn Clock,
     input: &mut dyn BufRead,
@@ -223,7 +223,7 @@ pub(super) fn signals(
     clock: &dyn Clock,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let signals = crate::agent::channel::inbox::read(root.layout().root(), attempt)
+    let signals = valp_runtime::agent::channel::inbox::read(root.layout().root(), attempt)
         .map_err(|error| CommandError::Usage(error.to_string()))?;
     if signals.is_empty() {
         writeln!(
@@ -244,7 +244,7 @@ pub(super) fn signals(
             display_text(&signal.summary)
         )?;
     }
-    let silence = crate::agent::profile::Profile::builtin(&signals[0].agent)
+    let silence = valp_runtime::agent::profile::Profile::builtin(&signals[0].agent)
         .map_or(30_000, |profile| profile.channel_silence_ms);
     let viewed = precedence::resolve(&signals, None, clock.now(), silence);
     writeln!(
@@ -328,7 +328,7 @@ pub(super) fn decide(
         super::leadership::proven_leader(root, clock, options, "deciding an agent's request")?;
     let state = ledger.live().state();
     let decider = Decider {
-        principal: crate::authority::operator(&observation)?,
+        principal: valp_runtime::authority::operator(&observation)?,
         session: state
             .leader
             .as_ref()
@@ -435,11 +435,8 @@ pub(super) fn setup(
                 "nothing written",
             )?;
         }
-        let dir =
-            crate::agent::channel::inbox::real_folder(root.layout().root(), approval::CHANNEL_DIR)
-                .map_err(|error| CommandError::Usage(error.to_string()))?;
-        let target = dir.join(relative.rsplit('/').next().unwrap_or_default());
-        crate::adapter::files::write_replacing(&target, text.as_bytes())?;
+        setup::write(root.layout().root(), agent, text.as_bytes())
+            .map_err(|error| CommandError::Usage(error.to_string()))?;
         writeln!(out, "wrote {}", display_line(&relative))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::conformance::{self, DeviationFile};
+use valp_runtime::conformance::{self, DeviationFile};
 
 use super::CommandError;
 

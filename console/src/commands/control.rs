@@ -11,12 +11,12 @@ use std::time::Duration;
 use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
-use crate::authority;
-use crate::clock::Clock;
-use crate::doctor::ObserveOptions;
-use crate::doctor::sanitize::display_text;
-use crate::runtime::control::{self, Actor, Operation, Verdict};
-use crate::runtime::effects;
+use valp_runtime::authority;
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::ObserveOptions;
+use valp_runtime::runtime::control::{self, Actor, Operation, Verdict};
+use valp_runtime::runtime::effects;
+use valp_view::sanitize::display_text;
 
 /// How long a cancel waits for the adapter to confirm before recording it as blocked.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);

@@ -12,7 +12,7 @@ use valp_store::{Access, Appended, ControlRoot};
 
 use super::CommandError;
 use crate::cli::DemoArgs;
-use crate::doctor::sanitize::display_text;
+use valp_view::sanitize::display_text;
 
 pub(super) fn run(
     root_path: &Path,

@@ -10,8 +10,8 @@ use valp_kernel::canonical::Canonical as _;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::clock::Clock;
-use crate::doctor::{self, ObserveOptions, report};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::{self, ObserveOptions, report};
 
 /// Observes, prints the full report and, given a control root, stores the observation as
 /// content-addressed evidence and prints its digest.
@@ -23,7 +23,7 @@ pub(super) fn run_doctor(
 ) -> Result<ExitCode, CommandError> {
     let observation = doctor::observe(clock, options);
     report::write_report(&observation, out)?;
-    for line in crate::userfiles::UserFiles::locate().describe() {
+    for line in valp_runtime::userfiles::UserFiles::locate().describe() {
         writeln!(out, "{line}")?;
     }
     match root {
@@ -71,8 +71,8 @@ mod tests {
     use valp_store::io::OsStorage;
 
     use super::*;
-    use crate::clock::{FixedClock, Timestamp};
-    use crate::doctor::Observation;
+    use valp_runtime::clock::{FixedClock, Timestamp};
+    use valp_runtime::doctor::Observation;
 
     fn options() -> ObserveOptions {
         ObserveOptions {

@@ -19,8 +19,8 @@ use valp_store::{Access, ControlRoot};
 
 use super::CommandError;
 use crate::cli::ExplainArgs;
-use crate::doctor::sanitize::display_text;
-use crate::runtime::driver;
+use valp_runtime::runtime::driver;
+use valp_view::sanitize::display_text;
 
 /// The transitions of task `task` now, and its journal's State in words.
 pub(crate) fn transitions(

@@ -11,7 +11,7 @@ use valp_store::ControlRoot;
 use valp_store::io::OsStorage;
 
 use super::CommandError;
-use crate::doctor::sanitize::display_text;
+use valp_view::sanitize::display_text;
 
 /// `inst-` and 20 hex digits from the operating system's random source.
 pub(super) fn fresh_installation_id() -> Result<String, CommandError> {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use valp_store::{Access, ControlRoot, reference};
 
 use super::CommandError;
-use crate::doctor::sanitize::display_text;
+use valp_view::sanitize::display_text;
 
 pub(super) fn export(
     root: &ControlRoot,

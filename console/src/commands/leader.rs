@@ -12,12 +12,12 @@ use valp_kernel::installation::{InstallationLive, InstallationState};
 use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
-use crate::authority::binding::{self, LeaderBinding};
-use crate::authority::{self, Approval, AuthorityError, Confirmation};
-use crate::clock::Clock;
-use crate::doctor::report::{identity, write_candidate_lines};
-use crate::doctor::sanitize::display_text;
-use crate::doctor::{self, Observation, ObserveOptions};
+use valp_runtime::authority::binding::{self, LeaderBinding};
+use valp_runtime::authority::{self, Approval, AuthorityError, Confirmation};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::report::{identity, write_candidate_lines};
+use valp_runtime::doctor::{self, Observation, ObserveOptions};
+use valp_view::sanitize::display_text;
 
 /// What `select` and `rotate` share.
 pub(super) struct Choice<'a> {

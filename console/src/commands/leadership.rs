@@ -5,9 +5,9 @@ use valp_kernel::installation::InstallationLive;
 use valp_store::{ControlRoot, Journal};
 
 use super::CommandError;
-use crate::authority::{self, AuthorityError, SessionCheck};
-use crate::clock::Clock;
-use crate::doctor::{self, Observation, ObserveOptions};
+use valp_runtime::authority::{self, AuthorityError, SessionCheck};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::{self, Observation, ObserveOptions};
 
 /// The re-proven Leader's ledger and the observation that proved it. `purpose` finishes the
 /// sentence "… before <purpose>".

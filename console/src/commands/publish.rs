@@ -3,9 +3,9 @@
 //!
 //! The plan is validated first; an invalid plan is reported with every problem and nothing is
 //! written (no observation, no evidence, no journal). So is a plan whose `cwd` or expected
-//! evidence reaches through a symbolic link ([`crate::plan::paths`]). Then, as for a handoff, the active
+//! evidence reaches through a symbolic link ([`valp_runtime::plan::paths`]). Then, as for a handoff, the active
 //! Leader's session must be re-proven by a fresh observation before the task is created (see
-//! [`crate::plan`] for what publishing writes).
+//! [`valp_runtime::plan`] for what publishing writes).
 
 use std::io::Write;
 use std::path::Path;
@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::clock::Clock;
-use crate::doctor::ObserveOptions;
-use crate::doctor::sanitize::display_text;
-use crate::plan::{self, PlanError};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::ObserveOptions;
+use valp_runtime::plan::{self, PlanError};
+use valp_view::sanitize::display_text;
 
 pub(super) fn run(
     root: &ControlRoot,

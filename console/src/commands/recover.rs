@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use valp_store::ControlRoot;
 
-use crate::doctor::sanitize::display_text;
 use valp_store::recover::{ledger_plan, recover_ledger, recover_task, task_plan};
+use valp_view::sanitize::display_text;
 
 use super::{CommandError, confirm};
 

@@ -12,8 +12,10 @@ use std::process::ExitCode;
 
 use super::CommandError;
 use crate::cli::IngestCommand;
-use crate::doctor::sanitize::{display_line, display_text};
-use crate::related::agentops::{self, ClaimResult, Independence, Ingested, Outcome, ReviewVerdict};
+use valp_runtime::related::agentops::{
+    self, ClaimResult, Independence, Ingested, Outcome, ReviewVerdict,
+};
+use valp_view::sanitize::{display_line, display_text};
 
 /// Runs `valp ingest …`.
 pub(super) fn run(command: IngestCommand, out: &mut dyn Write) -> Result<ExitCode, CommandError> {

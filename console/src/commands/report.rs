@@ -1,5 +1,5 @@
 //! `valp report ATTEMPT STATUS`: an external attempt's report, appended to the inbox on a
-//! tool's behalf ([`crate::adapter::report`]); prints the sequence and the file.
+//! tool's behalf ([`valp_runtime::adapter::report`]); prints the sequence and the file.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::adapter::abi::ObservationStatus;
 use crate::cli::ReportArgs;
-use crate::doctor::sanitize::display_text;
+use valp_runtime::abi::ObservationStatus;
+use valp_view::sanitize::display_text;
 
 pub(super) fn run(
     root: &ControlRoot,
@@ -25,7 +25,7 @@ pub(super) fn run(
         "unsupported" => ObservationStatus::Unsupported,
         other => return Err(CommandError::Usage(format!("unknown status {other:?}"))),
     };
-    let appended = crate::adapter::report::report(
+    let appended = valp_runtime::adapter::report::report(
         root.layout().root(),
         &args.attempt,
         status,

@@ -17,12 +17,12 @@ use valp_store::{Access, ControlRoot};
 
 use super::CommandError;
 use crate::cli::RunArgs;
-use crate::clock::Clock;
-use crate::doctor::ObserveOptions;
-use crate::doctor::sanitize::display_text;
-use crate::runtime::driver::{Driver, Progress};
-use crate::runtime::workflow::Wait;
-use crate::system::feed::Feed;
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::ObserveOptions;
+use valp_runtime::runtime::driver::{Driver, Progress};
+use valp_runtime::runtime::workflow::Wait;
+use valp_runtime::system::feed::Feed;
+use valp_view::sanitize::display_text;
 
 /// How often the runner looks at the adapters' folders when nothing woke it.
 const POLL: Duration = Duration::from_millis(200);
@@ -141,7 +141,7 @@ fn pass(
         writeln!(
             out,
             "{task}  effect {}",
-            crate::runtime::effects::Shown(&record)
+            valp_runtime::runtime::effects::Shown(&record)
         )?;
     }
     driver.run_until_idle(active).map_err(runtime_error)
@@ -239,13 +239,16 @@ fn runnable_tasks(
             .known()
             .is_some_and(valp_kernel::TaskStatus::is_terminal);
         let task = body.task_id.value().to_owned();
-        if !finished && body.leader_epoch == active && crate::plan::of_task(root, &task).is_ok() {
+        if !finished
+            && body.leader_epoch == active
+            && valp_runtime::plan::of_task(root, &task).is_ok()
+        {
             tasks.push(task);
         }
     }
     Ok(tasks)
 }
 
-fn runtime_error(error: crate::runtime::driver::RuntimeError) -> CommandError {
+fn runtime_error(error: valp_runtime::runtime::driver::RuntimeError) -> CommandError {
     CommandError::Runtime(error)
 }

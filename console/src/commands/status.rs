@@ -5,7 +5,7 @@
 //! frontier position, effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
-//! does it; see [`crate::adapter::external`]).
+//! does it; see [`valp_runtime::adapter::external`]).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -15,9 +15,9 @@ use valp_kernel::{ControlStatus, StateBody};
 use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
-use crate::adapter::external::{self, Inbox};
-use crate::doctor::sanitize::display_text;
-use crate::runtime::{driver, effects};
+use valp_runtime::adapter::external::{self, Inbox};
+use valp_runtime::runtime::{driver, effects};
+use valp_view::sanitize::display_text;
 
 pub(super) fn run(
     root: &ControlRoot,
@@ -103,7 +103,7 @@ fn write_task(
                     attempt.status.as_str()
                 )
             });
-        let position = crate::view::position_text(&item.position);
+        let position = valp_view::position_text(&item.position);
         writeln!(
             out,
             "  {:<20} {:<9} {:<10} {:<20} {}",

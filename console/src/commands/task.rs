@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::authority::handoff::{self, default_successor};
-use crate::authority::{self, Approval, Confirmation};
-use crate::clock::Clock;
-use crate::doctor::ObserveOptions;
+use valp_runtime::authority::handoff::{self, default_successor};
+use valp_runtime::authority::{self, Approval, Confirmation};
+use valp_runtime::clock::Clock;
+use valp_runtime::doctor::ObserveOptions;
 
 /// The handoff as asked on the command line.
 pub(super) struct HandoffRequest<'a> {

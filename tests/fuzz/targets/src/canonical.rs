@@ -1,6 +1,5 @@
 //! The canonical decoder ([`decode_canonical`]) and the typed decoders of stored artifacts.
 
-use valp_console::plan::Plan;
 use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, write_list};
 use valp_kernel::decode::{
     decode_checkpoint_authentication, decode_checkpoint_root, decode_compact_entry, decode_event,
@@ -13,6 +12,7 @@ use valp_kernel::installation::{
     decode_installation_state,
 };
 use valp_kernel::json::{Value, write};
+use valp_runtime::plan::Plan;
 
 /// Accepted bytes are exactly the canonical encoding of what they decode to, and every typed
 /// decoder that accepts the value re-encodes it to the same bytes, up to the order of the sets

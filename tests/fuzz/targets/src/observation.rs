@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use valp_console::adapter::abi::AdapterObservation;
-use valp_console::ingest::{Limits, decode_observation};
 use valp_kernel::canonical::Canonical;
+use valp_runtime::abi::AdapterObservation;
+use valp_runtime::ingest::{Limits, decode_observation};
 
 use crate::display::assert_display_safe;
 

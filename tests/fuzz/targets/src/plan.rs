@@ -1,9 +1,9 @@
-//! The plan file parser ([`valp_console::plan::parse`]).
+//! The plan file parser ([`valp_runtime::plan::parse`]).
 
 use std::path::Path;
 
-use valp_console::plan::{self, Plan};
 use valp_kernel::canonical::Canonical;
+use valp_runtime::plan::{self, Plan};
 
 /// The name problems must carry.
 const FILE: &str = "plan.toml";

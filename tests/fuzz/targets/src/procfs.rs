@@ -1,6 +1,6 @@
 //! The Doctor's `/proc` and `/etc/passwd` parsers.
 
-use valp_console::doctor::procfs::{
+use valp_runtime::doctor::procfs::{
     ProcStat, login_of, parse_boot_id, parse_cmdline, parse_stat, parse_status_real_uid,
 };
 

@@ -1,6 +1,6 @@
 //! The display sanitizer ([`display_text`]).
 
-use valp_console::doctor::sanitize::display_text;
+use valp_view::sanitize::display_text;
 
 use crate::display::assert_display_safe;
 

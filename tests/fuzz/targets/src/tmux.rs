@@ -1,6 +1,6 @@
 //! The Doctor's parser of length-framed `tmux list-panes` output.
 
-use valp_console::doctor::tmux::{PaneRecord, parse_list_panes};
+use valp_runtime::doctor::tmux::{PaneRecord, parse_list_panes};
 
 use crate::display::assert_display_safe;
 

@@ -1,0 +1,481 @@
+//! The console's task desk: the task rows and work-item frontier it shows, the System runtime
+//! it runs while the Leader is re-proven (one [`Driver`] per unfinished task of the active
+//! epoch), and the Leader's operations on tasks.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use valp_kernel::frontier::frontier;
+use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
+use valp_store::{Access, ControlRoot, Journal, StoreError};
+
+use crate::runtime::control::{self, Actor, Operation, Verdict};
+use crate::runtime::driver::{self, Driver, Progress};
+use crate::runtime::effects;
+use crate::runtime::workflow::{self, Wait};
+use valp_view::sanitize::display_text;
+use valp_view::{ItemRow, Refusal, RejectionRow, TaskRow};
+
+/// Activity lines kept (newest first).
+pub const ACTIVITY_ROWS: usize = 200;
+/// How long a cancel waits for the adapter to confirm.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The runtime side of the console.
+pub struct Desk {
+    valp_binary: Option<PathBuf>,
+    drivers: BTreeMap<String, Driver>,
+    /// Task folders the runtime will never drive (finished, on a fenced epoch, not published
+    /// from a plan, or failing to open a driver, which was logged once): epochs only grow and
+    /// those states are final, so they are not looked at again.
+    settled: BTreeSet<PathBuf>,
+    /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
+    /// console costs the entries appended since the last view, not a full replay.
+    journals: BTreeMap<PathBuf, Journal>,
+    waiting: BTreeMap<String, String>,
+    /// Each task's gate line ([`TaskRow::gates`]) and the revision it was measured at: the
+    /// measurement reads the plan and the journal, so it is redone only when the task moved.
+    gates: BTreeMap<PathBuf, (i128, String)>,
+    activity: VecDeque<String>,
+}
+
+impl Desk {
+    /// A desk that runs tasks with `valp_binary` as the adapter supervisor (or only shows them
+    /// when `None`).
+    pub fn new(valp_binary: Option<PathBuf>) -> Self {
+        Self {
+            valp_binary,
+            drivers: BTreeMap::new(),
+            settled: BTreeSet::new(),
+            journals: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+            gates: BTreeMap::new(),
+            activity: VecDeque::new(),
+        }
+    }
+
+    /// What happened lately, newest first.
+    pub fn activity(&self) -> Vec<String> {
+        self.activity.iter().cloned().collect()
+    }
+
+    /// The task journal in `dir`, caught up with what was appended since the last call. A
+    /// journal that fails to open or refresh is dropped and opened afresh next time.
+    fn journal(&mut self, root: &ControlRoot, dir: &Path) -> Result<&Journal, StoreError> {
+        let cached = self.journals.remove(dir);
+        let journal = match cached {
+            Some(mut journal) => {
+                journal.refresh()?;
+                journal
+            }
+            None => root.open_task_dir(dir, Access::ReadOnly)?,
+        };
+        Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
+    }
+
+    /// What the runtime refused to act on, per running task: observations in an attempt
+    /// folder that name another attempt, a folder that fails the checks, inbox reports that
+    /// are forged, duplicated or out of order. Paths are shown relative to `control_root`.
+    pub fn runtime_rejections(&self, control_root: &Path) -> Vec<RejectionRow> {
+        let prefix = format!("{}/", control_root.display());
+        self.drivers
+            .iter()
+            .flat_map(|(task, driver)| {
+                let prefix = prefix.clone();
+                driver
+                    .rejections()
+                    .into_iter()
+                    .map(move |(location, reason)| RejectionRow {
+                        path: location
+                            .strip_prefix(&prefix)
+                            .unwrap_or(&location)
+                            .to_owned(),
+                        reason: format!("{reason} (task {})", display_text(task)),
+                    })
+            })
+            .collect()
+    }
+
+    /// Adds a line, unless it repeats the newest one: a task whose step keeps failing the same
+    /// way is pumped on every redraw, and one line says it as well as two hundred.
+    pub(super) fn log(&mut self, line: &str) {
+        let line = display_text(line);
+        if self.activity.front() == Some(&line) {
+            return;
+        }
+        self.activity.push_front(line);
+        self.activity.truncate(ACTIVITY_ROWS);
+    }
+
+    /// Lets the System take every step it can on every unfinished task of `active_epoch`:
+    /// carry out pending obligations, then drive each task until it waits.
+    pub fn pump(&mut self, root: &ControlRoot, active_epoch: i128) {
+        let Some(valp) = self.valp_binary.clone() else {
+            return;
+        };
+        let Ok(dirs) = root.task_dirs() else {
+            return;
+        };
+        for dir in dirs {
+            if self.settled.contains(&dir) {
+                continue;
+            }
+            let Ok(journal) = self.journal(root, &dir) else {
+                continue;
+            };
+            let body = journal.live().body();
+            let (task, epoch) = (body.task_id.value().to_owned(), body.leader_epoch);
+            let finished = body
+                .status
+                .known()
+                .is_some_and(valp_kernel::TaskStatus::is_terminal);
+            if self.drivers.contains_key(&task) {
+                continue;
+            }
+            if finished || epoch != active_epoch || crate::plan::of_task(root, &task).is_err() {
+                self.settled.insert(dir);
+                continue;
+            }
+            match Driver::open(root, &task, valp.clone()) {
+                Ok(driver) => {
+                    self.drivers.insert(task, driver);
+                }
+                Err(error) => {
+                    self.log(&format!("{task}: cannot run: {error}"));
+                    self.settled.insert(dir);
+                }
+            }
+        }
+        let tasks: Vec<String> = self.drivers.keys().cloned().collect();
+        for task in tasks {
+            let Some(driver) = self.drivers.get_mut(&task) else {
+                continue;
+            };
+            match driver.reconcile_effects(CANCEL_PATIENCE) {
+                Ok(records) => {
+                    for record in records {
+                        self.log(&format!("{task}  effect {}", effects::Shown(&record)));
+                    }
+                }
+                Err(error) => self.log(&format!("{task}: effects: {error}")),
+            }
+            let Some(driver) = self.drivers.get_mut(&task) else {
+                continue;
+            };
+            let steps = driver.run_until_idle(active_epoch);
+            let finished = driver.finished().is_some();
+            match steps {
+                Ok(steps) => {
+                    for step in steps {
+                        let line = match step {
+                            Progress::Proposed { kind, why, refused } => match refused {
+                                None => format!("{task}  {}  ({why})", kind.as_str()),
+                                Some((code, reason)) => {
+                                    format!("{task}  {} refused: {code}: {reason}", kind.as_str())
+                                }
+                            },
+                            Progress::Launched { attempt_id } => {
+                                format!("{task}  launched {attempt_id}")
+                            }
+                            Progress::Waiting(wait) => {
+                                self.waiting.insert(task.clone(), waiting_text(&wait));
+                                continue;
+                            }
+                        };
+                        self.log(&line);
+                    }
+                }
+                Err(error) => {
+                    self.waiting.insert(task.clone(), error.to_string());
+                    self.log(&format!("{task}: {error}"));
+                }
+            }
+            if finished {
+                self.drivers.remove(&task);
+            }
+        }
+    }
+
+    /// One row per task journal; a journal that does not open is shown with its error.
+    pub fn tasks(
+        &mut self,
+        root: &ControlRoot,
+        active_epoch: i128,
+    ) -> (Vec<TaskRow>, Vec<ItemRow>) {
+        let Ok(dirs) = root.task_dirs() else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut rows = Vec::new();
+        let mut items = Vec::new();
+        for dir in &dirs {
+            match self
+                .journal(root, dir)
+                .map(|journal| journal.live().body().clone())
+            {
+                Ok(body) => {
+                    let mut row = self.task_row(&body, active_epoch);
+                    row.gates = self.gate_line(root, dir, body.revision);
+                    rows.push(row);
+                    items.extend(item_rows(&body));
+                }
+                Err(error) => rows.push(TaskRow {
+                    task_id: display_text(
+                        &dir.file_name()
+                            .map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
+                    ),
+                    status: format!("unreadable: {}", error.code().as_str()),
+                    revision: 0,
+                    epoch: 0,
+                    fenced: true,
+                    items_completed: 0,
+                    items_total: 0,
+                    interrupted: false,
+                    waiting: display_text(&error.to_string()),
+                    gates: String::new(),
+                }),
+            }
+        }
+        rows.sort_by(|left, right| left.task_id.cmp(&right.task_id));
+        items.sort_by(|left, right| left.task_id.cmp(&right.task_id));
+        (rows, items)
+    }
+
+    fn task_row(&self, body: &StateBody, active_epoch: i128) -> TaskRow {
+        let task = body.task_id.value();
+        TaskRow {
+            task_id: display_text(task),
+            status: body.status.as_str().to_owned(),
+            revision: body.revision,
+            epoch: body.leader_epoch,
+            fenced: body.leader_epoch != active_epoch,
+            items_completed: body
+                .work_items
+                .iter()
+                .filter(|item| item.status == WorkItemStatus::Completed)
+                .count(),
+            items_total: body.work_items.len(),
+            interrupted: body
+                .control
+                .as_ref()
+                .is_some_and(|control| control.status == ControlStatus::Interrupted),
+            waiting: self.waiting.get(task).cloned().unwrap_or_default(),
+            gates: String::new(),
+        }
+    }
+
+    /// The gate line of the task journal in `dir` (open in [`Self::journals`]) at `revision`.
+    fn gate_line(&mut self, root: &ControlRoot, dir: &Path, revision: i128) -> String {
+        if let Some((measured, line)) = self.gates.get(dir)
+            && *measured == revision
+        {
+            return line.clone();
+        }
+        let Some(journal) = self.journals.get(dir) else {
+            return String::new();
+        };
+        let line = match driver::task_gates(root, journal) {
+            Ok(Some(gates)) => gates
+                .iter()
+                .map(|gate| {
+                    let why = if gate.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", gate.reasons.join(", "))
+                    };
+                    display_text(&format!(
+                        "{}{} {}{why}",
+                        gate.dimension.as_str(),
+                        if gate.required { "*" } else { "" },
+                        gate.verdict.as_str()
+                    ))
+                })
+                .collect::<Vec<_>>()
+                .join(" · "),
+            Ok(None) => String::new(),
+            Err(error) => display_text(&format!("gates: {error}")),
+        };
+        self.gates.insert(dir.to_owned(), (revision, line.clone()));
+        line
+    }
+
+    /// Adds to every observation row carrying an adapter's final word the reason the journal
+    /// does not show it, when it does not ([`workflow::unapplied`]), so the displayed work-item
+    /// status (the journal's) never contradicts an observation without a word.
+    pub fn explain(&self, rows: &mut [valp_view::ObservationRow]) {
+        for row in rows {
+            let interim = ["accepted", "waiting"].contains(&row.status.as_str());
+            let Some(body) = self
+                .journals
+                .values()
+                .map(|journal| journal.live().body())
+                .find(|body| display_text(body.task_id.value()) == row.task_id)
+            else {
+                continue;
+            };
+            if let (false, Some(why)) = (interim, workflow::unapplied(body, &row.attempt_id)) {
+                row.detail = if row.detail.is_empty() {
+                    why
+                } else {
+                    format!("{why}; {}", row.detail)
+                };
+            }
+        }
+    }
+
+    /// Proposes a Leader's operation on a task and carries out the cancels it raises.
+    pub fn operate(
+        &mut self,
+        root: &ControlRoot,
+        active_epoch: i128,
+        task_id: &str,
+        operation: &Operation,
+        actor: &Actor,
+    ) -> Result<String, Refusal> {
+        let mut journal = root
+            .open_task(task_id, Access::Write)
+            .map_err(|error| Refusal {
+                code: error.code().as_str().to_owned(),
+                message: error.to_string(),
+            })?;
+        let verdict = control::apply(root, &mut journal, active_epoch, operation, actor).map_err(
+            |error| Refusal {
+                code: match &error {
+                    control::ControlError::Store(error) => error.code().as_str().to_owned(),
+                    control::ControlError::Invalid(_) => "VALP-CONSOLE-INVALID".to_owned(),
+                },
+                message: error.to_string(),
+            },
+        )?;
+        match verdict {
+            Verdict::Accepted {
+                revision,
+                obligations,
+            } => {
+                let status = journal.live().body().status.as_str().to_owned();
+                self.log(&format!(
+                    "{task_id}  {} accepted: {status} at revision {revision}",
+                    operation_name(operation)
+                ));
+                let mut message = format!(
+                    "{} accepted: task {task_id} is {status}",
+                    operation_name(operation)
+                );
+                if !obligations.is_empty() {
+                    match effects::reconcile(root, task_id, CANCEL_PATIENCE) {
+                        Ok(records) => {
+                            for record in &records {
+                                self.log(&format!("{task_id}  effect {}", effects::Shown(record)));
+                            }
+                            let _ = write!(message, "; {} cancel(s) carried out", records.len());
+                        }
+                        Err(error) => {
+                            let _ = write!(message, "; effects: {error}");
+                        }
+                    }
+                }
+                Ok(display_text(&message))
+            }
+            Verdict::Refused { code, reason } => {
+                self.log(&format!(
+                    "{task_id}  {} refused: {code}: {reason}",
+                    operation_name(operation)
+                ));
+                Err(Refusal {
+                    code,
+                    message: display_text(&reason),
+                })
+            }
+        }
+    }
+}
+
+fn operation_name(operation: &Operation) -> &'static str {
+    match operation {
+        Operation::CancelTask => "cancel",
+        Operation::CancelItem(_) => "cancel work item",
+        Operation::Interrupt => "interrupt",
+        Operation::Resume => "resume",
+        Operation::Redirect { .. } => "redirect",
+        Operation::Review(true) => "review pass",
+        Operation::Review(false) => "review reject",
+        Operation::Approval(true) => "approval grant",
+        Operation::Approval(false) => "approval deny",
+        Operation::RequestApproval => "review pass (approval required)",
+        Operation::Retry(_) => "retry",
+        Operation::Recover => "recover",
+    }
+}
+
+fn waiting_text(wait: &Wait) -> String {
+    match wait {
+        Wait::InFlight(0) => String::new(),
+        Wait::InFlight(count) => format!("{count} attempt(s) running"),
+        Wait::Interrupted => "interrupted by the Leader".to_owned(),
+        Wait::Leader(why) => why.clone(),
+        Wait::Finished(status) => status.as_str().to_owned(),
+        Wait::NotStarted => "published but not started".to_owned(),
+    }
+}
+
+/// The frontier of one task as rows.
+fn item_rows(body: &StateBody) -> Vec<ItemRow> {
+    frontier(body)
+        .into_iter()
+        .map(|item| {
+            let attempt = body
+                .work_item(&item.work_item_id)
+                .and_then(|work| work.current_attempt.as_ref())
+                .map_or_else(String::new, |attempt| {
+                    format!(
+                        "{} g{} {}",
+                        attempt.attempt_id.value(),
+                        attempt.dispatch_generation,
+                        attempt.status.as_str()
+                    )
+                });
+            ItemRow {
+                task_id: display_text(body.task_id.value()),
+                work_item_id: display_text(item.work_item_id.value()),
+                requirement: item.requirement.as_str().to_owned(),
+                status: item.status.as_str().to_owned(),
+                position: valp_view::position_text(&item.position),
+                attempt: display_text(&attempt),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_activity_log_keeps_one_line_for_a_repeated_message() {
+        let mut desk = Desk::new(None);
+        desk.log("t: the attempt folder is unreadable");
+        desk.log("t: the attempt folder is unreadable");
+        desk.log("t  attempt_running");
+        desk.log("t: the attempt folder is unreadable");
+        assert_eq!(
+            desk.activity(),
+            [
+                "t: the attempt folder is unreadable",
+                "t  attempt_running",
+                "t: the attempt folder is unreadable"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_activity_log_is_bounded_and_sanitized() {
+        let mut desk = Desk::new(None);
+        for index in 0..ACTIVITY_ROWS + 5 {
+            desk.log(&format!("line {index}"));
+        }
+        assert_eq!(desk.activity().len(), ACTIVITY_ROWS);
+        desk.log("bad \u{1b}[2Jtext");
+        assert!(!desk.activity()[0].contains('\u{1b}'));
+    }
+}

@@ -1,0 +1,157 @@
+//! `valp demo-agent` on a real terminal: raw mode, bracketed paste, the alternate screen, a
+//! tick every [`TICK`], and the demo agent's effects carried out (files written under the
+//! current folder). The behaviour itself is [`DemoAgent`]'s.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    self, DisableBracketedPaste, EnableBracketedPaste, Event, KeyCode, KeyEventKind, KeyModifiers,
+};
+use crossterm::{cursor, execute, queue, style, terminal};
+
+use valp_runtime::agent::demo::{Ask, DemoAgent, Effect, Input, file_path, hook_payload};
+
+/// How often time passes for the agent (the spinner's speed).
+const TICK: Duration = Duration::from_millis(100);
+
+/// Runs the demo agent on this terminal until it exits; its files are written under `dir`.
+/// With `hook_command`, every hook event runs `sh -c HOOK_COMMAND` with the payload on stdin
+/// and is waited for, as Claude Code runs a command hook (`valp hook claude` records them).
+pub fn run(seed: u64, ask: Ask, dir: &Path, hook_command: Option<&str>) -> std::io::Result<()> {
+    let mut out = std::io::stdout();
+    terminal::enable_raw_mode()?;
+    execute!(
+        out,
+        terminal::EnterAlternateScreen,
+        EnableBracketedPaste,
+        cursor::Hide
+    )?;
+    let result = session(&mut out, seed, ask, dir, hook_command);
+    // Restore the terminal whatever happened, then report the session's own failure first.
+    let restored = execute!(
+        out,
+        cursor::Show,
+        DisableBracketedPaste,
+        terminal::LeaveAlternateScreen
+    )
+    .and_then(|()| terminal::disable_raw_mode());
+    result.and(restored)
+}
+
+fn session(
+    out: &mut impl Write,
+    seed: u64,
+    ask: Ask,
+    dir: &Path,
+    hook_command: Option<&str>,
+) -> std::io::Result<()> {
+    let started = Instant::now();
+    let mut agent = DemoAgent::new(seed, ask);
+    if let Some(command) = hook_command {
+        agent = agent.with_hooks();
+        run_hook(
+            command,
+            &hook_payload(seed, "SessionStart", &[("source", "startup")]),
+        )?;
+    }
+    let mut shown = Vec::new();
+    loop {
+        let (width, height) = terminal::size()?;
+        let screen = agent.screen(usize::from(width), usize::from(height));
+        if screen != shown {
+            draw(out, &screen)?;
+            shown = screen;
+        }
+        let input = if event::poll(TICK)? {
+            match to_input(event::read()?) {
+                Some(input) => input,
+                None => continue,
+            }
+        } else {
+            Input::Tick
+        };
+        let now = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut effects = agent.handle(input, now);
+        if !matches!(effects.first(), Some(Effect::Exit)) {
+            // A key does not stop time: the tick keeps the turn moving while someone types.
+            effects.extend(agent.handle(Input::Tick, now));
+        }
+        for effect in effects {
+            match effect {
+                Effect::Exit => {
+                    if let Some(command) = hook_command {
+                        run_hook(
+                            command,
+                            &hook_payload(seed, "SessionEnd", &[("reason", "exit")]),
+                        )?;
+                    }
+                    return Ok(());
+                }
+                Effect::Write { path, contents } => write_file(dir, &path, &contents)?,
+                Effect::Hook(payload) => {
+                    if let Some(command) = hook_command {
+                        run_hook(command, &payload)?;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Runs `sh -c command` with `payload` on stdin and waits for it; its output is discarded
+/// (the demo agent asks nothing of its hooks).
+fn run_hook(command: &str, payload: &str) -> std::io::Result<()> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(payload.as_bytes())?;
+    }
+    child.wait().map(|_| ())
+}
+
+fn write_file(dir: &Path, path: &str, contents: &str) -> std::io::Result<()> {
+    let Some(relative) = file_path(path) else {
+        return Ok(());
+    };
+    let target = dir.join(relative);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(target, contents)
+}
+
+fn draw(out: &mut impl Write, screen: &[String]) -> std::io::Result<()> {
+    for (row, line) in screen.iter().enumerate() {
+        queue!(
+            out,
+            cursor::MoveTo(0, u16::try_from(row).unwrap_or(u16::MAX)),
+            style::Print(line),
+            terminal::Clear(terminal::ClearType::UntilNewLine)
+        )?;
+    }
+    out.flush()
+}
+
+fn to_input(event: Event) -> Option<Input> {
+    match event {
+        Event::Paste(text) => Some(Input::Paste(text)),
+        Event::Key(key) if key.kind != KeyEventKind::Release => match key.code {
+            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                Some(Input::CtrlC)
+            }
+            KeyCode::Char(ch) => Some(Input::Char(ch)),
+            KeyCode::Enter => Some(Input::Enter),
+            KeyCode::Backspace => Some(Input::Backspace),
+            KeyCode::Esc => Some(Input::Escape),
+            _ => None,
+        },
+        _ => None,
+    }
+}

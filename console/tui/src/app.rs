@@ -1,0 +1,524 @@
+//! The app: the current [`ConsoleView`], the UI state around it (candidate list, pane focus and
+//! cursors, dialogs, help, last notice), the pure `handle`/`update` that turn events into
+//! [`Effect`]s, and the layout that composes the panes.
+//!
+//! Nothing here does IO: the event loop in [`super::run`] (or a test) carries out the effects.
+//! The UI never changes a task or the lane by itself: it sends a [`Request`] and shows the
+//! backend's confirmation or refusal, then re-reads the view. State-changing requests come only
+//! from:
+//!
+//! - confirming a dialog: a first selection ([`Request::Select`]) or a rotation from the
+//!   read-only lists ([`Request::Rotate`]); on the main screen, cancelling the selected task or
+//!   work item ([`Request::Cancel`]), a redirect ([`Request::Redirect`]), a review or approval
+//!   decision ([`Request::Review`], [`Request::Approve`]), a retry of a blocked work item
+//!   ([`Request::Retry`]) or a recovery of a blocked or fixing task ([`Request::Recover`]);
+//! - on the main screen only, `interrupt` and `resume` ([`Request::Interrupt`],
+//!   [`Request::Resume`]), which are reversible and need no dialog.
+//!
+//! The read-only screen sends none of these, whatever the keymap says: those actions mean
+//! something only in [`Mode::Main`].
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::Style;
+use ratatui::widgets::Block;
+
+use super::action::Action;
+use super::candidates::{CandidateList, Filter};
+use super::config::Config;
+use super::dialog::Dialog;
+use super::event::{Effect, Event};
+use super::keymap::{Key, Keymap, Mode};
+use super::redirect::Redirect;
+use super::selection::{Pane, Selection};
+use super::theme::{Slot, Theme};
+use super::{banner, body, footer, help, intro, leader, title};
+use valp_view::{ConsoleView, Refusal, Request, SessionCheck, TaskRow};
+
+/// The task status in which the Leader's review decision is offered.
+const REVIEWING: &str = "reviewing";
+/// The task status in which the Leader's approval decision is offered.
+const APPROVAL_REQUIRED: &str = "approval_required";
+/// The status (of a task or a work item) from which the Leader retries or recovers.
+const BLOCKED: &str = "blocked";
+/// The task status in which the Leader may dispatch the task again.
+const FIXING: &str = "fixing";
+/// The task status in which the System runs attempts.
+const EXECUTING: &str = "executing";
+
+/// What the footer shows after a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A request the user made, on its way: the backend has not answered yet.
+    Pending(Request),
+    /// The backend's confirmation.
+    Done(String),
+    /// The backend's refusal, shown with its code.
+    Refused(Refusal),
+}
+
+/// What panes read while they draw.
+pub struct Ctx<'a> {
+    /// The view.
+    pub view: &'a ConsoleView,
+    /// The keymap, for hints.
+    pub keymap: &'a Keymap,
+    /// The pane focus and cursors.
+    pub selection: &'a Selection,
+    /// What the footer offers: the mode's actions that mean something right now, with keys.
+    pub hints: Vec<(Action, Vec<Key>)>,
+    theme: &'a Theme,
+}
+
+impl Ctx<'_> {
+    /// The theme's style for `slot`.
+    pub fn style(&self, slot: Slot) -> Style {
+        self.theme.style(slot)
+    }
+}
+
+/// Which screen the lane's state calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Screen {
+    FirstRun,
+    Main,
+    ReadOnly,
+}
+
+/// The console's state.
+#[derive(Debug)]
+pub struct App {
+    config: Config,
+    view: ConsoleView,
+    /// The candidate list on screen: always on first run, on `r`/`s` in read-only mode.
+    list: Option<CandidateList>,
+    dialog: Option<Dialog>,
+    /// The redirect dialog (under the confirmation dialog while that reviews it).
+    redirect: Option<Redirect>,
+    selection: Selection,
+    help: bool,
+    notice: Option<Notice>,
+    dirty: bool,
+}
+
+impl App {
+    /// An app showing `view`.
+    pub fn new(config: Config, view: ConsoleView) -> Self {
+        let mut app = Self {
+            config,
+            view,
+            list: None,
+            dialog: None,
+            redirect: None,
+            selection: Selection::new(),
+            help: false,
+            notice: None,
+            dirty: true,
+        };
+        app.sync_list();
+        app
+    }
+
+    /// The view on screen.
+    pub fn view(&self) -> &ConsoleView {
+        &self.view
+    }
+
+    /// The last confirmation or refusal.
+    pub fn notice(&self) -> Option<&Notice> {
+        self.notice.as_ref()
+    }
+
+    /// The focused pane of the main (or read-only) screen.
+    pub fn focus(&self) -> Pane {
+        self.selection.focus()
+    }
+
+    /// The cursor of `pane` (an index into its rows).
+    pub fn cursor(&self, pane: Pane) -> usize {
+        self.selection.cursor(pane)
+    }
+
+    /// The selected task, if any.
+    pub fn selected_task(&self) -> Option<&TaskRow> {
+        self.selection.task(&self.view)
+    }
+
+    /// The id of the work item under the Work items cursor, if any.
+    pub fn selected_item(&self) -> Option<&str> {
+        self.selection
+            .item(&self.view)
+            .map(|item| item.work_item_id.as_str())
+    }
+
+    /// The request the open confirmation dialog would send.
+    pub fn pending(&self) -> Option<&Request> {
+        self.dialog.as_ref().map(Dialog::request)
+    }
+
+    /// The mode keys are read in.
+    pub fn mode(&self) -> Mode {
+        if self.help {
+            Mode::Help
+        } else if self.dialog.is_some() {
+            Mode::Dialog
+        } else if self.redirect.is_some() {
+            Mode::Redirect
+        } else {
+            match self.screen() {
+                Screen::FirstRun => Mode::FirstRun,
+                Screen::Main => Mode::Main,
+                Screen::ReadOnly if self.list.is_some() => Mode::Picker,
+                Screen::ReadOnly => Mode::ReadOnly,
+            }
+        }
+    }
+
+    /// Whether something changed since the last call (the loop draws only then).
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    fn screen(&self) -> Screen {
+        match self.view.lane.session {
+            SessionCheck::Unbound => Screen::FirstRun,
+            SessionCheck::Reopened { .. } => Screen::Main,
+            SessionCheck::Unproven { .. } => Screen::ReadOnly,
+        }
+    }
+
+    /// Handles one event; the loop carries out the returned effects in order.
+    pub fn handle(&mut self, event: Event) -> Vec<Effect> {
+        match event {
+            Event::Key(key) => {
+                if self.mode() == Mode::Redirect
+                    && let Some(redirect) = &mut self.redirect
+                    && redirect.captures(&key)
+                {
+                    redirect.edit(&key);
+                    self.dirty = true;
+                    return Vec::new();
+                }
+                match self.config.keymap.action(self.mode(), &key) {
+                    Some(action) => self.update(action),
+                    None => Vec::new(),
+                }
+            }
+            Event::Resize => {
+                self.dirty = true;
+                Vec::new()
+            }
+            Event::Tick => vec![Effect::Send {
+                request: Request::Refresh,
+                quiet: true,
+            }],
+            Event::Changed => vec![Effect::Reload],
+            Event::Answered {
+                request,
+                quiet,
+                outcome,
+            } => match outcome {
+                Ok(message) => {
+                    if !quiet {
+                        self.notice = Some(Notice::Done(message));
+                        self.dirty = true;
+                    }
+                    if matches!(request, Request::Rotate { .. }) {
+                        self.list = None;
+                    }
+                    vec![Effect::Reload]
+                }
+                Err(refusal) => {
+                    // Shown as is; the view is read again (it may be what the kernel judged
+                    // against), unless nobody asked.
+                    self.notice = Some(Notice::Refused(refusal));
+                    self.dirty = true;
+                    if quiet {
+                        Vec::new()
+                    } else {
+                        vec![Effect::Reload]
+                    }
+                }
+            },
+            Event::Loaded(view) => {
+                self.load(*view);
+                Vec::new()
+            }
+        }
+    }
+
+    /// Carries out `action` in the current mode; an action that means nothing there changes
+    /// nothing.
+    pub fn update(&mut self, action: Action) -> Vec<Effect> {
+        let mode = self.mode();
+        match (mode, action) {
+            (_, Action::Quit) => return vec![Effect::Quit],
+            (_, Action::Refresh) => return self.send(Request::Refresh),
+            (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
+            (_, Action::Help) => self.help = true,
+            (Mode::Dialog, Action::Confirm) => {
+                if let Some(dialog) = self.dialog.take() {
+                    self.redirect = None;
+                    return self.send(dialog.into_request());
+                }
+            }
+            // Back to the redirect dialog, if the confirmation reviewed one.
+            (Mode::Dialog, Action::Cancel) => self.dialog = None,
+            (Mode::Redirect, Action::Cancel) => self.redirect = None,
+            (Mode::Redirect, action) => {
+                if let Some(redirect) = &mut self.redirect
+                    && let Some(dialog) = redirect.update(action)
+                {
+                    self.dialog = Some(dialog);
+                }
+            }
+            (Mode::Main | Mode::ReadOnly, Action::NextPane) => self.selection.focus_next(),
+            (Mode::Main | Mode::ReadOnly, Action::PreviousPane) => {
+                self.selection.focus_previous();
+            }
+            (Mode::Main | Mode::ReadOnly, Action::Up | Action::Down) => {
+                self.selection.step(action == Action::Up, &self.view);
+            }
+            (Mode::Main, _) if self.offers(action) => return self.operate(action),
+            (Mode::Picker, Action::Cancel) => self.list = None,
+            (Mode::FirstRun | Mode::Picker, Action::Up | Action::Down) => {
+                if let Some(list) = &mut self.list {
+                    list.update(action, &self.view);
+                }
+            }
+            (Mode::FirstRun | Mode::Picker, Action::Choose) => {
+                if let Some(list) = &self.list
+                    && let Some(row) = list.selected(&self.view)
+                {
+                    self.dialog = Some(Dialog::choose(list.filter(), row, &self.view));
+                }
+            }
+            (Mode::ReadOnly, Action::Rebind) => {
+                self.list = Some(CandidateList::new(Filter::Rebind));
+            }
+            (Mode::ReadOnly, Action::SelectOther) => {
+                self.list = Some(CandidateList::new(Filter::Others));
+            }
+            _ => return Vec::new(),
+        }
+        self.dirty = true;
+        Vec::new()
+    }
+
+    /// Whether `action` means something right now (the footer offers only those). On the main
+    /// screen the task actions need a selected task in the focused Tasks or Work items pane:
+    /// cancel needs the selected row of the focused pane, interrupt a task that is not
+    /// interrupted, resume one that is, the review decisions a task in `reviewing`, the approval
+    /// decisions a task in `approval_required`, retry a blocked work item in the focused Work
+    /// items pane, recover a task that is `blocked` or `fixing`.
+    pub fn offers(&self, action: Action) -> bool {
+        match self.mode() {
+            Mode::Main => {
+                let focus = self.selection.focus();
+                let task = self
+                    .selection
+                    .task(&self.view)
+                    .filter(|_| matches!(focus, Pane::Tasks | Pane::Items));
+                match action {
+                    Action::CancelSelected => match focus {
+                        Pane::Tasks => task.is_some(),
+                        Pane::Items => self.selection.item(&self.view).is_some(),
+                        Pane::Observations | Pane::Rejections | Pane::Activity => false,
+                    },
+                    Action::Interrupt => task.is_some_and(|task| !task.interrupted),
+                    Action::Resume => task.is_some_and(|task| task.interrupted),
+                    Action::Redirect => task.is_some(),
+                    Action::PassReview | Action::RejectReview => {
+                        task.is_some_and(|task| task.status == REVIEWING)
+                    }
+                    Action::GrantApproval | Action::DenyApproval => {
+                        task.is_some_and(|task| task.status == APPROVAL_REQUIRED)
+                    }
+                    Action::RetryItem => {
+                        focus == Pane::Items
+                            && task.is_some_and(|task| {
+                                [EXECUTING, FIXING, BLOCKED].contains(&task.status.as_str())
+                            })
+                            && self
+                                .selection
+                                .item(&self.view)
+                                .is_some_and(|item| item.status == BLOCKED)
+                    }
+                    Action::Recover => {
+                        task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
+                    }
+                    _ => true,
+                }
+            }
+            Mode::Redirect => self
+                .redirect
+                .as_ref()
+                .is_none_or(|redirect| redirect.offers(action)),
+            _ => true,
+        }
+    }
+
+    /// Carries out a task action the main screen [offers](Self::offers).
+    fn operate(&mut self, action: Action) -> Vec<Effect> {
+        let Some(task) = self.selection.task(&self.view) else {
+            return Vec::new();
+        };
+        let task_id = task.task_id.clone();
+        match action {
+            Action::CancelSelected if self.selection.focus() == Pane::Items => {
+                if let Some(item) = self.selection.item(&self.view) {
+                    self.dialog = Some(Dialog::cancel_item(item));
+                }
+            }
+            Action::CancelSelected => self.dialog = Some(Dialog::cancel_task(task)),
+            Action::PassReview => self.dialog = Some(Dialog::review(task, true)),
+            Action::RejectReview => self.dialog = Some(Dialog::review(task, false)),
+            Action::GrantApproval => self.dialog = Some(Dialog::approval(task, true)),
+            Action::DenyApproval => self.dialog = Some(Dialog::approval(task, false)),
+            Action::RetryItem => {
+                if let Some(item) = self.selection.item(&self.view) {
+                    self.dialog = Some(Dialog::retry(task, item));
+                }
+            }
+            Action::Recover => self.dialog = Some(Dialog::recover(task)),
+            Action::Redirect => {
+                self.redirect = Some(Redirect::new(&task_id, &self.selection.items(&self.view)));
+            }
+            Action::Interrupt => return self.send(Request::Interrupt { task_id }),
+            Action::Resume => return self.send(Request::Resume { task_id }),
+            _ => return Vec::new(),
+        }
+        self.dirty = true;
+        Vec::new()
+    }
+
+    /// Sends a request the user made; the footer shows it pending until the answer comes.
+    fn send(&mut self, request: Request) -> Vec<Effect> {
+        self.notice = Some(Notice::Pending(request.clone()));
+        self.dirty = true;
+        vec![Effect::Send {
+            request,
+            quiet: false,
+        }]
+    }
+
+    /// Replaces the view; the cursors stay on their rows, and a dialog opened for another
+    /// screen closes.
+    fn load(&mut self, view: ConsoleView) {
+        if view == self.view {
+            return;
+        }
+        let old_screen = self.screen();
+        let old = std::mem::replace(&mut self.view, view);
+        if self.screen() != old_screen {
+            self.dialog = None;
+            self.redirect = None;
+        }
+        if let Some(list) = &mut self.list {
+            list.reload(&old, &self.view);
+        }
+        self.selection.reload(&old, &self.view);
+        self.sync_list();
+        self.dirty = true;
+    }
+
+    /// Opens or closes the candidate list the screen calls for.
+    fn sync_list(&mut self) {
+        let filter = self.list.as_ref().map(CandidateList::filter);
+        match self.screen() {
+            Screen::FirstRun if filter != Some(Filter::All) => {
+                self.list = Some(CandidateList::new(Filter::All));
+            }
+            Screen::Main => self.list = None,
+            Screen::ReadOnly if filter == Some(Filter::All) => self.list = None,
+            Screen::FirstRun | Screen::ReadOnly => {}
+        }
+    }
+
+    /// Draws the whole screen.
+    pub fn render(&self, frame: &mut Frame) {
+        let area = frame.area();
+        let mode = self.mode();
+        let ctx = Ctx {
+            view: &self.view,
+            keymap: &self.config.keymap,
+            selection: &self.selection,
+            hints: self
+                .config
+                .keymap
+                .hints(mode)
+                .into_iter()
+                .filter(|(action, _)| self.offers(*action))
+                .collect(),
+            theme: &self.config.theme,
+        };
+        frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
+        let notice = self.notice.as_ref();
+        match self.screen() {
+            Screen::FirstRun => {
+                let [title_area, intro_area, list_area, footer_area] =
+                    area.layout(&Layout::vertical([
+                        Constraint::Length(1),
+                        Constraint::Length(intro::height(&ctx, area.width)),
+                        Constraint::Fill(1),
+                        Constraint::Length(footer::height(&ctx, notice, area.width)),
+                    ]));
+                title::render(frame, title_area, &ctx);
+                intro::render(frame, intro_area, &ctx);
+                if let Some(list) = &self.list {
+                    list.render(frame, list_area, &ctx);
+                }
+                footer::render(frame, footer_area, &ctx, notice);
+            }
+            screen @ (Screen::Main | Screen::ReadOnly) => {
+                let banner_height = if screen == Screen::ReadOnly {
+                    banner::height(&ctx, area.width)
+                } else {
+                    0
+                };
+                let footer_height = footer::height(&ctx, notice, area.width);
+                let spare = area
+                    .height
+                    .saturating_sub(banner_height.saturating_add(1))
+                    .saturating_sub(footer_height);
+                let plan = body::plan(area.width, spare, leader::height(&self.view));
+                let leader_height = if plan.compact_leader {
+                    leader::COMPACT_HEIGHT
+                } else {
+                    leader::height(&self.view)
+                };
+                let [title_area, banner_area, leader_area, body_area, footer_area] =
+                    area.layout(&Layout::vertical([
+                        Constraint::Length(1),
+                        Constraint::Length(banner_height),
+                        Constraint::Length(leader_height),
+                        Constraint::Fill(1),
+                        Constraint::Length(footer_height),
+                    ]));
+                title::render(frame, title_area, &ctx);
+                if screen == Screen::ReadOnly {
+                    banner::render(frame, banner_area, &ctx);
+                }
+                if plan.compact_leader {
+                    leader::render_compact(frame, leader_area, &ctx);
+                } else {
+                    leader::render(frame, leader_area, &ctx);
+                }
+                match &self.list {
+                    Some(list) => list.render(frame, body_area, &ctx),
+                    None => body::render(frame, body_area, &ctx, plan.tabbed),
+                }
+                footer::render(frame, footer_area, &ctx, notice);
+            }
+        }
+        if let Some(redirect) = &self.redirect {
+            redirect.render(frame, area, &ctx);
+        }
+        if let Some(dialog) = &self.dialog {
+            dialog.render(frame, area, &ctx);
+        }
+        if self.help {
+            help::render(frame, area, &ctx);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What the event loop feeds the [`App`](super::App) ([`Event`]) and what the app asks of the
+//! loop in return ([`Effect`]).
+
+use crossterm::event::KeyEvent;
+
+use valp_view::{ConsoleView, Refusal, Request};
+
+/// Something that happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A key from the terminal.
+    Key(KeyEvent),
+    /// The terminal changed size.
+    Resize,
+    /// The slow tick: time to observe again.
+    Tick,
+    /// Something changed on disk (sent through a [`Notifier`](super::Notifier)).
+    Changed,
+    /// The backend answered a request.
+    Answered {
+        /// What was asked.
+        request: Request,
+        /// Whether only a refusal is worth showing (a request the user did not make).
+        quiet: bool,
+        /// The backend's confirmation or refusal.
+        outcome: Result<String, Refusal>,
+    },
+    /// The backend's current view.
+    Loaded(Box<ConsoleView>),
+}
+
+/// Something the app needs the loop to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Send a request to the backend; its answer comes back as [`Event::Answered`].
+    Send {
+        /// The request.
+        request: Request,
+        /// Passed back in [`Event::Answered`].
+        quiet: bool,
+    },
+    /// Read the backend's view again; it comes back as [`Event::Loaded`].
+    Reload,
+    /// Leave the console.
+    Quit,
+}

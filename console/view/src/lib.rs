@@ -1,0 +1,311 @@
+//! What the operator console shows, as plain data.
+//!
+//! The system side (kernel results read back from the store, Doctor observations) fills a
+//! [`ConsoleView`]; the TUI only renders it and turns keys into [`Request`]s for a [`Backend`].
+//! Every string here is display text that was already stripped of terminal control sequences
+//! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
+//! which the runtime and the TUI share).
+
+pub mod sanitize;
+
+/// Everything one frame of the console shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsoleView {
+    /// The installation id.
+    pub installation_id: String,
+    /// The control root folder, for the title line.
+    pub root: String,
+    /// The authority lane.
+    pub lane: LaneView,
+    /// Task journals, sorted by task id.
+    pub tasks: Vec<TaskRow>,
+    /// Every task's work items (the dependency frontier), in task order then table order.
+    pub items: Vec<ItemRow>,
+    /// The latest adapter observations the System ingested, newest first (bounded).
+    pub observations: Vec<ObservationRow>,
+    /// Adapter or inbox files that were not acted on, with why (newest first, bounded).
+    pub rejections: Vec<RejectionRow>,
+    /// What the System did lately (proposals and their verdicts, launches), newest first
+    /// (bounded).
+    pub activity: Vec<String>,
+}
+
+/// One work item of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemRow {
+    /// Its task.
+    pub task_id: String,
+    /// The work item.
+    pub work_item_id: String,
+    /// `required`, `soft` or `optional`.
+    pub requirement: String,
+    /// Kernel status (`pending`, `eligible`, `running`, `completed`, …).
+    pub status: String,
+    /// Frontier position in words: `ready`, `locked by build (running)`, `in flight`, …
+    pub position: String,
+    /// The current attempt (`<attempt id> g<generation> <status>`), or empty.
+    pub attempt: String,
+}
+
+/// One adapter observation, as ingested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservationRow {
+    /// The task.
+    pub task_id: String,
+    /// The work item (or verification check).
+    pub work_item_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// Its sequence within the attempt.
+    pub sequence: u64,
+    /// `accepted`, `completed`, `blocked`, `cancelled`, …
+    pub status: String,
+    /// The reason or runtime identity, display only.
+    pub detail: String,
+}
+
+/// A file the System did not act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionRow {
+    /// The file (relative to the control root when inside it).
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// The Leader binding and its candidates.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LaneView {
+    /// Installation status (`awaiting_leader_selection`, `active`, `rotating_leader`, …).
+    pub status: String,
+    /// The active epoch (0 before the first selection).
+    pub active_epoch: i128,
+    /// The bound Leader, if any.
+    pub leader: Option<LeaderView>,
+    /// Whether this start re-proved the bound session.
+    pub session: SessionCheck,
+    /// Candidates of the latest Doctor observation, in its ranking order.
+    pub candidates: Vec<CandidateRow>,
+    /// Every epoch so far, oldest first.
+    pub epochs: Vec<EpochRow>,
+}
+
+/// The bound Leader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderView {
+    /// Principal id, e.g. `user:alice` or `tmux:alice`.
+    pub principal_id: String,
+    /// `human` or `tmux_pane`.
+    pub principal_kind: String,
+    /// The bound session's address, e.g. `tmux:/tmp/tmux-1000/default:%3`.
+    pub candidate_id: String,
+    /// Its epoch.
+    pub epoch: i128,
+    /// A one-line description of the session (pane, command, size), display only.
+    pub session_summary: String,
+}
+
+/// The outcome of re-observing the bound session at this start.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum SessionCheck {
+    /// No Leader is bound yet: the console shows the first-run selection.
+    #[default]
+    Unbound,
+    /// The bound session was observed with the same fingerprint; the kernel accepted the
+    /// reopen.
+    Reopened {
+        /// When (RFC 3339).
+        at: String,
+        /// The epoch reopened.
+        epoch: i128,
+    },
+    /// The bound session could not be re-proven: the console is read-only until the user
+    /// explicitly rebinds the principal to a new session or selects another candidate.
+    Unproven {
+        /// Why, in words (pane gone, server restarted, another OS user…).
+        reason: String,
+    },
+}
+
+/// One candidate the Doctor observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateRow {
+    /// Stable address, e.g. `human:uid-1000`.
+    pub candidate_id: String,
+    /// Principal id.
+    pub principal_id: String,
+    /// `human` or `tmux_pane`.
+    pub principal_kind: String,
+    /// `live`, or `unreachable: <reason>`.
+    pub health: String,
+    /// Labels such as `agent:claude` (never identity).
+    pub labels: Vec<String>,
+    /// One line of display-only detail (session/window/pane, command, size).
+    pub summary: String,
+    /// Whether this is the bound Leader's session.
+    pub bound: bool,
+}
+
+/// One epoch of the installation's history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochRow {
+    /// The epoch.
+    pub epoch: i128,
+    /// Who led it.
+    pub principal_id: String,
+    /// Its session.
+    pub candidate_id: String,
+    /// `selected` (first activation) or `rotated`.
+    pub how: String,
+    /// Whether it is fenced (every epoch but the active one).
+    pub fenced: bool,
+}
+
+/// One task journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    /// Task id.
+    pub task_id: String,
+    /// Task status (kernel truth as replayed).
+    pub status: String,
+    /// Revision.
+    pub revision: i128,
+    /// The Leader epoch the task's journal is bound to.
+    pub epoch: i128,
+    /// Whether that epoch is fenced (the task needs an explicit handoff to continue).
+    pub fenced: bool,
+    /// Completed work items.
+    pub items_completed: usize,
+    /// All work items.
+    pub items_total: usize,
+    /// Whether the Leader interrupted it (nothing is dispatched until resumed).
+    pub interrupted: bool,
+    /// What the System waits for on this task, in words (empty while it works).
+    pub waiting: String,
+    /// The four dimension gates as the Done gate would see them now, in one line
+    /// (`quality* fail (rule_failed:…) · experience pass · cost unverifiable
+    /// (measure_unavailable:…) · stability pass`: `*` marks a required gate, the reasons of a
+    /// gate that does not pass follow it); empty when the task's frozen Done policy has no
+    /// dimension section.
+    pub gates: String,
+}
+
+/// What the user asked for from the console.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// First selection of a Leader (after explicit confirmation).
+    Select {
+        /// The candidate.
+        candidate_id: String,
+    },
+    /// Bind the Leader role to a new session, fencing the current epoch (after explicit
+    /// confirmation): the same principal on a new session, or another candidate.
+    Rotate {
+        /// The candidate.
+        candidate_id: String,
+    },
+    /// Re-run the Doctor and refresh the view.
+    Refresh,
+    /// Cancel a task, or one of its work items (after explicit confirmation).
+    Cancel {
+        /// The task.
+        task_id: String,
+        /// Only this work item.
+        work_item_id: Option<String>,
+    },
+    /// Interrupt a task: nothing more is dispatched until resumed.
+    Interrupt {
+        /// The task.
+        task_id: String,
+    },
+    /// Lift a task's interrupt.
+    Resume {
+        /// The task.
+        task_id: String,
+    },
+    /// Redirect a task to a new intent; the listed work items are superseded (after explicit
+    /// confirmation).
+    Redirect {
+        /// The task.
+        task_id: String,
+        /// Superseded work items.
+        superseded: Vec<String>,
+        /// The new intent, as the Leader typed it.
+        intent: String,
+    },
+    /// The Leader's review of a task in `reviewing`.
+    Review {
+        /// The task.
+        task_id: String,
+        /// Pass (true) or reject.
+        pass: bool,
+    },
+    /// The Leader's decision on a task in `approval_required`.
+    Approve {
+        /// The task.
+        task_id: String,
+        /// Grant (true) or deny.
+        grant: bool,
+    },
+    /// A new attempt for a blocked work item (a blocked task is recovered to fixing first).
+    Retry {
+        /// The task.
+        task_id: String,
+        /// The blocked work item.
+        work_item_id: String,
+    },
+    /// `blocked` -> `fixing`, or dispatch a `fixing` task again.
+    Recover {
+        /// The task.
+        task_id: String,
+    },
+}
+
+/// A refusal to show: the kernel's (or store's) code and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// e.g. `VALP-E-PERMISSION-DENIED`.
+    pub code: String,
+    /// What happened.
+    pub message: String,
+}
+
+/// What the console asks of the system. The real one proposes to the kernel through the store;
+/// tests use a scripted one.
+pub trait Backend {
+    /// The current view.
+    fn view(&mut self) -> ConsoleView;
+    /// Carries out a request; `Ok` carries a confirmation message to show, `Err` the refusal.
+    fn request(&mut self, request: &Request) -> Result<String, Refusal>;
+}
+
+/// A frontier position in words.
+pub fn position_text(position: &valp_kernel::frontier::Position) -> String {
+    use valp_kernel::frontier::Position;
+    match position {
+        Position::Unlocked { soft_unmet } if soft_unmet.is_empty() => "unlocked".to_owned(),
+        Position::Unlocked { soft_unmet } => format!(
+            "unlocked (soft unmet: {})",
+            soft_unmet
+                .iter()
+                .map(|id| id.value().to_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Locked { by } => format!(
+            "locked by {}",
+            by.iter()
+                .map(|lock| format!(
+                    "{} ({})",
+                    lock.work_item_id.value(),
+                    lock.status.map_or("missing", |status| status.as_str())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Position::Ready => "ready".to_owned(),
+        Position::InFlight { .. } => "in flight".to_owned(),
+        Position::Blocked { .. } => "blocked".to_owned(),
+        Position::Settled(status) => format!("settled ({})", status.as_str()),
+    }
+}
