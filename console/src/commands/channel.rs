@@ -57,6 +57,7 @@ pub(super) fn run(
                 &mut err,
             )
         }
+        // Notify payloads never ask permission: nothing waits.
         Command::Notify { payload, .. } => {
             let options = ApprovalOptions {
                 wait: Duration::ZERO,

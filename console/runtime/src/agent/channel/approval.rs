@@ -669,6 +669,26 @@ mod tests {
         }
     }
 
+    /// `decide` on `root`'s task T as the test Leader, waiting `patience` for the answer.
+    fn leader(
+        root: &Path,
+        request: &str,
+        outcome: Outcome,
+        log: &MemoryLog,
+        patience: Duration,
+    ) -> Result<Answered, ApprovalError> {
+        decide(
+            root,
+            "T",
+            request,
+            outcome,
+            &decider(),
+            log,
+            &SystemClock,
+            patience,
+        )
+    }
+
     /// Runs the hook's wait in a thread while `leader` acts; returns the hook's answer and
     /// the Leader's result.
     fn race(
@@ -706,16 +726,7 @@ mod tests {
     fn an_allow_reaches_the_hook_and_is_logged_first() {
         let log = MemoryLog::default();
         let (answered, decided) = race(Duration::from_secs(5), |root, id| {
-            decide(
-                root,
-                "T",
-                id,
-                Outcome::Allow,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::from_secs(2),
-            )
+            leader(root, id, Outcome::Allow, &log, Duration::from_secs(2))
         });
         assert_eq!(
             (answered.answer, answered.by),
@@ -735,16 +746,7 @@ mod tests {
     fn a_deny_reaches_the_hook() {
         let log = MemoryLog::default();
         let (answered, decided) = race(Duration::from_secs(5), |root, id| {
-            decide(
-                root,
-                "T",
-                id,
-                Outcome::Deny,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::from_secs(2),
-            )
+            leader(root, id, Outcome::Deny, &log, Duration::from_secs(2))
         });
         assert_eq!(
             (answered.answer, answered.by),
@@ -758,16 +760,7 @@ mod tests {
         let log = MemoryLog::default();
         let (answered, decided) = race(Duration::from_millis(50), |root, id| {
             std::thread::sleep(Duration::from_millis(300));
-            decide(
-                root,
-                "T",
-                id,
-                Outcome::Allow,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::from_secs(1),
-            )
+            leader(root, id, Outcome::Allow, &log, Duration::from_secs(1))
         });
         assert_eq!(
             (answered.answer, answered.by),
@@ -791,16 +784,7 @@ mod tests {
     fn a_decision_the_log_refuses_is_never_delivered() {
         let log = MemoryLog(RefCell::default(), true);
         let (answered, decided) = race(Duration::from_millis(300), |root, id| {
-            decide(
-                root,
-                "T",
-                id,
-                Outcome::Allow,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::from_secs(1),
-            )
+            leader(root, id, Outcome::Allow, &log, Duration::from_secs(1))
         });
         assert_eq!(decided.unwrap_err().to_string(), "log: full");
         assert_eq!(
@@ -813,27 +797,8 @@ mod tests {
     fn a_second_decision_and_an_unknown_request_are_refused() {
         let log = MemoryLog::default();
         let (_, decided) = race(Duration::from_secs(5), |root, id| {
-            let first = decide(
-                root,
-                "T",
-                id,
-                Outcome::Deny,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::from_secs(2),
-            );
-            let unknown = decide(
-                root,
-                "T",
-                "perm-0",
-                Outcome::Deny,
-                &decider(),
-                &log,
-                &SystemClock,
-                Duration::ZERO,
-            )
-            .unwrap_err();
+            let first = leader(root, id, Outcome::Deny, &log, Duration::from_secs(2));
+            let unknown = leader(root, "perm-0", Outcome::Deny, &log, Duration::ZERO).unwrap_err();
             assert_eq!(
                 unknown.to_string(),
                 "task T has no permission request perm-0 (`valp agent requests T` lists them)"

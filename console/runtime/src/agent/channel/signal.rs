@@ -21,6 +21,7 @@ use serde::Deserialize;
 use valp_kernel::canonical::{Canonical, form_digest, is_digest};
 use valp_kernel::json::write::Fields;
 
+use crate::abi::closed;
 use crate::clock::Timestamp;
 use valp_view::sanitize::{MAX_DISPLAY_CHARS, is_plain};
 
@@ -31,27 +32,7 @@ pub const SIGNAL_ABI_VERSION: &str = "1.1";
 /// Longest identifier-like text kept (event, session, tool, tool use id), in bytes.
 pub const MAX_NAME_BYTES: usize = 128;
 
-macro_rules! vocabulary {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            /// The wire text.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $text),+
-                }
-            }
-        }
-    };
-}
-
-vocabulary! {
+closed! {
     /// What the agent reported (closed; an event valp does not know is [`SignalKind::Opaque`]).
     SignalKind {
         /// A session began or resumed (claude `SessionStart`, codex `SessionStart`,
@@ -87,7 +68,7 @@ vocabulary! {
     }
 }
 
-vocabulary! {
+closed! {
     /// Which structured channel carried the signal.
     Channel {
         /// A Claude Code command hook (`valp hook claude`).
