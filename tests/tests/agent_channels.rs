@@ -643,3 +643,43 @@ fn stream_transcripts_become_signals_with_cost_and_tokens() {
         listed.stdout
     );
 }
+
+/// Hook invocation → the signal's row in the console's live feed (the `notify` watcher the
+/// console runs), over 100 hooks: prints p50/p99; asserts only that every row arrived.
+#[test]
+fn a_hooks_signal_reaches_the_console_feed() {
+    use std::sync::mpsc;
+
+    use valp_runtime::system::feed::Feed;
+
+    let dir = initialised();
+    let root = dir.path().join(".valp");
+    let (woken, wakes) = mpsc::channel();
+    let feed = Feed::start(&root, move || woken.send(()).is_ok()).unwrap();
+    let payload = fixture("claude/stop.json");
+    let mut times = Vec::new();
+    for n in 1..=100 {
+        let started = Instant::now();
+        let run = hook(&root, true, &["hook", "claude"], &payload);
+        assert_eq!(run.code, Some(0));
+        loop {
+            let (rows, rejections) = feed.rows();
+            assert!(rejections.is_empty(), "{rejections:?}");
+            if rows
+                .iter()
+                .any(|row| row.sequence == n && row.status == "agent turn_completed")
+            {
+                break;
+            }
+            wakes
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the feed saw the signal");
+        }
+        times.push(started.elapsed());
+    }
+    times.sort();
+    eprintln!(
+        "hook -> console feed row, 100 hooks: p50 {:?}, p99 {:?}",
+        times[50], times[98]
+    );
+}
