@@ -683,3 +683,66 @@ fn a_hooks_signal_reaches_the_console_feed() {
         times[50], times[98]
     );
 }
+
+/// `valp agent setup`: prints the settings, writes them only when confirmed, removes them.
+#[test]
+fn setup_writes_confirmed_settings_and_removes_them() {
+    let dir = initialised();
+    let file = dir
+        .path()
+        .join(".valp/runtime/agent-channel/claude-settings.json");
+    let printed =
+        valp_tests::cli::valp_in(dir.path(), None, &["agent", "setup", "claude"]).unwrap();
+    assert_eq!(printed.code, Some(0), "{}", printed.stderr);
+    assert!(
+        printed.stdout.contains("\"PermissionRequest\""),
+        "{}",
+        printed.stdout
+    );
+    assert!(!file.exists(), "printing writes nothing");
+    let refused = valp_tests::cli::valp_answering(
+        dir.path(),
+        dir.path(),
+        &["agent", "setup", "claude", "--write"],
+        "no\n",
+    )
+    .unwrap();
+    assert_eq!(refused.code, Some(2));
+    assert!(!file.exists());
+    let written = valp_tests::cli::valp_in(
+        dir.path(),
+        None,
+        &["agent", "setup", "claude", "--write", "--yes"],
+    )
+    .unwrap();
+    assert_eq!(written.code, Some(0), "{}", written.stderr);
+    assert!(
+        written
+            .stdout
+            .ends_with("wrote runtime/agent-channel/claude-settings.json\n")
+    );
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(command.ends_with("' hook claude"), "{command}");
+    let codex = valp_tests::cli::valp_in(dir.path(), None, &["agent", "setup", "codex"]).unwrap();
+    assert!(
+        codex.stdout.contains(
+            "the codex hook channel is OFF unless codex runs with --dangerously-bypass-hook-trust"
+        ),
+        "{}",
+        codex.stdout
+    );
+    let removed = valp_tests::cli::valp_in(
+        dir.path(),
+        None,
+        &["agent", "setup", "claude", "--remove", "--yes"],
+    )
+    .unwrap();
+    assert_eq!(
+        removed.stdout,
+        "removed runtime/agent-channel/claude-settings.json\n"
+    );
+    assert!(!file.exists());
+}

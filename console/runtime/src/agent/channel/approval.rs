@@ -821,6 +821,60 @@ mod tests {
     }
 
     #[test]
+    fn a_second_decision_before_the_answer_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (request, folder) = open_request(
+            dir.path(),
+            &attempt(),
+            2,
+            "claude",
+            None,
+            &ask(),
+            Duration::from_secs(60),
+            &SystemClock,
+        )
+        .unwrap();
+        // Another Leader command decided; the hook has not answered yet.
+        let earlier = Decision {
+            attempt_id: request.attempt_id.clone(),
+            decided_at: request.requested_at.clone(),
+            decider: "uid-1000".into(),
+            leader_epoch: 1,
+            leader_session: "tmux:/s:%1".into(),
+            outcome: Outcome::Deny,
+            request_id: request.request_id.clone(),
+            schema_version: DECISION_SCHEMA.into(),
+            task_id: "T".into(),
+            tool_use_id: None,
+        };
+        std::fs::write(
+            file(&folder, &request.request_id, "decision"),
+            json_line(&earlier),
+        )
+        .unwrap();
+        let log = MemoryLog::default();
+        let second = leader(
+            dir.path(),
+            &request.request_id,
+            Outcome::Allow,
+            &log,
+            Duration::ZERO,
+        )
+        .unwrap_err();
+        assert_eq!(
+            second.to_string(),
+            format!(
+                "request {} was already decided: deny by uid-1000",
+                request.request_id
+            )
+        );
+        assert!(
+            log.0.borrow().is_empty(),
+            "the refused decision is not logged"
+        );
+    }
+
+    #[test]
     fn an_invalid_decision_file_answers_as_a_timeout_would() {
         let dir = tempfile::tempdir().unwrap();
         let (request, folder) = open_request(
