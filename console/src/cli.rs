@@ -209,8 +209,9 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
         /// Also deliver SIGINT to the command of every attempt running on the process adapter
-        /// once the kernel accepted the interrupt (a command that exits on it fails its
-        /// attempt, which is retried after `valp resume` while the retry budget lasts).
+        /// (and the agent profile's interrupt keys to every tmux agent) once the kernel
+        /// accepted the interrupt (a command that exits on it fails its attempt, which is
+        /// retried after `valp resume` while the retry budget lasts).
         #[arg(long)]
         signal: bool,
     },
@@ -511,6 +512,14 @@ pub enum AdapterCommand {
     Process {
         /// The attempt folder (`runtime/process/attempts/<H>/`, holding request.json and
         /// run.json).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// The tmux adapter's supervisor for one attempt: starts (or finds) the agent's pane,
+    /// submits the prompt with proof, watches the agent and writes its observations in the
+    /// attempt folder. valp starts it detached.
+    Tmux {
+        /// The attempt folder (`runtime/tmux/attempts/<H>/`, holding request.json and run.json).
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },

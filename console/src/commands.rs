@@ -125,11 +125,7 @@ pub fn run(
                 .transpose()?;
             doctor::run_doctor(opened.as_ref(), &clock, &options, out)
         }
-        Command::Adapter(AdapterCommand::Process { dir }) => {
-            valp_runtime::adapter::process::supervise(&dir).map_err(|error| {
-                CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
-            })
-        }
+        Command::Adapter(command) => supervise(&command),
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {
@@ -477,4 +473,18 @@ fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
             cwd.display()
         ))
     })
+}
+
+/// `valp adapter …`: an attempt's supervisor.
+fn supervise(command: &AdapterCommand) -> Result<ExitCode, CommandError> {
+    let (name, dir, result) = match command {
+        AdapterCommand::Process { dir } => (
+            "process",
+            dir,
+            valp_runtime::adapter::process::supervise(dir),
+        ),
+        AdapterCommand::Tmux { dir } => ("tmux", dir, valp_runtime::adapter::tmux::supervise(dir)),
+    };
+    result
+        .map_err(|error| CommandError::Usage(format!("{name} adapter {}: {error}", dir.display())))
 }
