@@ -420,17 +420,20 @@ fn the_leaders_approval_reaches_the_agent_and_a_late_one_is_stale() {
     assert!(!root.join("runtime/agent-channel/decisions.jsonl").exists());
     let records = actions(&root);
     assert_eq!(records.len(), 2, "{records:?}");
-    let decided = &records[0];
+    let decision_record = &records[0];
     let decision_id = format!("{request}/decision");
-    assert_eq!(decided["kind"], "approval_decision");
-    assert_eq!(decided["action_id"], decision_id.as_str());
-    assert_eq!(decided["answers"], request.as_str());
-    assert_eq!(decided["decision"], "allow");
-    assert_eq!(decided["attempt_id"], ATTEMPT);
-    assert_eq!(decided["work_item_id"], "build");
-    assert_eq!(decided["leader_epoch"], 1);
-    assert!(decided["task_revision"].as_i64().unwrap() >= 1, "{decided}");
-    let decider = decided["principal_id"].as_str().unwrap();
+    assert_eq!(decision_record["kind"], "approval_decision");
+    assert_eq!(decision_record["action_id"], decision_id.as_str());
+    assert_eq!(decision_record["answers"], request.as_str());
+    assert_eq!(decision_record["decision"], "allow");
+    assert_eq!(decision_record["attempt_id"], ATTEMPT);
+    assert_eq!(decision_record["work_item_id"], "build");
+    assert_eq!(decision_record["leader_epoch"], 1);
+    assert!(
+        decision_record["task_revision"].as_i64().unwrap() >= 1,
+        "{decision_record}"
+    );
+    let decider = decision_record["principal_id"].as_str().unwrap();
     assert!(
         approved.stdout.contains(&format!("({decider} from ")),
         "{decider} {}",
