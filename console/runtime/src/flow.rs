@@ -1,0 +1,357 @@
+//! The console's two flow views (RFC 0002 §6), computed from a task journal:
+//!
+//! - [`workflow`]: the **Operator Workflow** strip of a task. Each of the eight stages
+//!   ([`valp_view::flow::STAGES`]) is done (with what in the State proves it: `3/5
+//!   submissions proven`), current, blocked (with the reason: a fenced epoch, the Leader's
+//!   interrupt, blocked work items) or not reached. It reads the task State and the active
+//!   epoch only, so it is redrawn with every view.
+//! - [`transitions`] and [`machine`]: the **Protocol State Machine**: the kernel's transition
+//!   lister ([`valp_kernel::explain`]) fed with the active epoch and the frozen Done policy, as
+//!   rows with the words the console shows, and for an allowed transition the Leader sends
+//!   from the console, the [`Request`] its key sends. `valp task explain` prints the same.
+//! - [`refusal_words`]: the lister's reasons for a refused transition, which the console shows
+//!   when the kernel refuses one of the Leader's keys.
+//!
+//! No Done closure is built for the lister (building one gathers and stores evidence): a
+//! `recording_completed` in `recording` is listed as refused by the Done gate with
+//! `done_closure_missing` among its reasons; the runtime builds the closure when it runs.
+
+use valp_kernel::explain::{Guards, Judgement, Target, Transition, explain};
+use valp_kernel::{
+    AttemptStatus, ControlStatus, EventKind, StateBody, SuspensionStatus, TaskStatus,
+    WorkItemStatus,
+};
+use valp_store::{ControlRoot, Journal};
+use valp_view::Request;
+use valp_view::flow::{
+    MachineView, StageRow, StageState, TransitionRow, TransitionVerdict, Workflow,
+};
+use valp_view::sanitize::display_text;
+
+use crate::runtime::driver::{self, RuntimeError};
+
+/// Stage indexes, in [`valp_view::flow::STAGES`] order.
+const AUTHORITY: usize = 0;
+const PUBLISH: usize = 1;
+const DECOMPOSE: usize = 2;
+const ASSIGN: usize = 3;
+const DISPATCH: usize = 4;
+const EXECUTE: usize = 5;
+const VERIFY: usize = 6;
+const RESULT: usize = 7;
+
+/// The transitions of the task in `journal` now, judged with the installation's
+/// `active_epoch` and the task's frozen Done policy.
+pub fn transitions(
+    root: &ControlRoot,
+    journal: &Journal,
+    active_epoch: i128,
+) -> Result<Vec<Transition>, RuntimeError> {
+    let policy = driver::frozen_policy(root, journal)?;
+    let guards = Guards {
+        active_epoch: Some(active_epoch),
+        frozen_policy: journal.guard().done().frozen_policy(),
+        policy: policy.as_ref(),
+        closure: None,
+    };
+    Ok(explain(journal.live(), &guards))
+}
+
+/// The state machine view of `body` from its listed `transitions`: allowed ones first, each
+/// group in the lister's order.
+pub fn machine(body: &StateBody, transitions: &[Transition]) -> MachineView {
+    let mut rows: Vec<TransitionRow> = transitions.iter().map(|t| row(body, t)).collect();
+    rows.sort_by_key(|row| !row.is_allowed());
+    MachineView {
+        task_id: display_text(body.task_id.value()),
+        status: body.status.as_str().to_owned(),
+        revision: body.revision,
+        epoch: body.leader_epoch,
+        transitions: rows,
+    }
+}
+
+/// One transition as the console shows it (every text sanitized: ids come from the journal).
+pub fn row(body: &StateBody, transition: &Transition) -> TransitionRow {
+    let verdict = match &transition.judgement {
+        Judgement::Allowed {
+            next_status,
+            obligations,
+            audit_facts,
+        } => {
+            let effect: Vec<&str> = obligations
+                .iter()
+                .chain(audit_facts)
+                .map(String::as_str)
+                .collect();
+            TransitionVerdict::Allowed {
+                next_status: next_status.as_str().to_owned(),
+                effect: if effect.is_empty() {
+                    "none".to_owned()
+                } else {
+                    display_text(&effect.join(", "))
+                },
+            }
+        }
+        Judgement::Refused { code, reasons } => TransitionVerdict::Refused {
+            code: display_text(code),
+            reasons: reasons.iter().map(|reason| display_text(reason)).collect(),
+        },
+    };
+    let work_item = match &transition.target {
+        Target::Task => None,
+        Target::WorkItem(item) | Target::Attempt {
+            work_item: item, ..
+        } => Some(display_text(item.value())),
+    };
+    TransitionRow {
+        kind: transition.kind.as_str().to_owned(),
+        target: display_text(&transition.target.describe()),
+        work_item,
+        actor: transition.actor.to_owned(),
+        guard: transition.guard.clone(),
+        evidence: transition.evidence.to_owned(),
+        action: transition
+            .is_allowed()
+            .then(|| action(body, transition))
+            .flatten(),
+        verdict,
+    }
+}
+
+/// The console request whose key sends `transition` (allowed), if the Leader sends it from
+/// the console: the redirect needs a typed intent (its own dialog) and the System's
+/// transitions are the runtime's.
+fn action(body: &StateBody, transition: &Transition) -> Option<Request> {
+    use EventKind as K;
+    let task_id = display_text(body.task_id.value());
+    let item = match &transition.target {
+        Target::WorkItem(item) => Some(item),
+        _ => None,
+    };
+    Some(match transition.kind {
+        K::ReviewPassed | K::ReviewRejected => Request::Review {
+            task_id,
+            pass: transition.kind == K::ReviewPassed,
+        },
+        K::ApprovalGranted | K::ApprovalDenied => Request::Approve {
+            task_id,
+            grant: transition.kind == K::ApprovalGranted,
+        },
+        K::TaskCancelled => Request::Cancel {
+            task_id,
+            work_item_id: None,
+        },
+        K::WorkItemCancelled => Request::Cancel {
+            task_id,
+            work_item_id: Some(display_text(item?.value())),
+        },
+        K::InterruptRequested => Request::Interrupt { task_id },
+        K::InterruptResumed => Request::Resume { task_id },
+        K::BlockedRecoveryToFixing | K::FixDispatchRequested => Request::Recover { task_id },
+        K::AttemptCreated => {
+            let item = body.work_item(item?)?;
+            if item.status != WorkItemStatus::Blocked {
+                return None; // the System dispatches eligible items itself
+            }
+            Request::Retry {
+                task_id,
+                work_item_id: display_text(item.work_item_id.value()),
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// The lister's words for why `kind` (on `work_item`, when it targets one) is refused with
+/// `code`, or `None` when the listed transition is not refused with that code (the refusal came
+/// from something the lister does not model, and its own message stands).
+pub fn refusal_words(
+    transitions: &[Transition],
+    kind: EventKind,
+    work_item: Option<&str>,
+    code: &str,
+) -> Option<String> {
+    transitions
+        .iter()
+        .filter(|transition| transition.kind == kind)
+        .find(|transition| match (&transition.target, work_item) {
+            (Target::WorkItem(item) | Target::Attempt { work_item: item, .. }, Some(wanted)) => {
+                item.value() == wanted
+            }
+            (_, wanted) => wanted.is_none(),
+        })
+        .and_then(|transition| match &transition.judgement {
+            Judgement::Refused {
+                code: listed,
+                reasons,
+            } if listed == code => Some(display_text(&reasons.join("; "))),
+            _ => None,
+        })
+}
+
+/// The Operator Workflow of the task `body`, whose installation's active epoch is
+/// `active_epoch`.
+pub fn workflow(body: &StateBody, active_epoch: i128) -> Workflow {
+    let status = body.status.known();
+    let items = &body.work_items;
+    let total = items.len();
+    let proven = items.iter().filter(|item| submission_proven(item)).count();
+    let completed = items
+        .iter()
+        .filter(|item| item.status == WorkItemStatus::Completed)
+        .count();
+    let settled = items.iter().filter(|item| item.status.is_terminal()).count();
+    let running = items
+        .iter()
+        .filter(|item| {
+            matches!(
+                item.status,
+                WorkItemStatus::Submitted | WorkItemStatus::Running
+            )
+        })
+        .count();
+    let blocked: Vec<String> = items
+        .iter()
+        .filter(|item| item.status == WorkItemStatus::Blocked)
+        .map(|item| display_text(item.work_item_id.value()))
+        .collect();
+    let edges: usize = items.iter().map(|item| item.dependencies.len()).sum();
+    let interrupted = body
+        .control
+        .as_ref()
+        .is_some_and(|control| control.status == ControlStatus::Interrupted);
+    let waking = body
+        .suspension
+        .as_ref()
+        .is_some_and(|suspension| suspension.status == SuspensionStatus::Waiting);
+
+    let mut stages: Vec<StageRow> = (0..8)
+        .map(|_| StageRow {
+            state: StageState::NotReached,
+            note: String::new(),
+        })
+        .collect();
+    let mut set = |index: usize, state: StageState, note: String| {
+        stages[index] = StageRow { state, note };
+    };
+
+    // The stage the task stands at (8: all done).
+    let current = match status {
+        Some(TaskStatus::Published) => DECOMPOSE,
+        Some(TaskStatus::RoutingValidation) => ASSIGN,
+        Some(TaskStatus::Dispatching) => DISPATCH,
+        Some(TaskStatus::Executing) => EXECUTE,
+        Some(TaskStatus::Blocked) if !blocked.is_empty() => EXECUTE,
+        Some(
+            TaskStatus::Verifying
+            | TaskStatus::Reviewing
+            | TaskStatus::Fixing
+            | TaskStatus::Blocked,
+        ) => VERIFY,
+        Some(TaskStatus::ApprovalRequired | TaskStatus::Recording)
+        | Some(TaskStatus::Failed | TaskStatus::Cancelled)
+        | None => RESULT,
+        Some(TaskStatus::Done) => RESULT + 1,
+    };
+    // A task that ended early reached as far as its attempts show.
+    let ended_early = matches!(status, Some(TaskStatus::Failed | TaskStatus::Cancelled));
+    let reached = if ended_early {
+        if proven > 0 { EXECUTE } else { DECOMPOSE }
+    } else {
+        current
+    };
+
+    let finished = status.is_some_and(TaskStatus::is_terminal);
+    let fenced = body.leader_epoch != active_epoch;
+    let epoch = body.leader_epoch;
+    match (fenced, finished) {
+        (true, false) => set(
+            AUTHORITY,
+            StageState::Blocked,
+            format!("epoch {epoch} fenced (active {active_epoch}): hand the task off"),
+        ),
+        (true, true) => set(
+            AUTHORITY,
+            StageState::Done,
+            format!("Leader epoch {epoch} (fenced now)"),
+        ),
+        (false, _) => set(AUTHORITY, StageState::Done, format!("Leader epoch {epoch}")),
+    }
+    set(
+        PUBLISH,
+        StageState::Done,
+        format!("published, {total} work items frozen"),
+    );
+    let decomposed = format!("{total} work items, {edges} dependencies");
+    let submissions = format!("{proven}/{total} submissions proven");
+    let progress = format!("{completed}/{total} completed, {running} running");
+    for index in DECOMPOSE..RESULT {
+        if index < reached {
+            let note = match index {
+                DECOMPOSE => decomposed.clone(),
+                ASSIGN => "routing validated".to_owned(),
+                DISPATCH => submissions.clone(),
+                EXECUTE => format!("{settled}/{total} settled, {completed} completed"),
+                _ => "verified and reviewed".to_owned(),
+            };
+            set(index, StageState::Done, note);
+        }
+    }
+    let now = match status {
+        Some(TaskStatus::Published) => decomposed,
+        Some(TaskStatus::RoutingValidation) => "validating the routing".to_owned(),
+        Some(TaskStatus::Dispatching) => submissions,
+        Some(TaskStatus::Executing) if waking => format!("{progress}; waiting for a wake"),
+        Some(TaskStatus::Executing) => progress,
+        Some(TaskStatus::Verifying) => "verification running".to_owned(),
+        Some(TaskStatus::Reviewing) => "waiting for the Leader's review".to_owned(),
+        Some(TaskStatus::Fixing) => "fixing: the Leader dispatches again".to_owned(),
+        Some(TaskStatus::ApprovalRequired) => "waiting for the Leader's approval".to_owned(),
+        Some(TaskStatus::Recording) => "recording through the Done gate".to_owned(),
+        Some(TaskStatus::Done) => "done: the Done gate passed".to_owned(),
+        Some(TaskStatus::Blocked) if blocked.is_empty() => {
+            "task blocked: the Leader recovers it".to_owned()
+        }
+        Some(TaskStatus::Blocked) => format!("blocked work items: {}", blocked.join(", ")),
+        Some(TaskStatus::Failed) => "failed".to_owned(),
+        Some(TaskStatus::Cancelled) => "cancelled".to_owned(),
+        None => format!("unknown status {}", display_text(body.status.as_str())),
+    };
+    let stuck = ended_early || status == Some(TaskStatus::Blocked) || status.is_none();
+    match current {
+        index if index > RESULT => set(RESULT, StageState::Done, now),
+        index if interrupted && !finished => set(
+            index,
+            StageState::Blocked,
+            format!("interrupted by the Leader: resume it ({now})"),
+        ),
+        index if stuck => set(index, StageState::Blocked, now),
+        index => set(index, StageState::Current, now),
+    }
+    Workflow {
+        task_id: display_text(body.task_id.value()),
+        stages,
+    }
+}
+
+/// Whether the adapter proved a submission of `item`'s attempt (the item or its attempt
+/// reached `submitted` or went on from there).
+fn submission_proven(item: &valp_kernel::WorkItem) -> bool {
+    matches!(
+        item.status,
+        WorkItemStatus::Submitted
+            | WorkItemStatus::Running
+            | WorkItemStatus::Completed
+            | WorkItemStatus::Partial
+            | WorkItemStatus::Degraded
+    ) || item.current_attempt.as_ref().is_some_and(|attempt| {
+        matches!(
+            attempt.status,
+            AttemptStatus::Submitted
+                | AttemptStatus::Running
+                | AttemptStatus::Completed
+                | AttemptStatus::Failed
+        )
+    })
+}
