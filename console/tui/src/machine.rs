@@ -31,8 +31,11 @@ const MAX_WIDTH: u16 = 120;
 const DETAIL_HEIGHT: u16 = 7;
 /// Columns of the event kind in a row.
 const KIND_WIDTH: u16 = 26;
-/// Columns of the target in a row.
+/// Columns of the target in a row (a narrow list gives it fewer).
 const TARGET_WIDTH: u16 = 22;
+const NARROW_TARGET_WIDTH: u16 = 12;
+/// Inner width below which the list is narrow.
+const NARROW: u16 = 100;
 
 /// The open state machine view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,12 +203,18 @@ impl Machine {
 
 /// One transition in one row: mark, kind, target, then the next state or the refusal.
 fn line(ctx: &Ctx, transition: &TransitionRow, width: u16) -> Line<'static> {
-    let rest = width.saturating_sub(2 + KIND_WIDTH + TARGET_WIDTH);
+    let target_width = if width < NARROW {
+        NARROW_TARGET_WIDTH
+    } else {
+        TARGET_WIDTH
+    };
+    // Four cells, one space apart.
+    let rest = width.saturating_sub(1 + KIND_WIDTH + target_width + 3);
     let (mark, slot, outcome) = match &transition.verdict {
         TransitionVerdict::Allowed { next_status, .. } => (
             "✓",
             Slot::StatusDone,
-            format!("→ {next_status}  by {}", transition.actor),
+            format!("→ {next_status} · {}", transition.actor),
         ),
         TransitionVerdict::Refused { code, reasons } => (
             "✗",
@@ -214,9 +223,9 @@ fn line(ctx: &Ctx, transition: &TransitionRow, width: u16) -> Line<'static> {
         ),
     };
     row([
-        cell(mark, 2, Cut::End, ctx.style(slot)),
+        cell(mark, 1, Cut::End, ctx.style(slot)),
         cell(&transition.kind, KIND_WIDTH, Cut::End, ctx.style(Slot::Base)),
-        cell(&transition.target, TARGET_WIDTH, Cut::Middle, ctx.style(Slot::Muted)),
+        cell(&transition.target, target_width, Cut::Middle, ctx.style(Slot::Muted)),
         cell(&outcome, rest, Cut::End, ctx.style(slot)),
     ])
 }
