@@ -355,3 +355,279 @@ fn submission_proven(item: &valp_kernel::WorkItem) -> bool {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use valp_kernel::explain::Guards;
+    use valp_kernel::walk::{Walk, WalkConfig};
+    use valp_kernel::live::{LiveState, Verdict};
+    use valp_kernel::{Event, Identity, IdentityKind, State};
+
+    fn id(kind: IdentityKind, value: &str) -> Identity {
+        Identity::new(kind, value).unwrap()
+    }
+
+    /// A task without work items driven along the task table through `kinds`.
+    fn task_after(kinds: &[EventKind]) -> LiveState {
+        let state = State::genesis(
+            id(IdentityKind::Installation, "inst-1"),
+            1,
+            id(IdentityKind::Task, "task-1"),
+            Vec::new(),
+        );
+        let mut live = LiveState::new(state);
+        for (index, &kind) in kinds.iter().enumerate() {
+            let event = Event::new(
+                id(IdentityKind::Event, &format!("ev-{index}")),
+                live.body().installation_id.clone(),
+                1,
+                live.body().task_id.clone(),
+                kind,
+                live.revision(),
+            );
+            assert!(matches!(live.apply(&event, &[]), Verdict::Accepted(_)));
+        }
+        live
+    }
+
+    const TO_REVIEWING: &[EventKind] = &[
+        EventKind::RoutingValidationStarted,
+        EventKind::RoutingValidationPassed,
+        EventKind::DispatchAccepted,
+        EventKind::WorkCompleted,
+        EventKind::VerificationPassed,
+    ];
+
+    fn states(workflow: &Workflow) -> Vec<StageState> {
+        workflow.stages.iter().map(|stage| stage.state).collect()
+    }
+
+    #[test]
+    fn a_task_in_review_is_at_verify_with_every_earlier_stage_proven() {
+        let live = task_after(TO_REVIEWING);
+        let workflow = workflow(live.body(), 1);
+        use StageState::{Current, Done, NotReached};
+        assert_eq!(
+            states(&workflow),
+            [Done, Done, Done, Done, Done, Done, Current, NotReached]
+        );
+        assert_eq!(workflow.stages[AUTHORITY].note, "Leader epoch 1");
+        assert_eq!(workflow.stages[DISPATCH].note, "0/0 submissions proven");
+        assert_eq!(workflow.stages[VERIFY].note, "waiting for the Leader's review");
+    }
+
+    #[test]
+    fn a_fenced_or_interrupted_task_is_blocked_with_the_reason() {
+        let live = task_after(TO_REVIEWING);
+        let fenced = workflow(live.body(), 2);
+        assert_eq!(fenced.stages[AUTHORITY].state, StageState::Blocked);
+        assert_eq!(
+            fenced.stages[AUTHORITY].note,
+            "epoch 1 fenced (active 2): hand the task off"
+        );
+        let listed = explain(&live, &Guards::default());
+        let interrupt = listed
+            .iter()
+            .find(|t| t.kind == EventKind::InterruptRequested)
+            .unwrap();
+        let mut live = live;
+        assert!(matches!(
+            live.apply(&interrupt.event, &interrupt.evidence_set),
+            Verdict::Accepted(_)
+        ));
+        let interrupted = workflow(live.body(), 1);
+        assert_eq!(interrupted.stages[VERIFY].state, StageState::Blocked);
+        assert_eq!(
+            interrupted.stages[VERIFY].note,
+            "interrupted by the Leader: resume it (waiting for the Leader's review)"
+        );
+    }
+
+    #[test]
+    fn a_done_task_has_every_stage_done_and_a_cancelled_one_ends_blocked() {
+        let mut kinds = TO_REVIEWING.to_vec();
+        kinds.extend([EventKind::ReviewPassed, EventKind::RecordingCompleted]);
+        let done = workflow(task_after(&kinds).body(), 1);
+        assert!(done.stages.iter().all(|stage| stage.state == StageState::Done));
+        assert_eq!(done.stages[RESULT].note, "done: the Done gate passed");
+
+        let cancelled = task_after(&[EventKind::RoutingValidationStarted]);
+        let listed = explain(&cancelled, &Guards::default());
+        let cancel = listed
+            .iter()
+            .find(|t| t.kind == EventKind::TaskCancelled)
+            .unwrap();
+        let mut cancelled = cancelled;
+        assert!(matches!(
+            cancelled.apply(&cancel.event, &cancel.evidence_set),
+            Verdict::Accepted(_)
+        ));
+        let workflow = workflow(cancelled.body(), 1);
+        use StageState::{Blocked, Done, NotReached};
+        assert_eq!(
+            states(&workflow),
+            [Done, Done, NotReached, NotReached, NotReached, NotReached, NotReached, Blocked]
+        );
+        assert_eq!(workflow.stages[RESULT].note, "cancelled");
+    }
+
+    /// Over random legal histories: the stages before the task's own are done, those after
+    /// it not reached, the dispatch stage counts the items whose submission is proven, and the
+    /// strip reaches every stage along the way.
+    #[test]
+    fn along_random_histories_the_strip_moves_stage_by_stage() {
+        let mut seen = BTreeSet::new();
+        for seed in 1..=12 {
+            let mut walk = Walk::new(WalkConfig {
+                seed,
+                work_items: 4,
+                may_terminate: seed % 3 == 0,
+            });
+            let (mut last, mut was_fixing) = (0, false);
+            for _ in 0..300 {
+                let body = walk.live().body();
+                let workflow = workflow(body, body.leader_epoch);
+                let at = workflow
+                    .stages
+                    .iter()
+                    .position(|stage| {
+                        matches!(stage.state, StageState::Current | StageState::Blocked)
+                    })
+                    .unwrap_or(RESULT + 1);
+                seen.insert(at);
+                let terminal = body.status.known().is_some_and(TaskStatus::is_terminal);
+                if !terminal {
+                    assert!(at >= DECOMPOSE, "seed {seed}: {workflow:?}");
+                    assert!(
+                        workflow.stages[..at]
+                            .iter()
+                            .all(|stage| stage.state == StageState::Done),
+                        "seed {seed}: {workflow:?}"
+                    );
+                    assert!(
+                        workflow.stages[at + 1..]
+                            .iter()
+                            .all(|stage| stage.state == StageState::NotReached),
+                        "seed {seed}: {workflow:?}"
+                    );
+                    // Fixing goes back from verify to dispatch, and a blocked task's blocked items
+                    // show at execute; otherwise the strip only moves on.
+                    if !was_fixing {
+                        assert!(at + 1 >= last, "seed {seed}: from {last} back to {at}");
+                    }
+                    last = at;
+                    was_fixing = body.status.known() == Some(TaskStatus::Fixing);
+                }
+                if at > DISPATCH && !terminal {
+                    let proven = body
+                        .work_items
+                        .iter()
+                        .filter(|item| submission_proven(item))
+                        .count();
+                    assert_eq!(
+                        workflow.stages[DISPATCH].note,
+                        format!("{proven}/{} submissions proven", body.work_items.len())
+                    );
+                }
+                if walk.step().is_none() {
+                    break;
+                }
+            }
+        }
+        assert!(
+            (DECOMPOSE..=RESULT).all(|stage| seen.contains(&stage)),
+            "stages reached: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn in_review_the_leaders_decisions_carry_their_requests_and_recording_is_refused() {
+        let live = task_after(TO_REVIEWING);
+        let listed = explain(&live, &Guards::default());
+        let view = machine(live.body(), &listed);
+        let first_refused = view
+            .transitions
+            .iter()
+            .position(|row| !row.is_allowed())
+            .unwrap();
+        assert!(view.transitions[first_refused..].iter().all(|row| !row.is_allowed()));
+        let find = |kind: &str| {
+            view.transitions
+                .iter()
+                .find(|row| row.kind == kind)
+                .unwrap()
+        };
+        assert_eq!(
+            find("review_passed").action,
+            Some(Request::Review {
+                task_id: "task-1".to_owned(),
+                pass: true
+            })
+        );
+        assert_eq!(
+            find("review_rejected").action,
+            Some(Request::Review {
+                task_id: "task-1".to_owned(),
+                pass: false
+            })
+        );
+        assert_eq!(find("approval_required_raised").action, None);
+        let recording = find("recording_completed");
+        assert_eq!(recording.action, None);
+        assert_eq!(
+            recording.line(),
+            "refused recording_completed task VALP-E-STATE-CONFLICT: the transition table has \
+             no edge reviewing --recording_completed--> (allowed from: recording)"
+        );
+        // The words the console shows when the kernel refuses the key.
+        assert_eq!(
+            refusal_words(
+                &listed,
+                EventKind::RecordingCompleted,
+                None,
+                "VALP-E-STATE-CONFLICT"
+            )
+            .as_deref(),
+            Some(
+                "the transition table has no edge reviewing --recording_completed--> \
+                 (allowed from: recording)"
+            )
+        );
+        // Another code than the listed one: the refusal's own message stands.
+        assert_eq!(
+            refusal_words(&listed, EventKind::RecordingCompleted, None, "VALP-E-DONE-GATE"),
+            None
+        );
+        // An allowed transition has no refusal words.
+        assert_eq!(
+            refusal_words(&listed, EventKind::ReviewPassed, None, "VALP-E-STATE-CONFLICT"),
+            None
+        );
+    }
+
+    #[test]
+    fn in_recording_without_a_policy_the_done_gate_refuses_with_its_reasons() {
+        let mut kinds = TO_REVIEWING.to_vec();
+        kinds.push(EventKind::ReviewPassed);
+        let live = task_after(&kinds);
+        let listed = explain(&live, &Guards::default());
+        let view = machine(live.body(), &listed);
+        let recording = view
+            .transitions
+            .iter()
+            .find(|row| row.kind == "recording_completed")
+            .unwrap();
+        assert_eq!(
+            recording.verdict,
+            TransitionVerdict::Refused {
+                code: "VALP-E-DONE-GATE".to_owned(),
+                reasons: vec![
+                    "done_policy_missing".to_owned(),
+                    "done_closure_missing".to_owned()
+                ],
+            }
+        );
+    }
+}
