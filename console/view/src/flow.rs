@@ -76,7 +76,8 @@ pub struct MachineView {
     pub revision: i128,
     /// The Leader epoch its journal is bound to.
     pub epoch: i128,
-    /// Every listed transition: allowed ones first, each group in event-kind then target order.
+    /// Every listed transition: allowed ones first, then those only the store's guards refuse
+    /// (Done gate, epoch fence), then the rest; each group in event-kind then target order.
     pub transitions: Vec<TransitionRow>,
 }
 
