@@ -49,6 +49,8 @@ pub struct Guards<'a> {
     pub policy: Option<&'a DonePolicy>,
     /// The closure the caller would propose, with its evidence.
     pub closure: Option<(&'a Evidence, &'a DoneClosure)>,
+    /// The evidence the closure cites, proposed with it.
+    pub cited: &'a [Evidence],
 }
 
 /// What a transition targets.
@@ -449,6 +451,7 @@ impl<'a> Candidates<'a> {
     fn new(body: &'a StateBody, guards: &Guards<'_>) -> Self {
         let mut done_evidence = guards.frozen_policy.to_vec();
         done_evidence.extend(guards.closure.map(|(evidence, _)| evidence.clone()));
+        done_evidence.extend(guards.cited.iter().cloned());
         Self {
             body,
             control: body.control.clone().unwrap_or(Control::INITIAL),

@@ -55,6 +55,7 @@ pub fn transitions(
         frozen_policy: journal.guard().done().frozen_policy(),
         policy: policy.as_ref(),
         closure: None,
+        cited: &[],
     };
     Ok(explain(journal.live(), &guards))
 }
