@@ -146,7 +146,12 @@ struct Counts {
 /// One random legal history (`seed`), with a Done policy frozen at revision 1 and a closure
 /// claiming `closure` when given: at each State every listed transition is proposed through the
 /// store and must get the listed answer; the walk's own step is one of the allowed ones.
-fn walk_and_check(seed: u64, may_terminate: bool, closure: Option<ClaimResult>, counts: &mut Counts) {
+fn walk_and_check(
+    seed: u64,
+    may_terminate: bool,
+    closure: Option<ClaimResult>,
+    counts: &mut Counts,
+) {
     let temp = tempfile::tempdir().unwrap();
     let root = root_in(temp.path());
     let fork_root = root_in(&temp.path().join("fork"));
@@ -188,7 +193,8 @@ fn walk_and_check(seed: u64, may_terminate: bool, closure: Option<ClaimResult>, 
                 }
                 counts.checked += 1;
                 counts.allowed += 1;
-                counts.done_accepted += usize::from(transition.kind == EventKind::RecordingCompleted);
+                counts.done_accepted +=
+                    usize::from(transition.kind == EventKind::RecordingCompleted);
                 let mut forked = fork(&journal, &fork_root);
                 check(&mut forked, transition, &context);
             } else {
@@ -208,10 +214,7 @@ fn walk_and_check(seed: u64, may_terminate: bool, closure: Option<ClaimResult>, 
             // the one proposed, when it is allowed.
             if let Some(done) = listed.iter().find(|t| t.kind == kind && t.is_allowed()) {
                 journal.append(&done.event, &done.evidence_set).unwrap();
-                assert_eq!(
-                    journal.live().body().status.known(),
-                    Some(TaskStatus::Done)
-                );
+                assert_eq!(journal.live().body().status.known(), Some(TaskStatus::Done));
             }
             break;
         }
@@ -241,8 +244,7 @@ fn reaches_recording(seed: u64) -> Option<bool> {
         work_items: 3,
         may_terminate: false,
     });
-    let (policy, closure, evidence) =
-        done_evidence([&root, &root], &walk, ClaimResult::Pass);
+    let (policy, closure, evidence) = done_evidence([&root, &root], &walk, ClaimResult::Pass);
     for _ in 0..120 {
         if walk.live().body().status.known() == Some(TaskStatus::Recording) {
             let guards = Guards {
@@ -283,7 +285,11 @@ fn every_listed_transition_gets_the_listed_answer_from_the_store() {
             break;
         }
     }
-    assert_eq!((admitted.len(), gated.len()), (2, 2), "{admitted:?} {gated:?}");
+    assert_eq!(
+        (admitted.len(), gated.len()),
+        (2, 2),
+        "{admitted:?} {gated:?}"
+    );
     for &seed in admitted.iter().chain(&gated) {
         walk_and_check(seed, false, Some(ClaimResult::Pass), &mut counts);
     }

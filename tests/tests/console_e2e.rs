@@ -568,31 +568,10 @@ fn cursor_to(desk: &Desk, key: &str, detail: &str) {
     desk.wait_for(detail);
 }
 
-/// Issue 15's two flow views on the demo: the strip of the seeded task in recording (no Done
-/// closure: the view lists `recording_completed` refused by the Done gate with its reasons);
-/// then the plan's task, whose strip moves stage by stage as it runs; in review, the view lists
-/// the Leader's review decisions as allowed and `recording_completed` as refused by the
-/// transition table; a review refused by the kernel (the task is interrupted) is explained in
-/// the lister's words; choosing `review_passed` in the view asks as `p` does and closes the task.
-#[test]
-fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
-    let desk = Desk::new();
-    // Seed 5, 20 entries, one work item: the seeded task demo-1 stops in recording.
-    desk.demo_with_its_leader_and(&["--entries", "20", "--seed", "5", "--work-items", "1"]);
-    let strip = desk.wait_for("Approval / Audit / Terminal result: recording through the Done gate");
-    assert!(
-        strip.contains("✓ verify › ▶ result") && strip.contains("Workflow ✓ authority"),
-        "{strip}"
-    );
-    desk.keys(&["m"]);
-    desk.wait_for("State machine · task demo-1");
-    let gate = desk.wait_for(
-        "recording_completed task VALP-E-DONE-GATE: done_policy_missing; done_closure_missing",
-    );
-    assert!(gate.contains("status recording · revision 20"), "{gate}");
-    desk.keys(&["Escape"]);
-    desk.wait_until_gone("State machine · task demo-1");
-
+/// Selects the demo plan's task and watches its strip while it runs: executing with the dispatch
+/// stage proven, then (after the slow optional item is cancelled from the keyboard) in review;
+/// the stages marked current on the way only ever move on.
+fn strip_moves_on_until_review(desk: &Desk) {
     // The plan's task: the strip moves on stage by stage.
     desk.keys(&["j"]);
     desk.wait_for("› demo-build");
@@ -633,21 +612,66 @@ fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
     assert!(review.contains("✓ execute › ▶ verify"), "{review}");
     // The cancelled item's attempt no longer shows its submission.
     assert!(review.contains("dispatch: 4/5 submissions"), "{review}");
-    let order = ["decompose", "assign", "dispatch", "execute", "verify", "result"];
+    let order = [
+        "decompose",
+        "assign",
+        "dispatch",
+        "execute",
+        "verify",
+        "result",
+    ];
     let at: Vec<usize> = stages
         .iter()
         .map(|stage| order.iter().position(|name| name == stage).unwrap())
         .collect();
     assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{stages:?}");
-    assert!(stages.ends_with(&["execute".to_owned(), "verify".to_owned()]), "{stages:?}");
+    assert!(
+        stages.ends_with(&["execute".to_owned(), "verify".to_owned()]),
+        "{stages:?}"
+    );
     eprintln!("stages the strip showed as current: {stages:?}");
+}
+
+/// Issue 15's two flow views on the demo: the strip of the seeded task in recording (no Done
+/// closure: the view lists `recording_completed` refused by the Done gate with its reasons);
+/// then the plan's task, whose strip moves stage by stage as it runs; in review, the view lists
+/// the Leader's review decisions as allowed and `recording_completed` as refused by the
+/// transition table; a review refused by the kernel (the task is interrupted) is explained in
+/// the lister's words; choosing `review_passed` in the view asks as `p` does and closes the task.
+#[test]
+fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
+    let desk = Desk::new();
+    // Seed 5, 20 entries, one work item: the seeded task demo-1 stops in recording.
+    desk.demo_with_its_leader_and(&["--entries", "20", "--seed", "5", "--work-items", "1"]);
+    let strip =
+        desk.wait_for("Approval / Audit / Terminal result: recording through the Done gate");
+    assert!(
+        strip.contains("✓ verify › ▶ result") && strip.contains("Workflow ✓ authority"),
+        "{strip}"
+    );
+    desk.keys(&["m"]);
+    desk.wait_for("State machine · task demo-1");
+    let gate = desk.wait_for(
+        "recording_completed task VALP-E-DONE-GATE: done_policy_missing; done_closure_missing",
+    );
+    assert!(gate.contains("status recording · revision 20"), "{gate}");
+    desk.keys(&["Escape"]);
+    desk.wait_until_gone("State machine · task demo-1");
+
+    strip_moves_on_until_review(&desk);
 
     // The state machine in review (from the Tasks pane).
     desk.keys(&["Tab", "Tab", "Tab", "Tab", "m"]);
     desk.wait_for("State machine · task demo-build");
     let machine = desk.wait_for("status reviewing");
-    assert!(machine.contains("✓ review_passed task → recording · Leader"), "{machine}");
-    assert!(machine.contains("✓ review_rejected task → fixing · Leader"), "{machine}");
+    assert!(
+        machine.contains("✓ review_passed task → recording · Leader"),
+        "{machine}"
+    );
+    assert!(
+        machine.contains("✓ review_rejected task → fixing · Leader"),
+        "{machine}"
+    );
     cursor_to(&desk, "j", "recording_completed on task");
     desk.wait_for(
         "refused VALP-E-STATE-CONFLICT: the transition table has no edge reviewing \

@@ -489,9 +489,16 @@ fn the_lister_names_the_fence_for_every_transition_the_kernel_would_accept() {
             Ok(Appended::Rejected { error_code, .. }) => {
                 assert_eq!(code, error_code.as_str(), "{:?}", transition.kind);
             }
-            other => panic!("{:?}: listed {code}, the store answered {other:?}", transition.kind),
+            other => panic!(
+                "{:?}: listed {code}, the store answered {other:?}",
+                transition.kind
+            ),
         }
     }
     assert_eq!(std::fs::read(journal.path()).unwrap(), bytes);
-    assert!(fenced > 5 && fenced < listed.len(), "{fenced} of {}", listed.len());
+    assert!(
+        fenced > 5 && fenced < listed.len(),
+        "{fenced} of {}",
+        listed.len()
+    );
 }

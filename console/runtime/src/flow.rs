@@ -67,7 +67,11 @@ pub fn machine(body: &StateBody, transitions: &[Transition]) -> MachineView {
     let mut rows: Vec<TransitionRow> = transitions.iter().map(|t| row(body, t)).collect();
     rows.sort_by_key(|row| match &row.verdict {
         TransitionVerdict::Allowed { .. } => 0,
-        TransitionVerdict::Refused { code, .. } if [DONE_GATE_CODE, EPOCH_FENCED_CODE].contains(&code.as_str()) => 1,
+        TransitionVerdict::Refused { code, .. }
+            if [DONE_GATE_CODE, EPOCH_FENCED_CODE].contains(&code.as_str()) =>
+        {
+            1
+        }
         TransitionVerdict::Refused { .. } => 2,
     });
     MachineView {
@@ -108,7 +112,8 @@ pub fn row(body: &StateBody, transition: &Transition) -> TransitionRow {
     };
     let work_item = match &transition.target {
         Target::Task => None,
-        Target::WorkItem(item) | Target::Attempt {
+        Target::WorkItem(item)
+        | Target::Attempt {
             work_item: item, ..
         } => Some(display_text(item.value())),
     };
@@ -184,9 +189,13 @@ pub fn refusal_words(
         .iter()
         .filter(|transition| transition.kind == kind)
         .find(|transition| match (&transition.target, work_item) {
-            (Target::WorkItem(item) | Target::Attempt { work_item: item, .. }, Some(wanted)) => {
-                item.value() == wanted
-            }
+            (
+                Target::WorkItem(item)
+                | Target::Attempt {
+                    work_item: item, ..
+                },
+                Some(wanted),
+            ) => item.value() == wanted,
             (_, wanted) => wanted.is_none(),
         })
         .and_then(|transition| match &transition.judgement {
@@ -198,133 +207,111 @@ pub fn refusal_words(
         })
 }
 
-/// The Operator Workflow of the task `body`, whose installation's active epoch is
-/// `active_epoch`.
-pub fn workflow(body: &StateBody, active_epoch: i128) -> Workflow {
-    let status = body.status.known();
-    let items = &body.work_items;
-    let total = items.len();
-    let proven = items.iter().filter(|item| submission_proven(item)).count();
-    let completed = items
-        .iter()
-        .filter(|item| item.status == WorkItemStatus::Completed)
-        .count();
-    let settled = items.iter().filter(|item| item.status.is_terminal()).count();
-    let running = items
-        .iter()
-        .filter(|item| {
-            matches!(
-                item.status,
-                WorkItemStatus::Submitted | WorkItemStatus::Running
+/// The work items of a task, counted as the strip shows them.
+struct Tally {
+    total: usize,
+    /// Items whose submission the adapter proved ([`submission_proven`]).
+    proven: usize,
+    completed: usize,
+    settled: usize,
+    running: usize,
+    /// Cancelled or skipped items without a proven submission.
+    withdrawn: usize,
+    edges: usize,
+    /// Blocked items, by id.
+    blocked: Vec<String>,
+}
+
+impl Tally {
+    fn of(body: &StateBody) -> Self {
+        let items = &body.work_items;
+        let count = |keep: &dyn Fn(&valp_kernel::WorkItem) -> bool| {
+            items.iter().filter(|item| keep(item)).count()
+        };
+        Self {
+            total: items.len(),
+            proven: count(&submission_proven),
+            completed: count(&|item| item.status == WorkItemStatus::Completed),
+            settled: count(&|item| item.status.is_terminal()),
+            running: count(&|item| {
+                matches!(
+                    item.status,
+                    WorkItemStatus::Submitted | WorkItemStatus::Running
+                )
+            }),
+            withdrawn: count(&|item| {
+                matches!(
+                    item.status,
+                    WorkItemStatus::Cancelled | WorkItemStatus::Skipped
+                ) && !submission_proven(item)
+            }),
+            edges: items.iter().map(|item| item.dependencies.len()).sum(),
+            blocked: items
+                .iter()
+                .filter(|item| item.status == WorkItemStatus::Blocked)
+                .map(|item| display_text(item.work_item_id.value()))
+                .collect(),
+        }
+    }
+
+    fn decomposed(&self) -> String {
+        format!("{} work items, {} dependencies", self.total, self.edges)
+    }
+
+    /// A cancelled attempt keeps no trace of its submission in the State: cancelled and skipped
+    /// items are counted apart.
+    fn submissions(&self) -> String {
+        let (proven, total) = (self.proven, self.total);
+        if self.withdrawn == 0 {
+            format!("{proven}/{total} submissions proven")
+        } else {
+            format!(
+                "{proven}/{total} submissions proven, {} cancelled or skipped",
+                self.withdrawn
             )
-        })
-        .count();
-    let blocked: Vec<String> = items
-        .iter()
-        .filter(|item| item.status == WorkItemStatus::Blocked)
-        .map(|item| display_text(item.work_item_id.value()))
-        .collect();
-    let withdrawn = items
-        .iter()
-        .filter(|item| {
-            matches!(
-                item.status,
-                WorkItemStatus::Cancelled | WorkItemStatus::Skipped
-            ) && !submission_proven(item)
-        })
-        .count();
-    let edges: usize = items.iter().map(|item| item.dependencies.len()).sum();
-    let interrupted = body
-        .control
-        .as_ref()
-        .is_some_and(|control| control.status == ControlStatus::Interrupted);
-    let waking = body
-        .suspension
-        .as_ref()
-        .is_some_and(|suspension| suspension.status == SuspensionStatus::Waiting);
+        }
+    }
+}
 
-    let mut stages: Vec<StageRow> = (0..8)
-        .map(|_| StageRow {
-            state: StageState::NotReached,
-            note: String::new(),
-        })
-        .collect();
-    let mut set = |index: usize, state: StageState, note: String| {
-        stages[index] = StageRow { state, note };
-    };
-
-    // The stage the task stands at (8: all done).
-    let current = match status {
+/// The stage a task in `status` stands at ([`RESULT`] + 1: all done).
+const fn stage_of(status: Option<TaskStatus>, items_blocked: bool) -> usize {
+    match status {
         Some(TaskStatus::Published) => DECOMPOSE,
         Some(TaskStatus::RoutingValidation) => ASSIGN,
         Some(TaskStatus::Dispatching) => DISPATCH,
         Some(TaskStatus::Executing) => EXECUTE,
-        Some(TaskStatus::Blocked) if !blocked.is_empty() => EXECUTE,
+        Some(TaskStatus::Blocked) if items_blocked => EXECUTE,
         Some(
             TaskStatus::Verifying
             | TaskStatus::Reviewing
             | TaskStatus::Fixing
             | TaskStatus::Blocked,
         ) => VERIFY,
-        Some(TaskStatus::ApprovalRequired | TaskStatus::Recording)
-        | Some(TaskStatus::Failed | TaskStatus::Cancelled)
+        Some(
+            TaskStatus::ApprovalRequired
+            | TaskStatus::Recording
+            | TaskStatus::Failed
+            | TaskStatus::Cancelled,
+        )
         | None => RESULT,
         Some(TaskStatus::Done) => RESULT + 1,
-    };
-    // A task that ended early reached as far as its attempts show.
-    let ended_early = matches!(status, Some(TaskStatus::Failed | TaskStatus::Cancelled));
-    let reached = if ended_early {
-        if proven > 0 { EXECUTE } else { DECOMPOSE }
-    } else {
-        current
-    };
+    }
+}
 
-    let finished = status.is_some_and(TaskStatus::is_terminal);
-    let fenced = body.leader_epoch != active_epoch;
-    let epoch = body.leader_epoch;
-    match (fenced, finished) {
-        (true, false) => set(
-            AUTHORITY,
-            StageState::Blocked,
-            format!("epoch {epoch} fenced (active {active_epoch}): hand the task off"),
-        ),
-        (true, true) => set(
-            AUTHORITY,
-            StageState::Done,
-            format!("Leader epoch {epoch} (fenced now)"),
-        ),
-        (false, _) => set(AUTHORITY, StageState::Done, format!("Leader epoch {epoch}")),
-    }
-    set(
-        PUBLISH,
-        StageState::Done,
-        format!("published, {total} work items frozen"),
+/// What is going on at the task's own stage, in words.
+fn now(body: &StateBody, tally: &Tally) -> String {
+    let waking = body
+        .suspension
+        .as_ref()
+        .is_some_and(|suspension| suspension.status == SuspensionStatus::Waiting);
+    let progress = format!(
+        "{}/{} completed, {} running",
+        tally.completed, tally.total, tally.running
     );
-    let decomposed = format!("{total} work items, {edges} dependencies");
-    // A cancelled attempt keeps no trace of its submission in the State: cancelled and skipped
-    // items are counted apart.
-    let submissions = if withdrawn == 0 {
-        format!("{proven}/{total} submissions proven")
-    } else {
-        format!("{proven}/{total} submissions proven, {withdrawn} cancelled or skipped")
-    };
-    let progress = format!("{completed}/{total} completed, {running} running");
-    for index in DECOMPOSE..RESULT {
-        if index < reached {
-            let note = match index {
-                DECOMPOSE => decomposed.clone(),
-                ASSIGN => "routing validated".to_owned(),
-                DISPATCH => submissions.clone(),
-                EXECUTE => format!("{settled}/{total} settled, {completed} completed"),
-                _ => "verified and reviewed".to_owned(),
-            };
-            set(index, StageState::Done, note);
-        }
-    }
-    let now = match status {
-        Some(TaskStatus::Published) => decomposed,
+    match body.status.known() {
+        Some(TaskStatus::Published) => tally.decomposed(),
         Some(TaskStatus::RoutingValidation) => "validating the routing".to_owned(),
-        Some(TaskStatus::Dispatching) => submissions,
+        Some(TaskStatus::Dispatching) => tally.submissions(),
         Some(TaskStatus::Executing) if waking => format!("{progress}; waiting for a wake"),
         Some(TaskStatus::Executing) => progress,
         Some(TaskStatus::Verifying) => "verification running".to_owned(),
@@ -333,25 +320,92 @@ pub fn workflow(body: &StateBody, active_epoch: i128) -> Workflow {
         Some(TaskStatus::ApprovalRequired) => "waiting for the Leader's approval".to_owned(),
         Some(TaskStatus::Recording) => "recording through the Done gate".to_owned(),
         Some(TaskStatus::Done) => "done: the Done gate passed".to_owned(),
-        Some(TaskStatus::Blocked) if blocked.is_empty() => {
+        Some(TaskStatus::Blocked) if tally.blocked.is_empty() => {
             "task blocked: the Leader recovers it".to_owned()
         }
-        Some(TaskStatus::Blocked) => format!("blocked work items: {}", blocked.join(", ")),
+        Some(TaskStatus::Blocked) => {
+            format!("blocked work items: {}", tally.blocked.join(", "))
+        }
         Some(TaskStatus::Failed) => "failed".to_owned(),
         Some(TaskStatus::Cancelled) => "cancelled".to_owned(),
         None => format!("unknown status {}", display_text(body.status.as_str())),
+    }
+}
+
+/// The authority stage: done at the active epoch, blocked on a fenced one (unless finished).
+fn authority(body: &StateBody, active_epoch: i128, finished: bool) -> StageRow {
+    let epoch = body.leader_epoch;
+    let (state, note) = match (epoch != active_epoch, finished) {
+        (true, false) => (
+            StageState::Blocked,
+            format!("epoch {epoch} fenced (active {active_epoch}): hand the task off"),
+        ),
+        (true, true) => (
+            StageState::Done,
+            format!("Leader epoch {epoch} (fenced now)"),
+        ),
+        (false, _) => (StageState::Done, format!("Leader epoch {epoch}")),
     };
+    StageRow { state, note }
+}
+
+/// The Operator Workflow of the task `body`, whose installation's active epoch is
+/// `active_epoch`.
+pub fn workflow(body: &StateBody, active_epoch: i128) -> Workflow {
+    let status = body.status.known();
+    let tally = Tally::of(body);
+    let finished = status.is_some_and(TaskStatus::is_terminal);
+    let current = stage_of(status, !tally.blocked.is_empty());
+    // A task that ended early reached as far as its attempts show.
+    let ended_early = matches!(status, Some(TaskStatus::Failed | TaskStatus::Cancelled));
+    let reached = match (ended_early, tally.proven > 0) {
+        (true, true) => EXECUTE,
+        (true, false) => DECOMPOSE,
+        (false, _) => current,
+    };
+    let mut stages: Vec<StageRow> = (0..8)
+        .map(|index| {
+            let note = match index {
+                AUTHORITY => return authority(body, active_epoch, finished),
+                PUBLISH => format!("published, {} work items frozen", tally.total),
+                _ if index >= reached || index == RESULT => {
+                    return StageRow {
+                        state: StageState::NotReached,
+                        note: String::new(),
+                    };
+                }
+                DECOMPOSE => tally.decomposed(),
+                ASSIGN => "routing validated".to_owned(),
+                DISPATCH => tally.submissions(),
+                EXECUTE => format!(
+                    "{}/{} settled, {} completed",
+                    tally.settled, tally.total, tally.completed
+                ),
+                _ => "verified and reviewed".to_owned(),
+            };
+            StageRow {
+                state: StageState::Done,
+                note,
+            }
+        })
+        .collect();
+    let now = now(body, &tally);
+    let interrupted = body
+        .control
+        .as_ref()
+        .is_some_and(|control| control.status == ControlStatus::Interrupted);
     let stuck = ended_early || status == Some(TaskStatus::Blocked) || status.is_none();
-    match current {
-        index if index > RESULT => set(RESULT, StageState::Done, now),
-        index if interrupted && !finished => set(
+    let (index, state, note) = match current {
+        index if index > RESULT => (RESULT, StageState::Done, now),
+        index if interrupted && !finished => (
             index,
             StageState::Blocked,
             format!("interrupted by the Leader: resume it ({now})"),
         ),
-        index if stuck => set(index, StageState::Blocked, now),
-        index => set(index, StageState::Current, now),
-    }
+        index if stuck => (index, StageState::Blocked, now),
+        index => (index, StageState::Current, now),
+    };
+    stages[index] = StageRow { state, note };
     Workflow {
         task_id: display_text(body.task_id.value()),
         stages,
@@ -382,10 +436,11 @@ fn submission_proven(item: &valp_kernel::WorkItem) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use StageState::{Blocked, Current, Done, NotReached};
     use std::collections::BTreeSet;
     use valp_kernel::explain::Guards;
-    use valp_kernel::walk::{Walk, WalkConfig};
     use valp_kernel::live::{LiveState, Verdict};
+    use valp_kernel::walk::{Walk, WalkConfig};
     use valp_kernel::{Event, Identity, IdentityKind, State};
 
     fn id(kind: IdentityKind, value: &str) -> Identity {
@@ -431,14 +486,16 @@ mod tests {
     fn a_task_in_review_is_at_verify_with_every_earlier_stage_proven() {
         let live = task_after(TO_REVIEWING);
         let workflow = workflow(live.body(), 1);
-        use StageState::{Current, Done, NotReached};
         assert_eq!(
             states(&workflow),
             [Done, Done, Done, Done, Done, Done, Current, NotReached]
         );
         assert_eq!(workflow.stages[AUTHORITY].note, "Leader epoch 1");
         assert_eq!(workflow.stages[DISPATCH].note, "0/0 submissions proven");
-        assert_eq!(workflow.stages[VERIFY].note, "waiting for the Leader's review");
+        assert_eq!(
+            workflow.stages[VERIFY].note,
+            "waiting for the Leader's review"
+        );
     }
 
     #[test]
@@ -473,7 +530,11 @@ mod tests {
         let mut kinds = TO_REVIEWING.to_vec();
         kinds.extend([EventKind::ReviewPassed, EventKind::RecordingCompleted]);
         let done = workflow(task_after(&kinds).body(), 1);
-        assert!(done.stages.iter().all(|stage| stage.state == StageState::Done));
+        assert!(
+            done.stages
+                .iter()
+                .all(|stage| stage.state == StageState::Done)
+        );
         assert_eq!(done.stages[RESULT].note, "done: the Done gate passed");
 
         let cancelled = task_after(&[EventKind::RoutingValidationStarted]);
@@ -488,10 +549,11 @@ mod tests {
             Verdict::Accepted(_)
         ));
         let workflow = workflow(cancelled.body(), 1);
-        use StageState::{Blocked, Done, NotReached};
         assert_eq!(
             states(&workflow),
-            [Done, Done, NotReached, NotReached, NotReached, NotReached, NotReached, Blocked]
+            [
+                Done, Done, NotReached, NotReached, NotReached, NotReached, NotReached, Blocked
+            ]
         );
         assert_eq!(workflow.stages[RESULT].note, "cancelled");
     }
@@ -578,7 +640,11 @@ mod tests {
             .iter()
             .position(|row| !row.is_allowed())
             .unwrap();
-        assert!(view.transitions[first_refused..].iter().all(|row| !row.is_allowed()));
+        assert!(
+            view.transitions[first_refused..]
+                .iter()
+                .all(|row| !row.is_allowed())
+        );
         let find = |kind: &str| {
             view.transitions
                 .iter()
@@ -623,12 +689,22 @@ mod tests {
         );
         // Another code than the listed one: the refusal's own message stands.
         assert_eq!(
-            refusal_words(&listed, EventKind::RecordingCompleted, None, "VALP-E-DONE-GATE"),
+            refusal_words(
+                &listed,
+                EventKind::RecordingCompleted,
+                None,
+                "VALP-E-DONE-GATE"
+            ),
             None
         );
         // An allowed transition has no refusal words.
         assert_eq!(
-            refusal_words(&listed, EventKind::ReviewPassed, None, "VALP-E-STATE-CONFLICT"),
+            refusal_words(
+                &listed,
+                EventKind::ReviewPassed,
+                None,
+                "VALP-E-STATE-CONFLICT"
+            ),
             None
         );
     }
@@ -641,7 +717,11 @@ mod tests {
         let listed = explain(&live, &Guards::default());
         let view = machine(live.body(), &listed);
         // Right after the allowed ones: the kernel would accept it, the store's gate does not.
-        let allowed = view.transitions.iter().filter(|row| row.is_allowed()).count();
+        let allowed = view
+            .transitions
+            .iter()
+            .filter(|row| row.is_allowed())
+            .count();
         let recording = &view.transitions[allowed];
         assert_eq!(recording.kind, "recording_completed");
         assert_eq!(

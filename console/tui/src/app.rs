@@ -356,7 +356,7 @@ impl App {
                     },
                     Action::Interrupt => task.is_some_and(|task| !task.interrupted),
                     Action::Resume => task.is_some_and(|task| task.interrupted),
-                    Action::Redirect => task.is_some(),
+                    Action::Redirect | Action::StateMachine => task.is_some(),
                     Action::PassReview | Action::RejectReview => {
                         task.is_some_and(|task| task.status == REVIEWING)
                     }
@@ -376,7 +376,6 @@ impl App {
                     Action::Recover => {
                         task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
                     }
-                    Action::StateMachine => task.is_some(),
                     _ => true,
                 }
             }

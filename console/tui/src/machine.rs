@@ -79,7 +79,8 @@ impl Machine {
                     .transitions
                     .iter()
                     .filter(|row| {
-                        self.work_item.is_none() || row.work_item.as_ref() == self.work_item.as_ref()
+                        self.work_item.is_none()
+                            || row.work_item.as_ref() == self.work_item.as_ref()
                     })
                     .collect()
             })
@@ -102,7 +103,10 @@ impl Machine {
     pub fn choose(&self, view: &ConsoleView) -> Option<Choice> {
         let rows = self.rows(view);
         let request = rows.get(self.cursor)?.action.clone()?;
-        let task = view.tasks.iter().find(|task| task.task_id == self.task_id)?;
+        let task = view
+            .tasks
+            .iter()
+            .find(|task| task.task_id == self.task_id)?;
         let item = |id: &str| {
             view.items
                 .iter()
@@ -120,7 +124,9 @@ impl Machine {
             } => Dialog::cancel_item(item(id)?),
             Request::Retry { work_item_id, .. } => Dialog::retry(task, item(work_item_id)?),
             Request::Recover { .. } => Dialog::recover(task),
-            Request::Interrupt { .. } | Request::Resume { .. } => return Some(Choice::Send(request)),
+            Request::Interrupt { .. } | Request::Resume { .. } => {
+                return Some(Choice::Send(request));
+            }
             Request::Select { .. }
             | Request::Rotate { .. }
             | Request::Refresh
@@ -143,10 +149,10 @@ impl Machine {
         let rows = self.rows(ctx.view);
         let cursor = self.cursor.min(rows.len().saturating_sub(1));
         let inner_width = list_area.width.saturating_sub(2);
-        let mut title = format!("State machine · task {}", self.task_id);
-        if let Some(item) = &self.work_item {
-            title.push_str(&format!(" · item {item}"));
-        }
+        let title = match &self.work_item {
+            Some(item) => format!("State machine · task {} · item {item}", self.task_id),
+            None => format!("State machine · task {}", self.task_id),
+        };
         let header = self.machine(ctx.view).map(|machine| {
             let allowed = rows.iter().filter(|row| row.is_allowed()).count();
             fit(
@@ -216,16 +222,24 @@ fn line(ctx: &Ctx, transition: &TransitionRow, width: u16) -> Line<'static> {
             Slot::StatusDone,
             format!("→ {next_status} · {}", transition.actor),
         ),
-        TransitionVerdict::Refused { code, reasons } => (
-            "✗",
-            Slot::Muted,
-            format!("{code}: {}", reasons.join("; ")),
-        ),
+        TransitionVerdict::Refused { code, reasons } => {
+            ("✗", Slot::Muted, format!("{code}: {}", reasons.join("; ")))
+        }
     };
     row([
         cell(mark, 1, Cut::End, ctx.style(slot)),
-        cell(&transition.kind, KIND_WIDTH, Cut::End, ctx.style(Slot::Base)),
-        cell(&transition.target, target_width, Cut::Middle, ctx.style(Slot::Muted)),
+        cell(
+            &transition.kind,
+            KIND_WIDTH,
+            Cut::End,
+            ctx.style(Slot::Base),
+        ),
+        cell(
+            &transition.target,
+            target_width,
+            Cut::Middle,
+            ctx.style(Slot::Muted),
+        ),
         cell(&outcome, rest, Cut::End, ctx.style(slot)),
     ])
 }
@@ -243,7 +257,10 @@ fn detail(ctx: &Ctx, transition: &TransitionRow) -> Vec<Line<'static>> {
         base(&transition.actor),
     ])];
     lines.push(Line::from(vec![label("guard"), base(&transition.guard)]));
-    lines.push(Line::from(vec![label("evidence"), base(&transition.evidence)]));
+    lines.push(Line::from(vec![
+        label("evidence"),
+        base(&transition.evidence),
+    ]));
     match &transition.verdict {
         TransitionVerdict::Allowed {
             next_status,

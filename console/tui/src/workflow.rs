@@ -87,9 +87,8 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, workflow: &Workflow) {
 /// stages' proofs, newest first.
 fn notes(ctx: &Ctx, workflow: &Workflow, wide: bool) -> Vec<Span<'static>> {
     let stages = || workflow.stages.iter().enumerate();
-    let first = stages().filter(|(_, stage)| {
-        matches!(stage.state, StageState::Current | StageState::Blocked)
-    });
+    let first = stages()
+        .filter(|(_, stage)| matches!(stage.state, StageState::Current | StageState::Blocked));
     let done = stages()
         .rev()
         .filter(|(_, stage)| stage.state == StageState::Done);

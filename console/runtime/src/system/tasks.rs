@@ -24,6 +24,13 @@ pub const ACTIVITY_ROWS: usize = 200;
 /// How long a cancel waits for the adapter to confirm.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
 
+/// The task the state machine view shows, and the view last computed for it.
+struct Focus {
+    task: String,
+    /// `(revision, active epoch, view)`: recomputed when either moved.
+    computed: Option<(i128, i128, MachineView)>,
+}
+
 /// The runtime side of the console.
 pub struct Desk {
     valp_binary: Option<PathBuf>,
@@ -39,9 +46,8 @@ pub struct Desk {
     /// Each task's gate line ([`TaskRow::gates`]) and the revision it was measured at: the
     /// measurement reads the plan and the journal, so it is redone only when the task moved.
     gates: BTreeMap<PathBuf, (i128, String)>,
-    /// The task whose state machine every view carries ([`valp_view::Request::Explain`]), and
-    /// the view last computed for it with the (revision, active epoch) it was computed at.
-    machine: Option<(String, Option<(i128, i128, MachineView)>)>,
+    /// The task whose state machine every view carries ([`valp_view::Request::Explain`]).
+    machine: Option<Focus>,
     activity: VecDeque<String>,
 }
 
@@ -253,16 +259,22 @@ impl Desk {
 
     /// Keeps `task`'s state machine in the views from now on (`None`: none).
     pub fn focus_machine(&mut self, task: Option<String>) {
-        self.machine = task.map(|task| (task, None));
+        self.machine = task.map(|task| Focus {
+            task,
+            computed: None,
+        });
     }
 
     /// The state machine of the focused task, recomputed only when the task or the active
     /// epoch moved. A task that does not open (or whose Done policy does not decode) has none.
     pub fn machine(&mut self, root: &ControlRoot, active_epoch: i128) -> Option<MachineView> {
-        let task = self.machine.as_ref()?.0.clone();
+        let task = self.machine.as_ref()?.task.clone();
         let dir = root.layout().task_dir(&task);
         let revision = self.journal(root, &dir).ok()?.live().body().revision;
-        if let Some((_, Some((at, epoch, view)))) = &self.machine
+        if let Some(Focus {
+            computed: Some((at, epoch, view)),
+            ..
+        }) = &self.machine
             && (*at, *epoch) == (revision, active_epoch)
         {
             return Some(view.clone());
@@ -275,7 +287,10 @@ impl Desk {
                 return None;
             }
         };
-        self.machine = Some((task, Some((revision, active_epoch, view.clone()))));
+        self.machine = Some(Focus {
+            task,
+            computed: Some((revision, active_epoch, view.clone())),
+        });
         Some(view)
     }
 

@@ -75,7 +75,13 @@ fn workflows() -> Vec<Workflow> {
         .collect()
 }
 
-fn allowed(kind: &str, target: &str, actor: &str, next: &str, action: Option<Request>) -> TransitionRow {
+fn allowed(
+    kind: &str,
+    target: &str,
+    actor: &str,
+    next: &str,
+    action: Option<Request>,
+) -> TransitionRow {
     TransitionRow {
         kind: kind.to_owned(),
         target: target.to_owned(),
@@ -137,7 +143,13 @@ fn review_machine() -> MachineView {
                     pass: false,
                 }),
             ),
-            allowed("approval_required_raised", "task", "Leader", "approval_required", None),
+            allowed(
+                "approval_required_raised",
+                "task",
+                "Leader",
+                "approval_required",
+                None,
+            ),
             allowed(
                 "task_cancelled",
                 "task",
@@ -157,7 +169,13 @@ fn review_machine() -> MachineView {
                     task_id: task_id.clone(),
                 }),
             ),
-            allowed("work_item_skipped", "item outline", "System", "reviewing", None),
+            allowed(
+                "work_item_skipped",
+                "item outline",
+                "System",
+                "reviewing",
+                None,
+            ),
             refused(
                 "routing_validation_started",
                 "task",
@@ -196,16 +214,19 @@ fn the_strip_shows_the_selected_tasks_stages_with_proofs_and_reasons() {
     let mut app = start(&mut backend);
     snapshots("workflow_executing", &app);
     let text = screen_text(&app, 120, 40);
-    assert!(
-        text.contains("dispatch: 3/5 submissions proven"),
-        "{text}"
-    );
+    assert!(text.contains("dispatch: 3/5 submissions proven"), "{text}");
     // The fenced, blocked task: both reasons on the strip.
     type_keys(&mut app, &mut backend, "j");
     snapshots("workflow_fenced_blocked", &app);
     let text = screen_text(&app, 120, 40);
-    assert!(text.contains("Doctor and Leader authority: epoch 1 fenced"), "{text}");
-    assert!(text.contains("Execute / Wait / Wake: blocked work items"), "{text}");
+    assert!(
+        text.contains("Doctor and Leader authority: epoch 1 fenced"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Execute / Wait / Wake: blocked work items"),
+        "{text}"
+    );
     // A task without a workflow in the view draws no strip.
     let mut bare = working();
     bare.workflows.clear();
@@ -259,7 +280,10 @@ fn choosing_an_allowed_leader_transition_asks_as_its_key_does_then_sends_the_sam
     assert_eq!(app.mode(), Mode::Dialog);
     let from_view = app.pending().cloned();
     let dialog = screen_text(&app, 120, 40);
-    assert!(dialog.contains("Pass the review of task task-review-docs?"), "{dialog}");
+    assert!(
+        dialog.contains("Pass the review of task task-review-docs?"),
+        "{dialog}"
+    );
     type_keys(&mut app, &mut backend, "y");
     assert_eq!(
         backend.requests.last(),
@@ -322,7 +346,10 @@ fn from_the_work_items_pane_the_view_lists_that_items_transitions_only() {
     assert_eq!(app.selected_item(), Some("outline"));
     type_keys(&mut app, &mut backend, "m");
     let text = screen_text(&app, 120, 40);
-    assert!(text.contains("State machine · task task-review-docs · item outline"), "{text}");
+    assert!(
+        text.contains("State machine · task task-review-docs · item outline"),
+        "{text}"
+    );
     assert!(text.contains("work_item_skipped"), "{text}");
     assert!(text.contains("attempt_created"), "{text}");
     assert!(!text.contains("review_passed"), "{text}");
