@@ -27,7 +27,8 @@ use valp_view::{ConsoleView, MachineView, Request};
 
 /// Widest the overlay gets.
 const MAX_WIDTH: u16 = 120;
-/// Rows of the detail box under the list (border included).
+/// Fewest rows of the detail box under the list (border included); it grows with what it says,
+/// up to half the overlay.
 const DETAIL_HEIGHT: u16 = 7;
 /// Columns of the event kind in a row.
 const KIND_WIDTH: u16 = 26;
@@ -142,12 +143,19 @@ impl Machine {
             Constraint::Length(area.height.saturating_sub(2).max(DETAIL_HEIGHT + 3)),
         );
         frame.render_widget(Clear, popup);
-        let [list_area, detail_area] = popup.layout(&Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(DETAIL_HEIGHT),
-        ]));
         let rows = self.rows(ctx.view);
         let cursor = self.cursor.min(rows.len().saturating_sub(1));
+        let details = rows
+            .get(cursor)
+            .map(|row| detail(ctx, row))
+            .unwrap_or_default();
+        let detail_height = wrapped_height(&details, popup.width.saturating_sub(2))
+            .saturating_add(2)
+            .clamp(DETAIL_HEIGHT, (popup.height / 2).max(DETAIL_HEIGHT));
+        let [list_area, detail_area] = popup.layout(&Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(detail_height),
+        ]));
         let inner_width = list_area.width.saturating_sub(2);
         let title = match &self.work_item {
             Some(item) => format!("State machine · task {} · item {item}", self.task_id),
@@ -200,11 +208,22 @@ impl Machine {
         let block = Block::bordered().border_style(ctx.style(Slot::FocusBorder));
         let inner = block.inner(detail_area);
         frame.render_widget(block, detail_area);
-        if let Some(transition) = rows.get(cursor) {
-            let details = Paragraph::new(detail(ctx, transition)).wrap(Wrap { trim: true });
-            frame.render_widget(details, inner);
-        }
+        frame.render_widget(Paragraph::new(details).wrap(Wrap { trim: true }), inner);
     }
+}
+
+/// How many rows `lines` take wrapped to `width`, at most: a line that wraps is given one row
+/// more than its width needs, for the room word wrapping leaves at the ends of rows.
+fn wrapped_height(lines: &[Line], width: u16) -> u16 {
+    let width = usize::from(width.max(1));
+    let rows: usize = lines
+        .iter()
+        .map(|line| match line.width().div_ceil(width) {
+            0 | 1 => 1,
+            wrapped => wrapped + 1,
+        })
+        .sum();
+    u16::try_from(rows).unwrap_or(u16::MAX)
 }
 
 /// One transition in one row: mark, kind, target, then the next state or the refusal.
