@@ -19,6 +19,7 @@ use valp_runtime::abi::{
 use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;
+use valp_view::flow::SHORT_STAGES;
 
 /// Longer than drawing one frame takes, shorter than a person notices.
 const SETTLE: Duration = Duration::from_millis(100);
@@ -612,17 +613,9 @@ fn strip_moves_on_until_review(desk: &Desk) {
     assert!(review.contains("✓ execute › ▶ verify"), "{review}");
     // The cancelled item's attempt no longer shows its submission.
     assert!(review.contains("dispatch: 4/5 submissions"), "{review}");
-    let order = [
-        "decompose",
-        "assign",
-        "dispatch",
-        "execute",
-        "verify",
-        "result",
-    ];
     let at: Vec<usize> = stages
         .iter()
-        .map(|stage| order.iter().position(|name| name == stage).unwrap())
+        .map(|stage| SHORT_STAGES.iter().position(|name| name == stage).unwrap())
         .collect();
     assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{stages:?}");
     assert!(

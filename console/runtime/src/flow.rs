@@ -440,43 +440,12 @@ mod tests {
     use std::collections::BTreeSet;
     use valp_kernel::explain::Guards;
     use valp_kernel::live::{LiveState, Verdict};
-    use valp_kernel::walk::{Walk, WalkConfig};
-    use valp_kernel::{Event, Identity, IdentityKind, State};
-
-    fn id(kind: IdentityKind, value: &str) -> Identity {
-        Identity::new(kind, value).unwrap()
-    }
+    use valp_kernel::walk::{TO_REVIEWING, Walk, WalkConfig};
 
     /// A task without work items driven along the task table through `kinds`.
     fn task_after(kinds: &[EventKind]) -> LiveState {
-        let state = State::genesis(
-            id(IdentityKind::Installation, "inst-1"),
-            1,
-            id(IdentityKind::Task, "task-1"),
-            Vec::new(),
-        );
-        let mut live = LiveState::new(state);
-        for (index, &kind) in kinds.iter().enumerate() {
-            let event = Event::new(
-                id(IdentityKind::Event, &format!("ev-{index}")),
-                live.body().installation_id.clone(),
-                1,
-                live.body().task_id.clone(),
-                kind,
-                live.revision(),
-            );
-            assert!(matches!(live.apply(&event, &[]), Verdict::Accepted(_)));
-        }
-        live
+        valp_kernel::walk::along_task_table(kinds).unwrap()
     }
-
-    const TO_REVIEWING: &[EventKind] = &[
-        EventKind::RoutingValidationStarted,
-        EventKind::RoutingValidationPassed,
-        EventKind::DispatchAccepted,
-        EventKind::WorkCompleted,
-        EventKind::VerificationPassed,
-    ];
 
     fn states(workflow: &Workflow) -> Vec<StageState> {
         workflow.stages.iter().map(|stage| stage.state).collect()
