@@ -528,13 +528,14 @@ impl App {
                     0
                 };
                 let footer_height = footer::height(&ctx, notice, area.width);
+                // The workflow strip takes its rows from the body: the layout plan (full or
+                // compact Leader pane, tabs) stays what the screen's size calls for.
                 let strip = workflow::selected(&ctx).filter(|_| self.list.is_none());
                 let strip_height = strip.map_or(0, |_| workflow::height(area.width));
                 let spare = area
                     .height
                     .saturating_sub(banner_height.saturating_add(1))
-                    .saturating_sub(footer_height)
-                    .saturating_sub(strip_height);
+                    .saturating_sub(footer_height);
                 let plan = body::plan(area.width, spare, leader::height(&self.view));
                 let leader_height = if plan.compact_leader {
                     leader::COMPACT_HEIGHT
