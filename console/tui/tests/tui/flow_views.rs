@@ -373,3 +373,31 @@ fn the_read_only_screen_shows_the_view_but_proposes_nothing() {
         }]
     );
 }
+
+#[test]
+fn hostile_text_in_the_flow_views_never_reaches_the_terminal() {
+    let mut view = flowing();
+    let hostile = "evil\u{1b}[2J\u{1b}]0;owned\u{7}\u{202e}txt";
+    view.workflows[2].stages[6].note = hostile.to_owned();
+    if let Some(machine) = &mut view.machine {
+        machine.transitions[0].guard = hostile.to_owned();
+        machine.transitions[7].verdict = TransitionVerdict::Refused {
+            code: "VALP-E-STATE-CONFLICT".to_owned(),
+            reasons: vec![hostile.to_owned()],
+        };
+    }
+    let mut backend = Scripted::new(view);
+    let mut app = start(&mut backend);
+    type_keys(&mut app, &mut backend, "jj");
+    for keys in ["", "m", "jjjjjjj"] {
+        type_keys(&mut app, &mut backend, keys);
+        for (width, height) in [(120, 40), (80, 24)] {
+            let text = screen_text(&app, width, height);
+            assert!(text.contains("evil"), "{text}");
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+                "{keys:?} at {width}x{height}: {text:?}"
+            );
+        }
+    }
+}
