@@ -305,7 +305,7 @@ fn the_demo_console_runs_its_plan_under_the_leaders_keys() {
     let desk = Desk::new();
     desk.demo_with_its_leader();
     let running = desk.wait_for("warm-up required running in flight");
-    assert!(running.contains("Work items · demo-build (5)"), "{running}");
+    assert!(running.contains("Work items · demo-build (8)"), "{running}");
     // The item is running from its attempt's creation; the adapter's `accepted` observation
     // (attempt_running) may come a pump later.
     desk.wait_for("attempt_running");
