@@ -177,10 +177,7 @@ impl Machine {
                 inner_width,
             )
         });
-        let entries = rows
-            .iter()
-            .map(|transition| vec![line(ctx, transition, inner_width)])
-            .collect();
+        let entries = list::Entries::new(rows.len(), |at| vec![line(ctx, rows[at], inner_width)]);
         let keys = |action| keys_text(&ctx.keymap.keys(Mode::Machine, action));
         list::render(
             frame,
