@@ -3,9 +3,11 @@
 //! `valp-correction-cycle.v1` document, or `None` when the history holds no correction signal.
 //!
 //! Which journal fact shows which seed signal (the trigger a round gets):
-//! - `attempt_failed`, `work_item_failed`, `attempt_cancelled` with reason `runtime_failed`:
-//!   `runtime_failed` (the kernel journal does not tell a timeout or a lost runtime from a
-//!   failure: all three end the attempt as `attempt_failed`);
+//! - `attempt_fenced` (how the System ends an attempt that failed, timed out or whose runtime
+//!   was lost: the workflow fences it before retrying or blocking its item), `attempt_failed`,
+//!   `work_item_failed`, `attempt_cancelled` with reason `runtime_failed`: `runtime_failed` (the
+//!   journal does not tell a timeout or a lost runtime from a failure, so none is
+//!   `runtime_timeout`);
 //! - `work_item_blocked`, `task_blocked`: `dispatch_blocked`;
 //! - `verification_failed`: `verification_failed`;
 //! - `review_rejected`: `review_finding` (the journal carries no severity, so every rejection
@@ -27,6 +29,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use valp_kernel::model::{EventKind, IdentityKind};
 use valp_kernel::replay::CompactEntry;
+use valp_store::clock::Timestamp;
 use valp_store::journal::{JOURNAL_FILE, Recorded};
 
 use super::correction::SCHEMA_VERSION;
@@ -59,7 +62,7 @@ impl Fact {
         let event = &recorded.entry.event;
         Self {
             revision: recorded.seq,
-            recorded_at: recorded.recorded_at.map(|at| at.to_rfc3339()),
+            recorded_at: recorded.recorded_at.map(Timestamp::to_rfc3339),
             kind: event.kind.as_str().to_owned(),
             work_item: event.work_item_id.as_ref().map(|id| id.value().to_owned()),
             attempt: event.attempt_id.as_ref().map(|id| id.value().to_owned()),
@@ -135,7 +138,9 @@ impl Cycle {
 fn trigger(fact: &Fact) -> Option<&'static str> {
     let kind = EventKind::from_wire(&fact.kind)?;
     Some(match kind {
-        EventKind::AttemptFailed | EventKind::WorkItemFailed => "runtime_failed",
+        EventKind::AttemptFenced | EventKind::AttemptFailed | EventKind::WorkItemFailed => {
+            "runtime_failed"
+        }
         EventKind::AttemptCancelled if fact.control_reason.as_deref() == Some("runtime_failed") => {
             "runtime_failed"
         }
@@ -155,13 +160,17 @@ pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) 
     for fact in facts {
         let at = || fact.recorded_at.clone();
         let concerns = |round: &Round| {
-            round.work_item.is_none() || fact.work_item.is_none() || round.work_item == fact.work_item
+            round.work_item.is_none()
+                || fact.work_item.is_none()
+                || round.work_item == fact.work_item
         };
         if let Some(trigger) = trigger(fact) {
             let scope = fact.work_item.clone();
-            let already = rounds
-                .iter()
-                .any(|round| round.status == "open" && round.work_item == scope);
+            // A signal that follows from an open round (the item blocked after its attempt
+            // failed, the task blocked after its item) is part of that round, not a new one.
+            let already = rounds.iter().any(|round| {
+                round.status == "open" && (scope.is_none() || round.work_item == scope)
+            });
             if !already {
                 rounds.push(opened(rounds.len() as u64 + 1, trigger, fact, owners));
             }
@@ -177,7 +186,9 @@ pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) 
                     round.required_actions.push(action(fact));
                 }
             }
-            "attempt_completed" | "verification_passed" | "review_passed"
+            "attempt_completed"
+            | "verification_passed"
+            | "review_passed"
             | "recording_completed" => {
                 let task_level = fact.kind != "attempt_completed";
                 for round in live.filter(|round| task_level || concerns(round)) {
@@ -187,7 +198,11 @@ pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) 
                 }
             }
             "task_failed" | "task_cancelled" => {
-                let end = if fact.kind == "task_failed" { "blocked" } else { "cancelled" };
+                let end = if fact.kind == "task_failed" {
+                    "blocked"
+                } else {
+                    "cancelled"
+                };
                 for round in live {
                     round.status = end;
                     round.ended_at = at();
