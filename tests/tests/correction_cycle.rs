@@ -103,6 +103,15 @@ fn fail_retry_pass_reaches_done_with_a_fixed_cycle() {
         "{fixed}"
     );
     assert_eq!(fixed["final_evidence_refs"][0], "journal.jsonl");
+    let status = project.ok(&["task", "status", "mend"]);
+    assert!(
+        status.contains("  correction fixed: 1 rounds, 0 open\n"),
+        "{status}"
+    );
+    assert!(
+        status.contains("  round 1 runtime_failed fixed "),
+        "{status}"
+    );
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
 }
 
@@ -118,4 +127,6 @@ fn a_task_without_a_signal_gets_no_cycle_file() {
     project.ok(&["run"]);
     assert_eq!(project.task_status("calm"), "done");
     assert_eq!(cycle_of(&project, "calm"), None);
+    let status = project.ok(&["task", "status", "calm"]);
+    assert!(!status.contains("correction"), "{status}");
 }
