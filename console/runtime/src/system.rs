@@ -274,7 +274,8 @@ impl Backend for SystemBackend<'_> {
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();
-        let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);
@@ -290,6 +291,8 @@ impl Backend for SystemBackend<'_> {
             observations,
             rejections,
             activity: self.desk.activity(),
+            workflows,
+            machine,
         }
     }
 
@@ -337,6 +340,13 @@ impl Backend for SystemBackend<'_> {
                 work_item_id,
             } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
             Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
+            Request::Explain { task_id } => {
+                self.desk.focus_machine(task_id.clone());
+                return Ok(task_id.as_ref().map_or_else(
+                    || "state machine closed".to_owned(),
+                    |task| format!("state machine of task {}", display_text(task)),
+                ));
+            }
         };
         result.map_err(refusal)
     }

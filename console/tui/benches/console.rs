@@ -105,6 +105,8 @@ fn view() -> ConsoleView {
         activity: (0..100)
             .map(|at| format!("task-000: proposal {at} accepted"))
             .collect(),
+        workflows: Vec::new(),
+        machine: None,
     }
 }
 

@@ -53,11 +53,13 @@ pub enum Action {
     Recover,
     /// Mark or unmark the work item under the cursor (redirect dialog).
     Toggle,
+    /// Show the protocol state machine of the selected task (or work item).
+    StateMachine,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 24] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -81,6 +83,7 @@ impl Action {
         Self::RetryItem,
         Self::Recover,
         Self::Toggle,
+        Self::StateMachine,
     ];
 
     /// The name used in keymap files.
@@ -109,6 +112,7 @@ impl Action {
             Self::RetryItem => "retry_item",
             Self::Recover => "recover",
             Self::Toggle => "toggle",
+            Self::StateMachine => "state_machine",
         }
     }
 
@@ -143,6 +147,7 @@ impl Action {
             Self::RetryItem => "retry…",
             Self::Recover => "recover…",
             Self::Toggle => "mark superseded",
+            Self::StateMachine => "state machine",
         }
     }
 
@@ -179,6 +184,9 @@ impl Action {
                 "blocked task: back to fixing; fixing task: dispatch it again (asks first)"
             }
             Self::Toggle => "mark or unmark a work item as superseded",
+            Self::StateMachine => {
+                "what the protocol allows next for the selected task or work item, and why not"
+            }
         }
     }
 }

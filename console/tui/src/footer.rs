@@ -121,5 +121,9 @@ fn pending_text(request: &Request) -> String {
             work_item_id,
         } => format!("retrying work item {work_item_id} of task {task_id}"),
         Request::Recover { task_id } => format!("unblocking task {task_id}"),
+        Request::Explain {
+            task_id: Some(task_id),
+        } => format!("listing the transitions of task {task_id}"),
+        Request::Explain { task_id: None } => "closing the state machine".to_owned(),
     }
 }

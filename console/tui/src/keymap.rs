@@ -33,13 +33,15 @@ pub enum Mode {
     Dialog,
     /// The redirect dialog: a typed intent and the superseded work items.
     Redirect,
+    /// The state machine view of a task or work item.
+    Machine,
     /// The help overlay.
     Help,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -47,6 +49,7 @@ impl Mode {
         Self::Picker,
         Self::Dialog,
         Self::Redirect,
+        Self::Machine,
         Self::Help,
     ];
 
@@ -60,6 +63,7 @@ impl Mode {
             Self::Picker => "picker",
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
+            Self::Machine => "machine",
             Self::Help => "help",
         }
     }
@@ -74,6 +78,7 @@ impl Mode {
             Self::Picker => "Candidate list",
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
+            Self::Machine => "State machine",
             Self::Help => "Help",
         }
     }
@@ -83,7 +88,7 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Help
+            Self::Global | Self::Dialog | Self::Redirect | Self::Machine | Self::Help
         )
     }
 
@@ -523,7 +528,7 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle)"
+             grant_approval, deny_approval, retry_item, recover, toggle, state_machine)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -6,7 +6,10 @@
 //! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
 //! which the runtime and the TUI share).
 
+pub mod flow;
 pub mod sanitize;
+
+pub use flow::{MachineView, Workflow};
 
 /// Everything one frame of the console shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -28,6 +31,11 @@ pub struct ConsoleView {
     /// What the System did lately (proposals and their verdicts, launches), newest first
     /// (bounded).
     pub activity: Vec<String>,
+    /// Each task's Operator Workflow, in task order.
+    pub workflows: Vec<Workflow>,
+    /// The state machine of the task the console asked about ([`Request::Explain`]), as of
+    /// this view.
+    pub machine: Option<MachineView>,
 }
 
 /// One work item of a task.
@@ -258,6 +266,12 @@ pub enum Request {
     Recover {
         /// The task.
         task_id: String,
+    },
+    /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
+    /// `None` stops. Changes nothing in the control root.
+    Explain {
+        /// The task.
+        task_id: Option<String>,
     },
 }
 

@@ -134,6 +134,8 @@ fn base_view(lane: LaneView) -> ConsoleView {
         observations: Vec::new(),
         rejections: Vec::new(),
         activity: Vec::new(),
+        workflows: Vec::new(),
+        machine: None,
     }
 }
 
