@@ -15,7 +15,7 @@ use serde_json::Value;
 use valp_kernel::canonical::sha256_digest;
 use valp_runtime::abi::attempt_folder;
 use valp_tests::cli::Run;
-use valp_tests::project::Project;
+use valp_tests::project::{Project, external_item, plan};
 use valp_tests::schemas::{errors, validator};
 use valp_tests::{valp_binary, workspace_root};
 
@@ -340,11 +340,38 @@ fn a_permission_request_without_a_decision_is_denied_never_allowed() {
     }
 }
 
-/// The Leader's decision from the command line reaches the waiting hook, and is in the log with
-/// the decider; a decision after the hook answered is refused as stale.
+/// A project with the Leader selected and task T-1 (one external item, `build`) published.
+fn project_with_task() -> Project {
+    let project = Project::new();
+    project.publish("t1", &plan("T-1", &external_item("build", &[], &["log"])));
+    project
+}
+
+/// The records of T-1's operator-action journal.
+fn actions(root: &Path) -> Vec<Value> {
+    std::fs::read_to_string(root.join("tasks/T-1/actions.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["entry"].clone())
+        .collect()
+}
+
+fn verified_clean(project: &Project) {
+    let verified = project.valp(&["verify"]);
+    assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+    assert!(
+        verified.stdout.ends_with(", 0 problems\n"),
+        "{}",
+        verified.stdout
+    );
+}
+
+/// The Leader's decision from the command line reaches the waiting hook, and is in the task's
+/// operator-action journal with the decider, then its delivery; a decision after the hook
+/// answered is refused as stale.
 #[test]
 fn the_leaders_approval_reaches_the_agent_and_a_late_one_is_stale() {
-    let project = Project::new();
+    let project = project_with_task();
     let root = project.control_root();
     let waiting = {
         let root = root.clone();
@@ -390,17 +417,34 @@ fn the_leaders_approval_reaches_the_agent_and_a_late_one_is_stale() {
         answer["hookSpecificOutput"]["decision"]["behavior"],
         "allow"
     );
-    let log = std::fs::read_to_string(root.join("runtime/agent-channel/decisions.jsonl")).unwrap();
-    let entry: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
-    assert_eq!(entry["entry"], "decided");
-    assert_eq!(entry["decision"]["outcome"], "allow");
-    assert!(!entry["decision"]["decider"].as_str().unwrap().is_empty());
+    assert!(!root.join("runtime/agent-channel/decisions.jsonl").exists());
+    let records = actions(&root);
+    assert_eq!(records.len(), 2, "{records:?}");
+    let decision_record = &records[0];
+    let decision_id = format!("{request}/decision");
+    assert_eq!(decision_record["kind"], "approval_decision");
+    assert_eq!(decision_record["action_id"], decision_id.as_str());
+    assert_eq!(decision_record["answers"], request.as_str());
+    assert_eq!(decision_record["decision"], "allow");
+    assert_eq!(decision_record["attempt_id"], ATTEMPT);
+    assert_eq!(decision_record["work_item_id"], "build");
+    assert_eq!(decision_record["leader_epoch"], 1);
     assert!(
-        !entry["decision"]["leader_session"]
-            .as_str()
-            .unwrap()
-            .is_empty()
+        decision_record["task_revision"].as_i64().unwrap() >= 1,
+        "{decision_record}"
     );
+    let decider = decision_record["principal_id"].as_str().unwrap();
+    assert!(
+        approved.stdout.contains(&format!("({decider} from ")),
+        "{decider} {}",
+        approved.stdout
+    );
+    let delivered = &records[1];
+    assert_eq!(delivered["kind"], "delivery");
+    assert_eq!(delivered["delivery"]["action_id"], decision_id.as_str());
+    assert_eq!(delivered["delivery"]["adapter"], "hook");
+    assert_eq!(delivered["delivery"]["outcome"], "delivered");
+    verified_clean(&project);
     // The same request again: the hook answered, the decision is stale.
     let again = project.valp(&["agent", "deny", "T-1", &request]);
     assert_eq!(again.code, Some(2));
@@ -411,6 +455,86 @@ fn the_leaders_approval_reaches_the_agent_and_a_late_one_is_stale() {
         "{}",
         again.stderr
     );
+}
+
+/// A hook's timeout answer that beats a recorded decision (simulated: the answer file is
+/// written as soon as the decision file appears) leaves the decision and a `failed` delivery,
+/// and the command reports it stale.
+#[test]
+fn a_decision_beaten_by_the_timeout_is_recorded_as_failed_delivery() {
+    let project = project_with_task();
+    let root = project.control_root();
+    // A real request from the hook (answered by its 1 ms timeout), copied as a pending one.
+    let first = hook(
+        &root,
+        true,
+        &["hook", "claude", "--wait-ms", "1"],
+        &fixture("claude/permission-request.json"),
+    );
+    assert_eq!(first.code, Some(0), "{}", first.stderr);
+    let dir = root.join(format!(
+        "runtime/agent-channel/{}/approvals",
+        attempt_folder(ATTEMPT)
+    ));
+    let original = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.to_string_lossy().ends_with(".request.json"))
+        .unwrap();
+    let mut request: Value = serde_json::from_slice(&std::fs::read(&original).unwrap()).unwrap();
+    let id = "perm-00000000000000ff";
+    request["request_id"] = id.into();
+    // The hook's own deadline format, far in the future.
+    let deadline = request["deadline"].as_str().unwrap();
+    request["deadline"] = format!("2999{}", &deadline[4..]).into();
+    std::fs::write(
+        dir.join(format!("{id}.request.json")),
+        format!("{request}\n"),
+    )
+    .unwrap();
+    let racer = {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            let decision = dir.join(format!("{id}.decision.json"));
+            let started = Instant::now();
+            while !decision.exists() {
+                if started.elapsed() > Duration::from_secs(20) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let answer = serde_json::json!({
+                "answer": "deny",
+                "answered_at": "2026-01-01T00:00:00Z",
+                "by": "timeout",
+                "decision_digest": null,
+                "request_id": id,
+                "schema_version": "valp-agent-approval-answer.v1",
+            });
+            std::fs::write(dir.join(format!("{id}.answer.json")), format!("{answer}\n")).unwrap();
+        })
+    };
+    let approved = project.valp(&["agent", "approve", "T-1", id]);
+    racer.join().unwrap();
+    assert_eq!(approved.code, Some(2), "{}", approved.stderr);
+    assert_eq!(
+        approved.stderr,
+        format!(
+            "valp: stale: request {id} was already answered (deny by timeout at \
+             2026-01-01T00:00:00Z); the decision is refused\n"
+        )
+    );
+    let records = actions(&root);
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(records[0]["kind"], "approval_decision");
+    assert_eq!(records[0]["answers"], id);
+    assert_eq!(records[1]["kind"], "delivery");
+    assert_eq!(records[1]["delivery"]["outcome"], "failed");
+    assert_eq!(
+        records[1]["delivery"]["action_id"],
+        format!("{id}/decision").as_str()
+    );
+    verified_clean(&project);
 }
 
 #[test]

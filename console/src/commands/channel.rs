@@ -10,8 +10,9 @@ use valp_store::ControlRoot;
 
 use super::CommandError;
 use crate::cli::{AgentCommand, Command};
+use valp_runtime::agent::channel::action_log::ActionLog;
 use valp_runtime::agent::channel::approval::{
-    self, ApprovalError, ChannelLog, Decider, Outcome, TimeoutAnswer,
+    self, ApprovalError, Decider, Outcome, TimeoutAnswer,
 };
 use valp_runtime::agent::channel::bridge::{self, ApprovalOptions, Handled};
 use valp_runtime::agent::channel::hook::{MAX_PAYLOAD_BYTES, Source};
@@ -337,8 +338,14 @@ pub(super) fn decide(
             .unwrap_or_default(),
         epoch: i64::try_from(state.active_epoch).unwrap_or(i64::MAX),
     };
-    let log = ChannelLog {
-        control_root: root.layout().root().to_path_buf(),
+    // The revision the Leader decides against: the task journal as it is now.
+    let task_revision = root
+        .open_task(task, valp_store::Access::ReadOnly)?
+        .live()
+        .revision();
+    let log = ActionLog {
+        root,
+        task_revision,
     };
     let answered = approval::decide(
         root.layout().root(),

@@ -9,12 +9,14 @@
 //! - [`bridge`]: `valp hook` / `valp notify`: the environment, the mapping, the append, the
 //!   approval wait and the agent's answer.
 //! - [`approval`]: permission requests, the Leader's decisions, answers, and the log seam.
+//! - [`action_log`]: the log of approvals: the task's operator-action journal.
 //! - [`precedence`]: which source the runtime believes (channel over screen while fresh), and
 //!   submission acknowledgement.
 //! - [`setup`]: the hook settings valp generates for an agent.
 //! - [`stream`]: `claude -p --output-format stream-json` and `codex exec --json` lines →
 //!   signal drafts (`valp agent stream`).
 
+pub mod action_log;
 pub mod approval;
 pub mod bridge;
 pub mod hook;

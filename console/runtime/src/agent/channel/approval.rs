@@ -8,7 +8,7 @@
 //!                                                             created once (never replaced)
 //!   <request>.answer.json     valp-agent-approval-answer.v1    the hook, created once: what
 //!                                                             the agent was answered
-//! <control root>/runtime/agent-channel/decisions.jsonl        the default [`ApprovalLog`]
+//! <control root>/tasks/<t>/actions.jsonl                     the log ([`super::action_log`])
 //! ```
 //!
 //! **The hook** ([`open_request`], [`await_answer`]) writes the request with a deadline, polls
@@ -24,15 +24,12 @@
 //! ([`ApprovalError::AlreadyDecided`]). The decision (allow/deny, who, from which Leader session
 //! and epoch, for which `tool_use_id`) is recorded through the [`ApprovalLog`] seam *before* the
 //! decision file is written, so no agent is answered by a decision the log does not hold. Then
-//! `decide` waits for the hook's answer: the answer naming the decision's digest is delivery; a
-//! timeout answer that won the race makes the decision stale (logged as such).
+//! `decide` waits for the hook's answer: the answer naming the decision's digest is delivery
+//! (logged as delivered); a timeout answer that won the race makes the decision stale (logged
+//! as such).
 //!
-//! The seam: the operator-action journal (`tasks/<t>/actions.jsonl`, being added to the store)
-//! will implement [`ApprovalLog`]; until then [`ChannelLog`] appends the entries, synced, to
-//! `runtime/agent-channel/decisions.jsonl`.
+//! The log of record is the task's operator-action journal ([`super::action_log::ActionLog`]).
 
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -257,6 +254,9 @@ pub enum ApprovalError {
     /// The folders on the way.
     #[error(transparent)]
     Folder(#[from] InboxError),
+    /// The log refused the entry (e.g. fenced by a newer Leader epoch).
+    #[error(transparent)]
+    Store(#[from] valp_store::StoreError),
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ApprovalError + '_ {
@@ -266,7 +266,7 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ApprovalError + '_ {
     }
 }
 
-fn json_line<T: Serialize>(value: &T) -> Vec<u8> {
+pub(super) fn json_line<T: Serialize>(value: &T) -> Vec<u8> {
     // Serializing plain structs of strings and integers cannot fail.
     let mut bytes = serde_json::to_vec(value).unwrap_or_default();
     bytes.push(b'\n');
@@ -400,8 +400,7 @@ fn judge(
 }
 
 /// An entry of the approval log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "entry", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LogEntry {
     /// A decision, before it is delivered.
     Decided {
@@ -410,45 +409,30 @@ pub enum LogEntry {
         /// The decision.
         decision: Box<Decision>,
     },
+    /// The hook answered the agent with the decision.
+    Delivered {
+        /// The request.
+        request: Box<Request>,
+        /// The decision delivered.
+        decision: Box<Decision>,
+        /// The hook's answer.
+        answered: Answered,
+    },
     /// A decision the hook's timeout answer beat.
     Stale {
         /// The request.
-        request_id: String,
-        /// The task.
-        task_id: String,
+        request: Box<Request>,
+        /// The decision not delivered.
+        decision: Box<Decision>,
         /// What the agent got instead.
         answered: Answered,
     },
 }
 
-/// Where decisions are recorded before they reach an agent (the seam for the task's
-/// operator-action journal).
+/// Where decisions are recorded before they reach an agent.
 pub trait ApprovalLog {
     /// Records `entry` durably; an error stops the decision before it is written.
     fn record(&self, entry: &LogEntry) -> Result<(), ApprovalError>;
-}
-
-/// The default [`ApprovalLog`]: `runtime/agent-channel/decisions.jsonl`, one JSON line per
-/// entry, synced.
-pub struct ChannelLog {
-    /// The control root.
-    pub control_root: PathBuf,
-}
-
-impl ApprovalLog for ChannelLog {
-    fn record(&self, entry: &LogEntry) -> Result<(), ApprovalError> {
-        let dir = real_folder(&self.control_root, CHANNEL_DIR)?;
-        let path = dir.join("decisions.jsonl");
-        let mut log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(crate::ingest::open_flags())
-            .open(&path)
-            .map_err(io_error(&path))?;
-        log.write_all(&json_line(entry))
-            .and_then(|()| log.sync_data())
-            .map_err(io_error(&path))
-    }
 }
 
 /// Every request of `task_id` with its folder, oldest first.
@@ -549,9 +533,10 @@ pub fn decide(
         task_id: request.task_id.clone(),
         tool_use_id: request.tool_use_id.clone(),
     };
+    let (request, decision) = (Box::new(request), Box::new(decision));
     log.record(&LogEntry::Decided {
-        request: Box::new(request.clone()),
-        decision: Box::new(decision.clone()),
+        request: request.clone(),
+        decision: decision.clone(),
     })?;
     let bytes = json_line(&decision);
     if !files::write_new(&decision_path, &bytes).map_err(io_error(&decision_path))? {
@@ -573,11 +558,16 @@ pub fn decide(
     loop {
         if let Some(answered) = answer_of(&dir, request_id)? {
             if answered.decision_digest.as_deref() == Some(digest.as_str()) {
+                log.record(&LogEntry::Delivered {
+                    request,
+                    decision,
+                    answered: answered.clone(),
+                })?;
                 return Ok(answered);
             }
             log.record(&LogEntry::Stale {
-                request_id: request_id.to_owned(),
-                task_id: request.task_id.clone(),
+                request,
+                decision,
                 answered: answered.clone(),
             })?;
             return Err(stale(&answered));
@@ -593,6 +583,14 @@ pub fn decide(
 }
 
 fn stale(answered: &Answered) -> ApprovalError {
+    ApprovalError::Stale {
+        request_id: answered.request_id.clone(),
+        what: describe(answered),
+    }
+}
+
+/// What the agent was answered, by what, when: "allow by the Leader's decision at …".
+pub(super) fn describe(answered: &Answered) -> String {
     let answer = match answered.answer {
         Answer::Allow => "allow",
         Answer::Deny => "deny",
@@ -603,10 +601,7 @@ fn stale(answered: &Answered) -> ApprovalError {
         AnsweredBy::Timeout => "timeout",
         AnsweredBy::InvalidDecision => "an invalid decision file",
     };
-    ApprovalError::Stale {
-        request_id: answered.request_id.clone(),
-        what: format!("{answer} by {by} at {}", answered.answered_at),
-    }
+    format!("{answer} by {by} at {}", answered.answered_at)
 }
 
 fn already(earlier: &Decision) -> ApprovalError {
