@@ -10,6 +10,7 @@
 //! epoch's tasks (`tasks`), and a file watcher feeds live adapter observations and rejections
 //! (`feed`), waking the console when something arrives.
 
+mod agents;
 pub mod feed;
 mod tasks;
 
@@ -126,14 +127,21 @@ impl<'c> SystemBackend<'c> {
         matches!(self.session, SessionCheck::Reopened { .. })
     }
 
-    /// A Leader's operation on a task: only with a re-proven session.
-    fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
-        if !self.proven() {
-            return Err(Refusal {
+    /// Refuses a Leader's action unless the session is re-proven.
+    fn leader(&self) -> Result<(), Refusal> {
+        if self.proven() {
+            Ok(())
+        } else {
+            Err(Refusal {
                 code: "VALP-CONSOLE-READ-ONLY".to_owned(),
                 message: "the Leader session is not re-proven: the console is read-only".to_owned(),
-            });
+            })
         }
+    }
+
+    /// A Leader's operation on a task: only with a re-proven session.
+    fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
+        self.leader()?;
         let actor = Actor {
             principal: authority::operator(&self.observation).map_err(refusal)?,
             at: self.clock.now(),
@@ -281,6 +289,7 @@ impl Backend for SystemBackend<'_> {
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
+        let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),
@@ -290,6 +299,7 @@ impl Backend for SystemBackend<'_> {
             observations,
             rejections,
             activity: self.desk.activity(),
+            agents,
         }
     }
 
@@ -337,6 +347,21 @@ impl Backend for SystemBackend<'_> {
                 work_item_id,
             } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
             Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
+            Request::Message {
+                attempt_id, text, ..
+            } => {
+                self.leader()?;
+                return agents::message(self.root.layout().root(), attempt_id, text)
+                    .map(|(confirmation, _proof)| confirmation);
+            }
+            Request::InterruptAgent { attempt_id, .. } => {
+                self.leader()?;
+                return agents::interrupt(self.root.layout().root(), attempt_id);
+            }
+            Request::Attach { attempt_id } => {
+                let inside = std::env::var("TMUX").ok();
+                return agents::attach(self.root.layout().root(), attempt_id, inside.as_deref());
+            }
         };
         result.map_err(refusal)
     }

@@ -53,11 +53,19 @@ pub enum Action {
     Recover,
     /// Mark or unmark the work item under the cursor (redirect dialog).
     Toggle,
+    /// Open the Agent pane of the selected work item's terminal agent.
+    Agent,
+    /// Agent pane: attach a terminal to the agent's pane.
+    Attach,
+    /// Agent pane: type a message for the running agent.
+    Message,
+    /// Agent pane: follow the screen's end again after scrolling.
+    Follow,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 27] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -81,6 +89,10 @@ impl Action {
         Self::RetryItem,
         Self::Recover,
         Self::Toggle,
+        Self::Agent,
+        Self::Attach,
+        Self::Message,
+        Self::Follow,
     ];
 
     /// The name used in keymap files.
@@ -109,6 +121,10 @@ impl Action {
             Self::RetryItem => "retry_item",
             Self::Recover => "recover",
             Self::Toggle => "toggle",
+            Self::Agent => "agent",
+            Self::Attach => "attach",
+            Self::Message => "message",
+            Self::Follow => "follow",
         }
     }
 
@@ -143,6 +159,10 @@ impl Action {
             Self::RetryItem => "retry…",
             Self::Recover => "recover…",
             Self::Toggle => "mark superseded",
+            Self::Agent => "agent",
+            Self::Attach => "attach",
+            Self::Message => "message…",
+            Self::Follow => "follow",
         }
     }
 
@@ -179,6 +199,10 @@ impl Action {
                 "blocked task: back to fixing; fixing task: dispatch it again (asks first)"
             }
             Self::Toggle => "mark or unmark a work item as superseded",
+            Self::Agent => "show the selected work item's terminal agent: live screen and state",
+            Self::Attach => "attach a terminal to the agent's pane (a popup inside tmux)",
+            Self::Message => "type a message for the running agent (delivered with proof)",
+            Self::Follow => "follow the end of the agent's screen again",
         }
     }
 }

@@ -33,13 +33,15 @@ pub enum Mode {
     Dialog,
     /// The redirect dialog: a typed intent and the superseded work items.
     Redirect,
+    /// The Agent pane of a work item's terminal agent.
+    Agent,
     /// The help overlay.
     Help,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -47,6 +49,7 @@ impl Mode {
         Self::Picker,
         Self::Dialog,
         Self::Redirect,
+        Self::Agent,
         Self::Help,
     ];
 
@@ -60,6 +63,7 @@ impl Mode {
             Self::Picker => "picker",
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
+            Self::Agent => "agent",
             Self::Help => "help",
         }
     }
@@ -74,6 +78,7 @@ impl Mode {
             Self::Picker => "Candidate list",
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
+            Self::Agent => "Agent pane",
             Self::Help => "Help",
         }
     }

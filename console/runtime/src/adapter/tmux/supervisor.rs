@@ -32,22 +32,23 @@ use std::time::{Duration, Instant};
 use valp_kernel::canonical::sha256_digest;
 
 use super::records::{
-    Action, CompletionProof, InsertedProof, Record, StateRecord, SubmissionProof, TmuxSpec,
+    Action, CompletionProof, InsertedProof, MessageProof, MessageRequest, Record, StateRecord,
+    SubmissionProof, TmuxSpec,
 };
 use super::screen::tail;
 use super::server::{Found, Server, Window};
 use super::submit::{self, Proof, Submission};
 use super::{
-    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, OUTPUT_FILE, STATE_FILE, SUBMISSION_FILE,
-    runtime_identity,
+    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, MESSAGE_PREFIX, OUTPUT_FILE, STATE_FILE,
+    SUBMISSION_FILE, runtime_identity,
 };
 use crate::abi::{AdapterRequest, ObservationStatus, ProofKind, ProvenanceSegment};
 use crate::adapter::files;
 use crate::adapter::process::os::{self, Signal};
 use crate::adapter::process::records::EvidenceRecord;
 use crate::adapter::process::{
-    Claimed, Control, ProcessError, RUN_FILE, Writer, claim_folder, invalid, io_error,
-    same_evidence,
+    CONTROL_DIR, Claimed, Control, PROOFS_DIR, ProcessError, RUN_FILE, Writer, claim_folder,
+    invalid, io_error, same_evidence,
 };
 use crate::agent::classify::{Classification, Debouncer, classify};
 use crate::agent::profile::{AgentState, Profile};
@@ -501,6 +502,14 @@ impl Agent {
             } {
                 self.interrupt();
             }
+            let messages = if look {
+                self.control.new_requests(MESSAGE_PREFIX)
+            } else {
+                Vec::new()
+            };
+            for name in messages {
+                self.message(writer.dir, &name);
+            }
             let Some(sample) = self.sample(look) else {
                 log("the agent's pane is gone");
                 return Ok(self.end(ObservationStatus::Blocked, "agent_exited"));
@@ -604,6 +613,52 @@ impl Agent {
             })
             .collect();
         (records, missing)
+    }
+
+    /// Hands the Leader message `control/<name>` to the agent by the prompt's paste-and-prove
+    /// path ([`submit::submit`]) and writes how it went to `proofs/<name>`. Never retried: a
+    /// refusal typed nothing, an unconfirmed delivery is shown as such.
+    fn message(&self, dir: &Path, name: &str) {
+        let path = dir.join(CONTROL_DIR).join(name);
+        let request = match std::fs::read(&path) {
+            Ok(bytes) => MessageRequest::decode(&bytes).map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => {
+                log(&format!("{name}: not delivered: {error}"));
+                return;
+            }
+        };
+        let pane = self.server.pane(&self.found.pane_id);
+        let (steps, why) = match submit::submit(&pane, &self.profile, &request.text, dir, PATIENCE)
+        {
+            Ok(Submission::Proven(proof)) => (proof.steps, None),
+            Ok(Submission::Unconfirmed { proof, why }) => (proof.steps, Some(why)),
+            Err(error) => (Vec::new(), Some(format!("refused:{error}"))),
+        };
+        log(&format!(
+            "{name}: {}",
+            why.as_deref().unwrap_or("delivered (proven)")
+        ));
+        let proof = MessageProof {
+            schema_version: MessageProof::SCHEMA.to_owned(),
+            message_id: name.to_owned(),
+            text_digest: sha256_digest(request.text.as_bytes()),
+            proven: why.is_none(),
+            why,
+            steps,
+            at: now(),
+        };
+        let target = dir.join(PROOFS_DIR).join(name);
+        let written = proof
+            .canonical()
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| files::write_new(&target, &bytes).map_err(|e| e.to_string()));
+        if let Err(error) = written {
+            log(&format!("{}: {error}", target.display()));
+        }
     }
 
     /// Presses the profile's interrupt keys and watches the agent return to its prompt.
