@@ -263,9 +263,9 @@ fn root_files(
     match command {
         Command::Init { installation_id } => init::run(&init_target(root)?, installation_id, out),
         Command::Upgrade { yes } => upgrade::run(&existing_root(root)?, yes, input, out),
-        Command::Recover { task, yes, .. } => {
-            recover::run(&open_root(root)?, task.as_deref(), yes, input, out)
-        }
+        Command::Recover {
+            task, actions, yes, ..
+        } => recover::run(&open_root(root)?, task.as_deref(), actions, yes, input, out),
         Command::Verify => verify::run(&open_root(root)?, out),
         other => Err(CommandError::Usage(format!(
             "{other:?} is not a command on the control root's files"

@@ -1,8 +1,10 @@
 //! Support for valp's cross-crate, CLI and end-to-end tests (the tests live in `tests/tests/`).
 
+pub mod agents;
 pub mod child;
 pub mod cli;
 pub mod leader_project;
+pub mod model;
 pub mod observations;
 pub mod project;
 pub mod schemas;
