@@ -139,6 +139,15 @@ impl<'c> SystemBackend<'c> {
         }
     }
 
+    /// The Leader acting on an agent: only with a re-proven session.
+    fn agent_leader(&self) -> Result<agents::Leader, Refusal> {
+        self.leader()?;
+        Ok(agents::Leader {
+            principal_id: authority::operator(&self.observation).map_err(refusal)?,
+            epoch: self.ledger.live().state().active_epoch,
+        })
+    }
+
     /// A Leader's operation on a task: only with a re-proven session.
     fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
         self.leader()?;
@@ -348,15 +357,19 @@ impl Backend for SystemBackend<'_> {
             } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
             Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
             Request::Message {
-                attempt_id, text, ..
+                task_id,
+                attempt_id,
+                text,
             } => {
-                self.leader()?;
-                return agents::message(self.root.layout().root(), attempt_id, text)
-                    .map(|(confirmation, _proof)| confirmation);
+                let leader = self.agent_leader()?;
+                return agents::message(&self.root, &leader, (task_id, attempt_id), text);
             }
-            Request::InterruptAgent { attempt_id, .. } => {
-                self.leader()?;
-                return agents::interrupt(self.root.layout().root(), attempt_id);
+            Request::InterruptAgent {
+                task_id,
+                attempt_id,
+            } => {
+                let leader = self.agent_leader()?;
+                return agents::interrupt(&self.root, &leader, (task_id, attempt_id));
             }
             Request::Attach { attempt_id } => {
                 let inside = std::env::var("TMUX").ok();

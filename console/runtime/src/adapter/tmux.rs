@@ -240,10 +240,24 @@ pub fn attach_command(dir: &Path) -> Option<String> {
     )))
 }
 
+/// A new Leader message's name: `message-<ms>-<pid>-<n>.json`, unique for this process. It
+/// is the control request's file name, its proof's, and (without `.json`) the action id in
+/// the task's operator-action journal.
+pub fn message_name() -> String {
+    use crate::clock::Clock as _;
+    format!(
+        "{MESSAGE_PREFIX}{:015}-{}-{}.json",
+        crate::clock::SystemClock.now().millis().max(0),
+        std::process::id(),
+        MESSAGE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 /// Asks the supervisor of the attempt folder `dir` to hand `text` to its agent, once, by the
-/// prompt's paste-and-prove path; returns the request's file name (its proof will be
-/// `proofs/<name>`). Refused before anything is written when the text is empty or has a NUL.
-pub fn request_message(dir: &Path, text: &str) -> Result<String, ProcessError> {
+/// prompt's paste-and-prove path, as `control/<name>` ([`message_name`]); its proof will be
+/// `proofs/<name>`. Refused before anything is written when the text is empty or has a NUL.
+pub fn request_message(dir: &Path, name: &str, text: &str) -> Result<(), ProcessError> {
+    use crate::clock::Clock as _;
     let control = dir.join(process::CONTROL_DIR);
     if text.trim().is_empty() || text.contains('\0') {
         return Err(invalid(
@@ -251,29 +265,18 @@ pub fn request_message(dir: &Path, text: &str) -> Result<String, ProcessError> {
             "a message must be non-empty text without NUL",
         ));
     }
-    if !dir.join(SUBMISSION_FILE).is_file() {
-        return Err(invalid(&control, "the agent has no proven prompt yet"));
-    }
-    use crate::clock::Clock as _;
-    let now = crate::clock::SystemClock.now();
     let request = MessageRequest {
         schema_version: MessageRequest::SCHEMA.to_owned(),
         text: text.to_owned(),
-        requested_at: now.to_rfc3339(),
+        requested_at: crate::clock::SystemClock.now().to_rfc3339(),
     };
     let bytes = request
         .canonical()
         .map_err(|error| invalid(&control, error.to_string()))?;
-    let name = format!(
-        "{MESSAGE_PREFIX}{:015}-{}-{}.json",
-        now.millis().max(0),
-        std::process::id(),
-        MESSAGE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    );
     crate::adapter::files::create_dir_durably(&control).map_err(io_error(&control, "create"))?;
-    let path = control.join(&name);
+    let path = control.join(name);
     if crate::adapter::files::write_new(&path, &bytes).map_err(io_error(&path, "write"))? {
-        Ok(name)
+        Ok(())
     } else {
         Err(invalid(&path, "exists already"))
     }

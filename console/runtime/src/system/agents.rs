@@ -3,9 +3,18 @@
 //! actions on a running agent, each a control request its supervisor carries out: a message
 //! ([`message`], pasted and proven like the prompt), the interrupt keys ([`interrupt`]), and
 //! attaching a terminal to its pane ([`attach`]).
+//!
+//! A message and an interrupt are recorded in the task's operator-action journal
+//! (`tasks/<task>/actions.jsonl`) before the request is written, with the Leader's principal,
+//! epoch and the task revision they were decided against; the supervisor appends the message's
+//! delivery record (with its proof file and digest) once delivered or not.
 
 use std::path::{Path, PathBuf};
 
+use valp_kernel::canonical::sha256_digest;
+use valp_store::actions::{ActionJournal, ActionKind, ActionRecord, MAX_SUMMARY_CHARS};
+use valp_store::{Access, ControlRoot};
+use valp_view::sanitize::display_text;
 use valp_view::{AgentView, ItemRow, Refusal};
 
 use crate::adapter::process;
@@ -49,24 +58,122 @@ fn refused(message: String) -> Refusal {
     }
 }
 
-/// Asks the supervisor of `attempt_id` to hand `text` to its agent; the confirmation names the
-/// request (its delivery proof is `proofs/<name>` in the attempt folder).
-pub fn message(root: &Path, attempt_id: &str, text: &str) -> Result<(String, String), Refusal> {
-    let dir = folder(root, attempt_id)?;
-    let name = tmux::request_message(&dir, text).map_err(|error| refused(error.to_string()))?;
-    let proof = format!("{}/proofs/{name}", tmux::attempt_ref(attempt_id));
-    Ok((
-        format!("message for {attempt_id} requested; its delivery proof: {proof}"),
-        proof,
+/// Who acts on the agent: the Leader's principal and active epoch.
+pub struct Leader {
+    /// The principal id.
+    pub principal_id: String,
+    /// The active epoch.
+    pub epoch: i128,
+}
+
+/// What one action is: its id, kind, the digest of its full payload and a summary.
+struct Action<'a> {
+    action_id: &'a str,
+    kind: ActionKind,
+    payload: &'a [u8],
+    summary: &'a str,
+}
+
+/// Appends `action` on `attempt_id` of `task_id` to the task's operator-action journal.
+fn record(
+    root: &ControlRoot,
+    leader: &Leader,
+    (task_id, attempt_id): (&str, &str),
+    action: &Action<'_>,
+) -> Result<(), Refusal> {
+    let store = |error: valp_store::StoreError| Refusal {
+        code: error.code().as_str().to_owned(),
+        message: error.to_string(),
+    };
+    let revision = root
+        .open_task(task_id, Access::ReadOnly)
+        .map_err(store)?
+        .live()
+        .body()
+        .revision;
+    let summary: String = display_text(action.summary)
+        .chars()
+        .filter(|ch| !ch.is_control())
+        .take(MAX_SUMMARY_CHARS)
+        .collect();
+    let mut journal = ActionJournal::of_task(root, task_id, Access::Write).map_err(store)?;
+    journal
+        .append(&ActionRecord {
+            action_id: action.action_id.to_owned(),
+            kind: action.kind,
+            principal_id: leader.principal_id.clone(),
+            leader_epoch: leader.epoch,
+            task_revision: revision,
+            attempt_id: Some(attempt_id.to_owned()),
+            work_item_id: None,
+            answers: None,
+            payload_digest: sha256_digest(action.payload),
+            summary,
+            allow: None,
+            delivery: None,
+        })
+        .map_err(store)?;
+    Ok(())
+}
+
+/// Asks the supervisor of `attempt_id` to hand `text` to its agent, recorded first; the
+/// confirmation names the delivery proof (`proofs/<name>` in the attempt folder).
+pub fn message(
+    root: &ControlRoot,
+    leader: &Leader,
+    (task_id, attempt_id): (&str, &str),
+    text: &str,
+) -> Result<String, Refusal> {
+    let dir = folder(root.layout().root(), attempt_id)?;
+    if text.trim().is_empty() || text.contains('\0') {
+        return Err(refused(
+            "a message must be non-empty text without NUL".to_owned(),
+        ));
+    }
+    let name = tmux::message_name();
+    let action_id = name.trim_end_matches(".json");
+    record(
+        root,
+        leader,
+        (task_id, attempt_id),
+        &Action {
+            action_id,
+            kind: ActionKind::Message,
+            payload: text.as_bytes(),
+            summary: text,
+        },
+    )?;
+    tmux::request_message(&dir, &name, text).map_err(|error| refused(error.to_string()))?;
+    Ok(format!(
+        "message {action_id} for {attempt_id} recorded and requested; its delivery proof: {}/proofs/{name}",
+        tmux::attempt_ref(attempt_id)
     ))
 }
 
-/// Asks the supervisor of `attempt_id` to press its agent's interrupt keys once.
-pub fn interrupt(root: &Path, attempt_id: &str) -> Result<String, Refusal> {
-    let dir = folder(root, attempt_id)?;
+/// Asks the supervisor of `attempt_id` to press its agent's interrupt keys once, recorded
+/// first.
+pub fn interrupt(
+    root: &ControlRoot,
+    leader: &Leader,
+    (task_id, attempt_id): (&str, &str),
+) -> Result<String, Refusal> {
+    let dir = folder(root.layout().root(), attempt_id)?;
+    let action_id = tmux::message_name().replacen(tmux::MESSAGE_PREFIX, "interrupt-", 1);
+    let action_id = action_id.trim_end_matches(".json");
+    record(
+        root,
+        leader,
+        (task_id, attempt_id),
+        &Action {
+            action_id,
+            kind: ActionKind::Interrupt,
+            payload: action_id.as_bytes(),
+            summary: "the agent's interrupt keys, from the console",
+        },
+    )?;
     process::request_interrupt(&dir).map_err(|error| refused(error.to_string()))?;
     Ok(format!(
-        "the agent's interrupt keys requested for {attempt_id}"
+        "the agent's interrupt keys requested for {attempt_id} (recorded as {action_id})"
     ))
 }
 

@@ -655,9 +655,70 @@ impl Agent {
         let written = proof
             .canonical()
             .map_err(|error| error.to_string())
-            .and_then(|bytes| files::write_new(&target, &bytes).map_err(|e| e.to_string()));
-        if let Err(error) = written {
-            log(&format!("{}: {error}", target.display()));
+            .and_then(|bytes| {
+                files::write_new(&target, &bytes).map_err(|error| error.to_string())?;
+                Ok(bytes)
+            });
+        match written {
+            Ok(bytes) => self.record_delivery(name, &proof, &bytes),
+            Err(error) => log(&format!("{}: {error}", target.display())),
+        }
+    }
+
+    /// Appends the delivery record of the Leader's message `name` to the task's operator-action
+    /// journal: `delivered` when proven, `unconfirmed` when something was typed without proof,
+    /// `failed` when refused with nothing typed; the proof is the proof file and its digest. A
+    /// failure is logged (the proof file stands).
+    fn record_delivery(&self, name: &str, proof: &MessageProof, bytes: &[u8]) {
+        use valp_store::actions::{ActionJournal, ActionKind, ActionRecord, Delivery, Outcome};
+        let env = |key: &str| self.spec.env.get(key).cloned().unwrap_or_default();
+        let action_id = name.trim_end_matches(".json");
+        let outcome = match (&proof.why, proof.steps.is_empty()) {
+            (None, _) => Outcome::Delivered,
+            (Some(_), true) => Outcome::Failed,
+            (Some(_), false) => Outcome::Unconfirmed,
+        };
+        let appended = valp_store::ControlRoot::open(
+            Path::new(&env("VALP_CONTROL_ROOT")),
+            std::sync::Arc::new(valp_store::io::OsStorage),
+        )
+        .and_then(|root| {
+            ActionJournal::of_task(&root, &env("VALP_TASK_ID"), valp_store::Access::Write)
+        })
+        .and_then(|mut journal| {
+            let Some(asked) = journal.get(action_id).cloned() else {
+                return Err(valp_store::StoreError::Invalid(format!(
+                    "no recorded action {action_id}"
+                )));
+            };
+            let proof_ref = format!(
+                "{}/{PROOFS_DIR}/{name}",
+                super::attempt_ref(&env("VALP_ATTEMPT_ID"))
+            );
+            journal.append(&ActionRecord {
+                action_id: format!("{action_id}/delivery"),
+                kind: ActionKind::Delivery,
+                principal_id: format!("adapter:{ADAPTER_ID}"),
+                summary: proof
+                    .why
+                    .clone()
+                    .unwrap_or_else(|| "submitted, input cleared".to_owned())
+                    .chars()
+                    .filter(|ch| !ch.is_control())
+                    .take(valp_store::actions::MAX_SUMMARY_CHARS)
+                    .collect(),
+                allow: None,
+                delivery: Some(Delivery {
+                    action_id: action_id.to_owned(),
+                    adapter: ADAPTER_ID.to_owned(),
+                    outcome,
+                    proof: Some((proof_ref, sha256_digest(bytes))),
+                }),
+                ..asked
+            })
+        });
+        if let Err(error) = appended {
+            log(&format!("{name}: delivery not recorded: {error}"));
         }
     }
 
