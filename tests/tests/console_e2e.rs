@@ -536,6 +536,27 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     assert!(status.contains("reviewing"), "{status}");
 }
 
+/// The attempt folder `dir` holds one Leader message and its proof, each valid.
+fn assert_message_records_valid(dir: &Path) {
+    for (folder, schema) in [
+        ("control", "console/tmux-message.schema.json"),
+        ("proofs", "console/tmux-message-proof.schema.json"),
+    ] {
+        let validator = valp_tests::schemas::validator(schema);
+        let files: Vec<PathBuf> = std::fs::read_dir(dir.join(folder))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.to_string_lossy().contains("/message-"))
+            .collect();
+        assert_eq!(files.len(), 1, "{folder}: {files:?}");
+        let value: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+        let found = valp_tests::schemas::errors(&validator, &value);
+        assert!(found.is_empty(), "{}: {found:?}", files[0].display());
+    }
+}
+
 /// Kills valp's private tmux server of the control root under `path` when the test ends.
 struct AgentServer(PathBuf);
 
@@ -635,27 +656,12 @@ fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
         "{lines}"
     );
     // The message and its proof have the shapes their schemas give.
-    let dir = desk
-        .path()
-        .join(".valp/runtime/tmux/attempts")
-        .join(attempt_folder("pane:ask:a1"));
-    for (folder, schema) in [
-        ("control", "console/tmux-message.schema.json"),
-        ("proofs", "console/tmux-message-proof.schema.json"),
-    ] {
-        let validator = valp_tests::schemas::validator(schema);
-        let files: Vec<PathBuf> = std::fs::read_dir(dir.join(folder))
-            .unwrap()
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.to_string_lossy().contains("/message-"))
-            .collect();
-        assert_eq!(files.len(), 1, "{folder}: {files:?}");
-        let value: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
-        let found = valp_tests::schemas::errors(&validator, &value);
-        assert!(found.is_empty(), "{}: {found:?}", files[0].display());
-    }
+    assert_message_records_valid(
+        &desk
+            .path()
+            .join(".valp/runtime/tmux/attempts")
+            .join(attempt_folder("pane:ask:a1")),
+    );
     desk.keys(&["Escape"]);
     desk.wait_for("Work items · pane");
     desk.quit();

@@ -211,9 +211,9 @@ pub fn agent_view(
     use valp_view::sanitize::display_text;
     let record = read_record::<StateRecord>(dir, STATE_FILE).ok()??;
     let ago = |at: &str| {
-        crate::clock::Timestamp::parse_rfc3339(at)
-            .map(|at| u64::try_from(now.millis() - at.millis()).unwrap_or(0))
-            .unwrap_or(0)
+        crate::clock::Timestamp::parse_rfc3339(at).map_or(0, |at| {
+            u64::try_from(now.millis() - at.millis()).unwrap_or(0)
+        })
     };
     Some(valp_view::AgentView {
         task_id: task_id.to_owned(),

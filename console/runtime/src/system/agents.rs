@@ -68,7 +68,7 @@ pub struct Leader {
 
 /// What one action is: its id, kind, the digest of its full payload and a summary.
 struct Action<'a> {
-    action_id: &'a str,
+    id: &'a str,
     kind: ActionKind,
     payload: &'a [u8],
     summary: &'a str,
@@ -99,7 +99,7 @@ fn record(
     let mut journal = ActionJournal::of_task(root, task_id, Access::Write).map_err(store)?;
     journal
         .append(&ActionRecord {
-            action_id: action.action_id.to_owned(),
+            action_id: action.id.to_owned(),
             kind: action.kind,
             principal_id: leader.principal_id.clone(),
             leader_epoch: leader.epoch,
@@ -137,7 +137,7 @@ pub fn message(
         leader,
         (task_id, attempt_id),
         &Action {
-            action_id,
+            id: action_id,
             kind: ActionKind::Message,
             payload: text.as_bytes(),
             summary: text,
@@ -165,7 +165,7 @@ pub fn interrupt(
         leader,
         (task_id, attempt_id),
         &Action {
-            action_id,
+            id: action_id,
             kind: ActionKind::Interrupt,
             payload: action_id.as_bytes(),
             summary: "the agent's interrupt keys, from the console",

@@ -495,20 +495,8 @@ impl Agent {
                 self.stop("timeout");
                 return Ok(self.end(ObservationStatus::Blocked, "timeout"));
             }
-            for _ in 0..if look {
-                self.control.new_interrupts()
-            } else {
-                0
-            } {
-                self.interrupt();
-            }
-            let messages = if look {
-                self.control.new_requests(MESSAGE_PREFIX)
-            } else {
-                Vec::new()
-            };
-            for name in messages {
-                self.message(writer.dir, &name);
+            if look {
+                self.take_requests(writer.dir);
             }
             let Some(sample) = self.sample(look) else {
                 log("the agent's pane is gone");
@@ -613,6 +601,16 @@ impl Agent {
             })
             .collect();
         (records, missing)
+    }
+
+    /// Carries out the interrupts, then the Leader messages, asked since the last look.
+    fn take_requests(&mut self, dir: &Path) {
+        for _ in 0..self.control.new_interrupts() {
+            self.interrupt();
+        }
+        for name in self.control.new_requests(MESSAGE_PREFIX) {
+            self.message(dir, &name);
+        }
     }
 
     /// Hands the Leader message `control/<name>` to the agent by the prompt's paste-and-prove
