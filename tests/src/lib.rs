@@ -7,6 +7,7 @@ pub mod leader_project;
 pub mod model;
 pub mod observations;
 pub mod project;
+pub mod pty;
 pub mod schemas;
 pub mod store;
 pub mod tmux;

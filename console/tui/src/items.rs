@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 
 use super::app::Ctx;
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::selection::Pane;
 use super::text::{Cut, cell, row, span, widths};
 use super::theme::Slot;
@@ -39,20 +39,17 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ["", "work item", "required", "status", "position", "attempt"]
             .map(|text| (text, Slot::Muted)),
     );
-    let entries = items
-        .iter()
-        .enumerate()
-        .map(|(at, item)| {
-            vec![cells([
-                (if at == cursor { "›" } else { "" }, Slot::Accent),
-                (&item.work_item_id, Slot::Base),
-                (&item.requirement, Slot::Muted),
-                (&item.status, Slot::of_status(&item.status)),
-                (&item.position, Slot::Base),
-                (&item.attempt, Slot::Muted),
-            ])]
-        })
-        .collect();
+    let entries = Entries::new(items.len(), |at| {
+        let item = items[at];
+        vec![cells([
+            (if at == cursor { "›" } else { "" }, Slot::Accent),
+            (&item.work_item_id, Slot::Base),
+            (&item.requirement, Slot::Muted),
+            (&item.status, Slot::of_status(&item.status)),
+            (&item.position, Slot::Base),
+            (&item.attempt, Slot::Muted),
+        ])]
+    });
     let title = match task {
         Some(task) => format!(
             "{} · {} ({})",
