@@ -5,6 +5,8 @@
 //! crash) and judges each gate. The correction-cycle rule itself is [`correction::judge`].
 
 pub mod correction;
+pub mod cycle_file;
+pub mod derive;
 
 use std::path::{Path, PathBuf};
 

@@ -291,7 +291,8 @@ impl Backend for SystemBackend<'_> {
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();
-        let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);
@@ -309,6 +310,8 @@ impl Backend for SystemBackend<'_> {
             rejections,
             activity: self.desk.activity(),
             agents,
+            workflows,
+            machine,
         }
     }
 
@@ -374,6 +377,13 @@ impl Backend for SystemBackend<'_> {
             Request::Attach { attempt_id } => {
                 let inside = std::env::var("TMUX").ok();
                 return agents::attach(self.root.layout().root(), attempt_id, inside.as_deref());
+            }
+            Request::Explain { task_id } => {
+                self.desk.focus_machine(task_id.clone());
+                return Ok(task_id.as_ref().map_or_else(
+                    || "state machine closed".to_owned(),
+                    |task| format!("state machine of task {}", display_text(task)),
+                ));
             }
         };
         result.map_err(refusal)

@@ -4,7 +4,8 @@
 //! revision, epoch (and whether it is fenced), control, every work item with its attempt and
 //! frontier position (and, for a live tmux attempt, its agent's state: `    agent …`), effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
-//! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
+//! that the runtime rejects, the correction cycle its journal derives (`  correction <outcome>:
+//! N rounds, M open` and one `  round …` line each; nothing without a signal), (`  rejected <file>: <reason>`, sorted out exactly as the runtime
 //! does it; see [`valp_runtime::adapter::external`]).
 
 use std::io::Write;
@@ -16,6 +17,7 @@ use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
 use valp_runtime::adapter::external::{self, Inbox};
+use valp_runtime::audit::{cycle_file, derive};
 use valp_runtime::runtime::{driver, effects};
 use valp_view::sanitize::display_text;
 
@@ -48,6 +50,7 @@ pub(super) fn run(
             Ok(journal) => {
                 write_task(root, journal.live().body(), active, out)?;
                 write_gates(root, journal, out)?;
+                write_correction(journal, out)?;
             }
             Err(problem) => {
                 damaged += 1;
@@ -227,6 +230,42 @@ fn write_inbox_rejections(
             }
             Err(error) => writeln!(out, "  inbox: {}", display_text(&error.to_string()))?,
         }
+    }
+    Ok(())
+}
+
+/// The correction cycle the task's journal derives ([`valp_runtime::audit::derive`]): a summary
+/// and one line per round.
+fn write_correction(journal: &Journal, out: &mut dyn Write) -> Result<(), CommandError> {
+    let facts = match cycle_file::facts(journal.dir()) {
+        Ok(facts) => facts,
+        Err(error) => {
+            writeln!(out, "  correction: {}", display_text(&error.to_string()))?;
+            return Ok(());
+        }
+    };
+    let task = journal.live().body().task_id.value();
+    let Some(cycle) = derive::derive(task, &facts, &std::collections::BTreeMap::new()) else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "  correction {}: {} rounds, {} open",
+        cycle.final_outcome,
+        cycle.rounds.len(),
+        cycle.open_rounds()
+    )?;
+    for round in &cycle.rounds {
+        writeln!(
+            out,
+            "  round {} {} {} {} .. {}  {}",
+            round.round,
+            round.trigger,
+            round.status,
+            round.started_at.as_deref().unwrap_or("unknown"),
+            round.ended_at.as_deref().unwrap_or("-"),
+            display_text(&round.reason)
+        )?;
     }
     Ok(())
 }

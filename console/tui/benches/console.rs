@@ -106,6 +106,8 @@ fn view() -> ConsoleView {
             .map(|at| format!("task-000: proposal {at} accepted"))
             .collect(),
         agents: Vec::new(),
+        workflows: Vec::new(),
+        machine: None,
     }
 }
 

@@ -61,11 +61,13 @@ pub enum Action {
     Message,
     /// Agent pane: follow the screen's end again after scrolling.
     Follow,
+    /// Show the protocol state machine of the selected task (or work item).
+    StateMachine,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 28] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -93,6 +95,7 @@ impl Action {
         Self::Attach,
         Self::Message,
         Self::Follow,
+        Self::StateMachine,
     ];
 
     /// The name used in keymap files.
@@ -125,6 +128,7 @@ impl Action {
             Self::Attach => "attach",
             Self::Message => "message",
             Self::Follow => "follow",
+            Self::StateMachine => "state_machine",
         }
     }
 
@@ -163,6 +167,7 @@ impl Action {
             Self::Attach => "attach",
             Self::Message => "message…",
             Self::Follow => "follow",
+            Self::StateMachine => "state machine",
         }
     }
 
@@ -203,6 +208,9 @@ impl Action {
             Self::Attach => "attach a terminal to the agent's pane (a popup inside tmux)",
             Self::Message => "type a message for the running agent (delivered with proof)",
             Self::Follow => "follow the end of the agent's screen again",
+            Self::StateMachine => {
+                "what the protocol allows next for the selected task or work item, and why not"
+            }
         }
     }
 }

@@ -126,5 +126,9 @@ fn pending_text(request: &Request) -> String {
             format!("interrupting the agent of {attempt_id}")
         }
         Request::Attach { attempt_id } => format!("attaching to the agent of {attempt_id}"),
+        Request::Explain {
+            task_id: Some(task_id),
+        } => format!("listing the transitions of task {task_id}"),
+        Request::Explain { task_id: None } => "closing the state machine".to_owned(),
     }
 }

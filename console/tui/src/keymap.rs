@@ -35,13 +35,15 @@ pub enum Mode {
     Redirect,
     /// The Agent pane of a work item's terminal agent.
     Agent,
+    /// The state machine view of a task or work item.
+    Machine,
     /// The help overlay.
     Help,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -50,6 +52,7 @@ impl Mode {
         Self::Dialog,
         Self::Redirect,
         Self::Agent,
+        Self::Machine,
         Self::Help,
     ];
 
@@ -64,6 +67,7 @@ impl Mode {
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
             Self::Agent => "agent",
+            Self::Machine => "machine",
             Self::Help => "help",
         }
     }
@@ -79,6 +83,7 @@ impl Mode {
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
             Self::Agent => "Agent pane",
+            Self::Machine => "State machine",
             Self::Help => "Help",
         }
     }
@@ -88,7 +93,7 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Help
+            Self::Global | Self::Dialog | Self::Redirect | Self::Machine | Self::Help
         )
     }
 
@@ -529,7 +534,7 @@ mod tests {
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
              grant_approval, deny_approval, retry_item, recover, toggle, agent, attach, message, \
-             follow)"
+             follow, state_machine)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -38,6 +38,7 @@ mod items;
 mod keymap;
 mod leader;
 mod list;
+mod machine;
 mod observations;
 mod redirect;
 mod rejections;
@@ -47,6 +48,7 @@ mod text;
 mod theme;
 mod title;
 mod worker;
+mod workflow;
 
 use std::io;
 use std::time::Duration;

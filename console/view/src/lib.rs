@@ -6,7 +6,10 @@
 //! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
 //! which the runtime and the TUI share).
 
+pub mod flow;
 pub mod sanitize;
+
+pub use flow::{MachineView, Workflow};
 
 /// Everything one frame of the console shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -30,6 +33,11 @@ pub struct ConsoleView {
     pub activity: Vec<String>,
     /// The terminal coding agents (tmux) of the items' current attempts, in item order.
     pub agents: Vec<AgentView>,
+    /// Each task's Operator Workflow, in task order.
+    pub workflows: Vec<Workflow>,
+    /// The state machine of the task the console asked about ([`Request::Explain`]), as of
+    /// this view.
+    pub machine: Option<MachineView>,
 }
 
 /// A terminal coding agent of a tmux attempt, as its supervisor last recorded it
@@ -325,6 +333,12 @@ pub enum Request {
     Attach {
         /// The agent's attempt.
         attempt_id: String,
+    },
+    /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
+    /// `None` stops. Changes nothing in the control root.
+    Explain {
+        /// The task.
+        task_id: Option<String>,
     },
 }
 

@@ -350,7 +350,7 @@ pub fn event_for(
 }
 
 /// The event kind `operation` stands for on the task `body`.
-fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
+pub fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
     Ok(match operation {
         Operation::CancelTask => EventKind::TaskCancelled,
         Operation::CancelItem(_) => EventKind::WorkItemCancelled,

@@ -131,6 +131,8 @@ pub struct Driver {
     /// obligations; cleared by a successful [`Driver::reconcile_effects`]. Reconciling reads
     /// the whole journal, so it runs only when something could have changed.
     effects_due: bool,
+    /// The journal length `correction-cycle.json` was last derived at (`None`: not yet).
+    cycle_derived_at: Option<u64>,
     /// Why an external attempt's report counts as a failure, by attempt, when the report
     /// itself does not say (shown with the proposal).
     notes: BTreeMap<String, String>,
@@ -188,6 +190,7 @@ impl Driver {
             inbox_rejections: BTreeMap::new(),
             recorded,
             effects_due: true,
+            cycle_derived_at: None,
             notes: BTreeMap::new(),
         })
     }
@@ -297,6 +300,7 @@ impl Driver {
                 effects::recorded_evidence(&self.root, self.journal.live().body().task_id.value())
                     .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         }
+        self.maintain_correction_cycle()?;
         let body = self.journal.live().body().clone();
         if body.leader_epoch != active_epoch {
             return Err(RuntimeError::Fenced {
@@ -314,6 +318,27 @@ impl Driver {
             Step::Record => self.record(&body),
             Step::Wait(wait) => Ok(Progress::Waiting(wait)),
         }
+    }
+
+    /// Re-derives the task's `correction-cycle.json` when the journal grew since the last time
+    /// ([`crate::audit::cycle_file`]): every step starts here, so the file follows whatever
+    /// wrote the journal (this runner, the console, `valp retry`).
+    fn maintain_correction_cycle(&mut self) -> Result<(), RuntimeError> {
+        let length = self.journal.len();
+        if self.cycle_derived_at == Some(length) {
+            return Ok(());
+        }
+        let owners = self
+            .plan
+            .work_items
+            .iter()
+            .map(|item| (item.id.clone(), item.run.adapter.as_str().to_owned()))
+            .collect();
+        let task_id = self.journal.live().body().task_id.value().to_owned();
+        crate::audit::cycle_file::maintain(self.journal.dir(), &task_id, &owners)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        self.cycle_derived_at = Some(length);
+        Ok(())
     }
 
     /// Carries out the task's `adapter_cancel:` obligations that have no effect record yet

@@ -6,6 +6,7 @@
 
 mod agent;
 mod controls;
+mod flow_views;
 mod flows;
 mod screens;
 mod support;

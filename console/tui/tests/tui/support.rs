@@ -135,6 +135,8 @@ fn base_view(lane: LaneView) -> ConsoleView {
         rejections: Vec::new(),
         activity: Vec::new(),
         agents: Vec::new(),
+        workflows: Vec::new(),
+        machine: None,
     }
 }
 

@@ -1,0 +1,298 @@
+//! A control-root task's correction cycle, derived from its journal (seed 003): a pure function
+//! from the task's accepted history, one [`Fact`] per journal line, to the
+//! `valp-correction-cycle.v1` document, or `None` when the history holds no correction signal.
+//!
+//! Which journal fact shows which seed signal (the trigger a round gets):
+//! - `attempt_fenced` (how the System ends an attempt that failed, timed out or whose runtime
+//!   was lost: the workflow fences it before retrying or blocking its item), `attempt_failed`,
+//!   `work_item_failed`, `attempt_cancelled` with reason `runtime_failed`: `runtime_failed` (the
+//!   journal does not tell a timeout or a lost runtime from a failure, so none is
+//!   `runtime_timeout`);
+//! - `work_item_blocked`, `task_blocked`: `dispatch_blocked`;
+//! - `verification_failed`: `verification_failed`;
+//! - `review_rejected`: `review_finding` (the journal carries no severity, so every rejection
+//!   counts);
+//! - `approval_denied`: `approval_blocked`;
+//! - `redirect_authorized` superseding work items: `evidence_superseded`.
+//!
+//! A round moves to `fixing` on the next `attempt_created` of its work item (the System's or the
+//! Leader's `valp retry`: both name the next attempt generation), `fix_dispatch_requested` or
+//! `blocked_recovery_to_fixing`; it is `fixed` by the next `attempt_completed` of its work item or
+//! a task-level pass (`verification_passed`, `review_passed`, `recording_completed`); an end of
+//! the task first leaves it `blocked` (`task_failed`) or `cancelled` (`task_cancelled`).
+//! Times are the journal lines' `recorded_at`; a line without one gives `null`, never a made-up
+//! time. Evidence lives in the root's content-addressed store, not the task folder, so the only
+//! task-relative ref is the journal itself, which binds the evidence ids of every accepted event.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use valp_kernel::model::{EventKind, IdentityKind};
+use valp_kernel::replay::CompactEntry;
+use valp_store::clock::Timestamp;
+use valp_store::journal::{JOURNAL_FILE, Recorded};
+
+use super::correction::SCHEMA_VERSION;
+
+/// The owner written when the attempt's adapter is not known.
+const UNKNOWN_OWNER: &str = "unknown";
+
+/// One journal line, as the derivation reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// The revision the line produced.
+    pub revision: u64,
+    /// When the store wrote the line (RFC 3339); `None` before layout 3.
+    pub recorded_at: Option<String>,
+    /// The event kind.
+    pub kind: String,
+    /// The work item the event names.
+    pub work_item: Option<String>,
+    /// The attempt the event names.
+    pub attempt: Option<String>,
+    /// The control reason of an authority-bound event.
+    pub control_reason: Option<String>,
+    /// The work items a redirect supersedes.
+    pub superseded: Vec<String>,
+}
+
+impl Fact {
+    /// The fact of one recorded task-journal line.
+    pub fn of(recorded: &Recorded<CompactEntry>) -> Self {
+        let event = &recorded.entry.event;
+        Self {
+            revision: recorded.seq,
+            recorded_at: recorded.recorded_at.map(Timestamp::to_rfc3339),
+            kind: event.kind.as_str().to_owned(),
+            work_item: event.work_item_id.as_ref().map(|id| id.value().to_owned()),
+            attempt: event.attempt_id.as_ref().map(|id| id.value().to_owned()),
+            control_reason: event.control_reason.as_ref().map(|r| r.as_str().to_owned()),
+            superseded: event
+                .superseded_work_item_ids
+                .iter()
+                .filter(|id| id.is(IdentityKind::WorkItem))
+                .map(|id| id.value().to_owned())
+                .collect(),
+        }
+    }
+}
+
+/// One round of the cycle (the schema's `round`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Round {
+    /// 1-based.
+    pub round: u64,
+    /// The signal that opened it.
+    pub trigger: String,
+    /// The adapter of the work item's attempt, or `unknown`.
+    pub owner: String,
+    /// `open`, `fixing`, `fixed`, `blocked` or `cancelled`.
+    pub status: &'static str,
+    /// The opening line's `recorded_at`.
+    pub started_at: Option<String>,
+    /// The closing line's `recorded_at`, once closed.
+    pub ended_at: Option<String>,
+    /// What happened, naming the journal revision.
+    pub reason: String,
+    /// Refs of rejected artifacts (none: rejected attempts' output is not in the task folder).
+    pub rejected_refs: Vec<String>,
+    /// What the fix took, in order.
+    pub required_actions: Vec<String>,
+    /// Refs proving the fix.
+    pub evidence_refs: Vec<String>,
+    /// Refs of the records that show the round.
+    pub receipt_refs: Vec<String>,
+    /// The work item it concerns (`None`: the task as a whole); not written.
+    #[serde(skip)]
+    pub work_item: Option<String>,
+}
+
+/// The derived `correction-cycle.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cycle {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: &'static str,
+    /// The task.
+    pub task_id: String,
+    /// Where the cycle stands.
+    pub status: &'static str,
+    /// The rounds, oldest first.
+    pub rounds: Vec<Round>,
+    /// Equal to `status`: the outcome so far.
+    pub final_outcome: &'static str,
+    /// The evidence proving the result once fixed.
+    pub final_evidence_refs: Vec<String>,
+}
+
+impl Cycle {
+    /// Rounds not yet `fixed`, `blocked` or `cancelled`.
+    pub fn open_rounds(&self) -> usize {
+        self.rounds
+            .iter()
+            .filter(|round| matches!(round.status, "open" | "fixing"))
+            .count()
+    }
+}
+
+/// The seed signal a fact shows, if any.
+fn trigger(fact: &Fact) -> Option<&'static str> {
+    let kind = EventKind::from_wire(&fact.kind)?;
+    Some(match kind {
+        EventKind::AttemptFenced | EventKind::AttemptFailed | EventKind::WorkItemFailed => {
+            "runtime_failed"
+        }
+        EventKind::AttemptCancelled if fact.control_reason.as_deref() == Some("runtime_failed") => {
+            "runtime_failed"
+        }
+        EventKind::WorkItemBlocked | EventKind::TaskBlocked => "dispatch_blocked",
+        EventKind::VerificationFailed => "verification_failed",
+        EventKind::ReviewRejected => "review_finding",
+        EventKind::ApprovalDenied => "approval_blocked",
+        EventKind::RedirectAuthorized if !fact.superseded.is_empty() => "evidence_superseded",
+        _ => return None,
+    })
+}
+
+/// Derives the cycle of `task_id` from its history; `owners` maps a work item to its adapter.
+/// `None` when no fact is a correction signal (the seed lets such a task omit the file).
+pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) -> Option<Cycle> {
+    let mut rounds: Vec<Round> = Vec::new();
+    for fact in facts {
+        let at = || fact.recorded_at.clone();
+        let concerns = |round: &Round| {
+            round.work_item.is_none()
+                || fact.work_item.is_none()
+                || round.work_item == fact.work_item
+        };
+        if let Some(trigger) = trigger(fact) {
+            let scope = fact.work_item.clone();
+            // A signal that follows from an open round (the item blocked after its attempt
+            // failed, the task blocked after its item) is part of that round, not a new one.
+            let already = rounds.iter().any(|round| {
+                round.status == "open" && (scope.is_none() || round.work_item == scope)
+            });
+            if !already {
+                rounds.push(opened(rounds.len() as u64 + 1, trigger, fact, owners));
+            }
+            continue;
+        }
+        let live = rounds
+            .iter_mut()
+            .filter(|round| matches!(round.status, "open" | "fixing"));
+        match fact.kind.as_str() {
+            "attempt_created" | "fix_dispatch_requested" | "blocked_recovery_to_fixing" => {
+                for round in live.filter(|round| concerns(round)) {
+                    round.status = "fixing";
+                    round.required_actions.push(action(fact));
+                }
+            }
+            "attempt_completed"
+            | "verification_passed"
+            | "review_passed"
+            | "recording_completed" => {
+                let task_level = fact.kind != "attempt_completed";
+                for round in live.filter(|round| task_level || concerns(round)) {
+                    round.status = "fixed";
+                    round.ended_at = at();
+                    round.evidence_refs = vec![JOURNAL_FILE.to_owned()];
+                }
+            }
+            "task_failed" | "task_cancelled" => {
+                let end = if fact.kind == "task_failed" {
+                    "blocked"
+                } else {
+                    "cancelled"
+                };
+                for round in live {
+                    round.status = end;
+                    round.ended_at = at();
+                }
+            }
+            _ => {}
+        }
+    }
+    if rounds.is_empty() {
+        return None;
+    }
+    let status = rounds
+        .iter()
+        .rev()
+        .find(|round| round.status != "fixed")
+        .map_or("fixed", |round| round.status);
+    Some(Cycle {
+        schema_version: SCHEMA_VERSION,
+        task_id: task_id.to_owned(),
+        status,
+        rounds,
+        final_outcome: status,
+        final_evidence_refs: if status == "fixed" {
+            vec![JOURNAL_FILE.to_owned()]
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+fn opened(number: u64, trigger: &str, fact: &Fact, owners: &BTreeMap<String, String>) -> Round {
+    let owner = fact
+        .work_item
+        .as_ref()
+        .and_then(|item| owners.get(item))
+        .map_or(UNKNOWN_OWNER, String::as_str);
+    Round {
+        round: number,
+        trigger: trigger.to_owned(),
+        owner: owner.to_owned(),
+        status: "open",
+        started_at: fact.recorded_at.clone(),
+        ended_at: None,
+        reason: describe(fact),
+        rejected_refs: Vec::new(),
+        required_actions: Vec::new(),
+        evidence_refs: Vec::new(),
+        receipt_refs: vec![JOURNAL_FILE.to_owned()],
+        work_item: fact.work_item.clone(),
+    }
+}
+
+/// `kind at revision N (work item W, attempt A, superseding X, Y)`.
+fn describe(fact: &Fact) -> String {
+    let mut parts = Vec::new();
+    if let Some(item) = &fact.work_item {
+        parts.push(format!("work item {item}"));
+    }
+    if let Some(attempt) = &fact.attempt {
+        parts.push(format!("attempt {attempt}"));
+    }
+    if let Some(reason) = &fact.control_reason {
+        parts.push(format!("reason {reason}"));
+    }
+    if !fact.superseded.is_empty() {
+        parts.push(format!("superseding {}", fact.superseded.join(", ")));
+    }
+    let head = format!("{} at revision {}", fact.kind, fact.revision);
+    if parts.is_empty() {
+        head
+    } else {
+        format!("{head} ({})", parts.join(", "))
+    }
+}
+
+fn action(fact: &Fact) -> String {
+    match &fact.attempt {
+        Some(attempt) => format!("{} {attempt} at revision {}", fact.kind, fact.revision),
+        None => describe(fact),
+    }
+}
+
+/// The canonical bytes of `cycle` (sorted keys, no whitespace, a final newline).
+pub fn canonical_bytes(cycle: &Cycle) -> Result<Vec<u8>, serde_json::Error> {
+    // serde_json's Map sorts keys (the workspace does not enable preserve_order).
+    let value = serde_json::to_value(cycle)?;
+    let mut bytes = serde_json::to_vec(&value)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests;
