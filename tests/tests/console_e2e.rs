@@ -657,7 +657,8 @@ fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
     desk.wait_for("message › Also write @out/more.md");
     desk.keys(&["Enter"]);
     desk.wait_for("recorded and requested; its delivery proof:");
-    desk.wait_for("> Also write @out/more.md");
+    // The agent took it: its next turn asks to write the file the message names.
+    desk.wait_for("Allow demo-agent to write out/more.md?");
     // Recorded: the Leader's message, then the tmux adapter's delivery with its proof.
     let journal = desk.path().join(".valp/tasks/pane/actions.jsonl");
     let deadline = Instant::now() + PATIENCE;
