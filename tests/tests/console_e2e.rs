@@ -563,6 +563,138 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     assert!(status.contains("reviewing"), "{status}");
 }
 
+/// The attempt folder `dir` holds one Leader message and its proof, each valid.
+fn assert_message_records_valid(dir: &Path) {
+    for (folder, schema) in [
+        ("control", "console/tmux-message.schema.json"),
+        ("proofs", "console/tmux-message-proof.schema.json"),
+    ] {
+        let validator = valp_tests::schemas::validator(schema);
+        let files: Vec<PathBuf> = std::fs::read_dir(dir.join(folder))
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.to_string_lossy().contains("/message-"))
+            .collect();
+        assert_eq!(files.len(), 1, "{folder}: {files:?}");
+        let value: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+        let found = valp_tests::schemas::errors(&validator, &value);
+        assert!(found.is_empty(), "{}: {found:?}", files[0].display());
+    }
+}
+
+/// Kills valp's private tmux server of the control root under `path` when the test ends.
+struct AgentServer(PathBuf);
+
+impl Drop for AgentServer {
+    fn drop(&mut self) {
+        let _ = valp_tests::tmux::tmux_at(&self.0, &["kill-server"]);
+    }
+}
+
+/// The Agent pane on a real demo agent run by the tmux adapter: its live tail and state
+/// (blocked on its permission question, with the rule), the interrupt, and a Leader message
+/// typed in the pane that reaches the agent (its screen shows it) and is recorded with its
+/// delivery in the task's operator-action journal.
+#[test]
+fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
+    let desk = Desk::new();
+    let _server = AgentServer(desk.path().join(".valp/runtime/tmux/.server.sock"));
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--no-default-sockets"];
+        all.extend_from_slice(args);
+        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
+        assert_eq!(
+            run.code,
+            Some(0),
+            "valp {args:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        run.stdout
+    };
+    cli(&["init"]);
+    desk.start_valp(&[]);
+    desk.wait_for("Candidates (1)");
+    desk.keys(&["Enter"]);
+    desk.wait_for("as the Leader?");
+    desk.keys(&["y"]);
+    desk.wait_for("Tasks (0)");
+    let valp = valp_binary().unwrap();
+    std::fs::write(
+        desk.path().join("pane.toml"),
+        format!(
+            "schema_version = \"valp-plan.v1\"\ntask_id = \"pane\"\ngoal = \"test\"\n\n\
+             [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n\
+             [[work_items]]\nid = \"ask\"\nrequirement = \"required\"\n\
+             expected_evidence = [\"out/asked.md\"]\n[work_items.run]\nadapter = \"tmux\"\n\
+             agent = \"demo\"\ncommand = [{:?}, \"demo-agent\", \"--seed\", \"5\", \"--ask\", \
+             \"always\"]\nprompt = \"Write @out/asked.md please\"\ntimeout_seconds = 90\n",
+            valp.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    cli(&["task", "publish", "pane.toml"]);
+    desk.wait_for("ask required running");
+    // Work items pane, the agent's item: the Agent pane shows the question and the rule.
+    // (The key is offered once the supervisor recorded the agent's first state.)
+    desk.keys(&["Tab"]);
+    desk.wait_for("A agent");
+    desk.keys(&["A"]);
+    desk.wait_for("Agent · pane / ask · pane:ask:a1");
+    let blocked = desk.wait_for("Allow demo-agent to");
+    assert!(blocked.contains("blocked: "), "{blocked}");
+    assert!(blocked.contains(" matched "), "{blocked}");
+    assert!(blocked.contains("attach: tmux -S '"), "{blocked}");
+    // The interrupt (Escape: "no") returns the agent to its prompt.
+    desk.keys(&["i"]);
+    desk.wait_for("the agent's interrupt keys requested for pane:ask:a1");
+    desk.wait_for("idle");
+    // A message typed in the pane reaches the agent: its screen shows it.
+    desk.keys(&["m"]);
+    desk.keys(&["-l", "Also write @out/more.md"]);
+    desk.wait_for("message › Also write @out/more.md");
+    desk.keys(&["Enter"]);
+    desk.wait_for("recorded and requested; its delivery proof:");
+    // The agent took it: its next turn asks to write the file the message names.
+    desk.wait_for("Allow demo-agent to write out/more.md?");
+    // Recorded: the Leader's message, then the tmux adapter's delivery with its proof.
+    let journal = desk.path().join(".valp/tasks/pane/actions.jsonl");
+    let deadline = Instant::now() + PATIENCE;
+    let lines = loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.contains("\"kind\":\"delivery\"") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no delivery recorded:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let kinds: Vec<String> = lines
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            value["entry"]["kind"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["interrupt", "message", "delivery"], "{lines}");
+    assert!(lines.contains("\"outcome\":\"delivered\""), "{lines}");
+    assert!(
+        lines.contains("\"summary\":\"Also write @out/more.md\""),
+        "{lines}"
+    );
+    // The message and its proof have the shapes their schemas give.
+    assert_message_records_valid(
+        &desk
+            .path()
+            .join(".valp/runtime/tmux/attempts")
+            .join(attempt_folder("pane:ask:a1")),
+    );
+    desk.keys(&["Escape"]);
+    desk.wait_for("Work items · pane");
+    desk.quit();
+}
+
 /// The stage the workflow strip marks current (`▶ execute`), if any.
 fn current_stage(flat: &str) -> Option<String> {
     let after = flat.split("▶ ").nth(1)?;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use valp_kernel::canonical::sha256_digest;
 use valp_runtime::abi::attempt_folder;
 use valp_tests::project::{Project, alive, item, plan, wait_until, work_item};
+use valp_tests::schemas::{errors, validator};
 use valp_tests::tmux::tmux_at;
 use valp_tests::valp_binary;
 
@@ -51,6 +52,15 @@ fn observations(dir: &Path) -> Vec<serde_json::Value> {
         .unwrap_or_default();
     names.sort();
     names.iter().map(|path| json(path)).collect()
+}
+
+/// The attempt's record `file` validates against `schemas/console/<schema>`.
+fn assert_valid(dir: &Path, file: &str, schema: &str) {
+    let found = errors(
+        &validator(&format!("console/{schema}")),
+        &json(&dir.join(file)),
+    );
+    assert!(found.is_empty(), "{file}: {found:?}");
 }
 
 /// Whether the evidence store holds a blob with these bytes.
@@ -135,6 +145,25 @@ fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
             in_evidence(project, &bytes),
             "{id}: {proof} not in evidence"
         );
+    }
+    // Every record of the attempt has the shape its schema gives.
+    for (file, schema) in [
+        ("run.json", "tmux-run-spec.schema.json"),
+        (
+            "proofs/dispatch_inserted.json",
+            "tmux-inserted-proof.schema.json",
+        ),
+        (
+            "proofs/submission.json",
+            "tmux-submission-proof.schema.json",
+        ),
+        (
+            "proofs/completion.json",
+            "tmux-completion-proof.schema.json",
+        ),
+        ("state.json", "tmux-agent-state.schema.json"),
+    ] {
+        assert_valid(&dir, file, schema);
     }
     // The raw output pipe of the agent's pane is not kept once the attempt ended.
     assert!(!dir.join(".pane-output").exists());
@@ -339,6 +368,7 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     });
     let tail = state(&dir)["tail"].to_string();
     assert!(tail.contains("shown-bidi red OPENAI_[redacted]"), "{tail}");
+    assert_valid(&dir, "state.json", "tmux-agent-state.schema.json");
     // The interrupt (Escape for the demo agent) answers the question "no" and ends the turn:
     // the agent is idle without its file, which is not completion.
     let interrupted = project.ok(&["interrupt", "stop", "--signal"]);
@@ -381,6 +411,11 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     assert_eq!(stop["action"], "cancel");
     assert_eq!(stop["confirmed"], true);
     assert_eq!(stop["observed"], "exited");
+    assert_valid(
+        &dir,
+        "proofs/completion.json",
+        "tmux-completion-proof.schema.json",
+    );
     // The pane is gone, and with it valp's server.
     wait_until("valp's tmux server to end", || !server_runs(&project));
     // Nothing hostile reached the attempt's records or the evidence store.

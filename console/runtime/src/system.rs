@@ -10,6 +10,7 @@
 //! epoch's tasks (`tasks`), and a file watcher feeds live adapter observations and rejections
 //! (`feed`), waking the console when something arrives.
 
+mod agents;
 pub mod feed;
 mod tasks;
 
@@ -126,14 +127,30 @@ impl<'c> SystemBackend<'c> {
         matches!(self.session, SessionCheck::Reopened { .. })
     }
 
-    /// A Leader's operation on a task: only with a re-proven session.
-    fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
-        if !self.proven() {
-            return Err(Refusal {
+    /// Refuses a Leader's action unless the session is re-proven.
+    fn leader(&self) -> Result<(), Refusal> {
+        if self.proven() {
+            Ok(())
+        } else {
+            Err(Refusal {
                 code: "VALP-CONSOLE-READ-ONLY".to_owned(),
                 message: "the Leader session is not re-proven: the console is read-only".to_owned(),
-            });
+            })
         }
+    }
+
+    /// The Leader acting on an agent: only with a re-proven session.
+    fn agent_leader(&self) -> Result<agents::Leader, Refusal> {
+        self.leader()?;
+        Ok(agents::Leader {
+            principal_id: authority::operator(&self.observation).map_err(refusal)?,
+            epoch: self.ledger.live().state().active_epoch,
+        })
+    }
+
+    /// A Leader's operation on a task: only with a re-proven session.
+    fn operate(&mut self, task_id: &str, operation: &Operation) -> Result<String, Refusal> {
+        self.leader()?;
         let actor = Actor {
             principal: authority::operator(&self.observation).map_err(refusal)?,
             at: self.clock.now(),
@@ -282,6 +299,7 @@ impl Backend for SystemBackend<'_> {
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
+        let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),
@@ -291,6 +309,7 @@ impl Backend for SystemBackend<'_> {
             observations,
             rejections,
             activity: self.desk.activity(),
+            agents,
             workflows,
             machine,
         }
@@ -340,6 +359,25 @@ impl Backend for SystemBackend<'_> {
                 work_item_id,
             } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
             Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
+            Request::Message {
+                task_id,
+                attempt_id,
+                text,
+            } => {
+                let leader = self.agent_leader()?;
+                return agents::message(&self.root, &leader, (task_id, attempt_id), text);
+            }
+            Request::InterruptAgent {
+                task_id,
+                attempt_id,
+            } => {
+                let leader = self.agent_leader()?;
+                return agents::interrupt(&self.root, &leader, (task_id, attempt_id));
+            }
+            Request::Attach { attempt_id } => {
+                let inside = std::env::var("TMUX").ok();
+                return agents::attach(self.root.layout().root(), attempt_id, inside.as_deref());
+            }
             Request::Explain { task_id } => {
                 self.desk.focus_machine(task_id.clone());
                 return Ok(task_id.as_ref().map_or_else(

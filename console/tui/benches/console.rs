@@ -105,6 +105,7 @@ fn view() -> ConsoleView {
         activity: (0..100)
             .map(|at| format!("task-000: proposal {at} accepted"))
             .collect(),
+        agents: Vec::new(),
         workflows: Vec::new(),
         machine: None,
     }

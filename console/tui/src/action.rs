@@ -53,13 +53,21 @@ pub enum Action {
     Recover,
     /// Mark or unmark the work item under the cursor (redirect dialog).
     Toggle,
+    /// Open the Agent pane of the selected work item's terminal agent.
+    Agent,
+    /// Agent pane: attach a terminal to the agent's pane.
+    Attach,
+    /// Agent pane: type a message for the running agent.
+    Message,
+    /// Agent pane: follow the screen's end again after scrolling.
+    Follow,
     /// Show the protocol state machine of the selected task (or work item).
     StateMachine,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 28] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -83,6 +91,10 @@ impl Action {
         Self::RetryItem,
         Self::Recover,
         Self::Toggle,
+        Self::Agent,
+        Self::Attach,
+        Self::Message,
+        Self::Follow,
         Self::StateMachine,
     ];
 
@@ -112,6 +124,10 @@ impl Action {
             Self::RetryItem => "retry_item",
             Self::Recover => "recover",
             Self::Toggle => "toggle",
+            Self::Agent => "agent",
+            Self::Attach => "attach",
+            Self::Message => "message",
+            Self::Follow => "follow",
             Self::StateMachine => "state_machine",
         }
     }
@@ -147,6 +163,10 @@ impl Action {
             Self::RetryItem => "retry…",
             Self::Recover => "recover…",
             Self::Toggle => "mark superseded",
+            Self::Agent => "agent",
+            Self::Attach => "attach",
+            Self::Message => "message…",
+            Self::Follow => "follow",
             Self::StateMachine => "state machine",
         }
     }
@@ -184,6 +204,10 @@ impl Action {
                 "blocked task: back to fixing; fixing task: dispatch it again (asks first)"
             }
             Self::Toggle => "mark or unmark a work item as superseded",
+            Self::Agent => "show the selected work item's terminal agent: live screen and state",
+            Self::Attach => "attach a terminal to the agent's pane (a popup inside tmux)",
+            Self::Message => "type a message for the running agent (delivered with proof)",
+            Self::Follow => "follow the end of the agent's screen again",
             Self::StateMachine => {
                 "what the protocol allows next for the selected task or work item, and why not"
             }

@@ -15,6 +15,10 @@
 //! - on the main screen only, `interrupt` and `resume` ([`Request::Interrupt`],
 //!   [`Request::Resume`]), which are reversible and need no dialog.
 //!
+//! The Agent pane ([`AgentPane`], opened on a work item with a terminal agent) sends a message
+//! ([`Request::Message`]), the agent's interrupt keys ([`Request::InterruptAgent`]) or an
+//! attach ([`Request::Attach`]), and opens the work item's cancel dialog.
+//!
 //! The read-only screen sends none of these, whatever the keymap says: those actions mean
 //! something only in [`Mode::Main`]. The state machine view ([`Machine`]) offers the same
 //! dialogs (and interrupt and resume) for the allowed transitions it lists, on the main screen
@@ -26,6 +30,7 @@ use ratatui::style::Style;
 use ratatui::widgets::Block;
 
 use super::action::Action;
+use super::agent::{AgentPane, Outcome};
 use super::candidates::{CandidateList, Filter};
 use super::config::Config;
 use super::dialog::Dialog;
@@ -98,6 +103,8 @@ pub struct App {
     dialog: Option<Dialog>,
     /// The redirect dialog (under the confirmation dialog while that reviews it).
     redirect: Option<Redirect>,
+    /// The Agent pane, in the body's place while open (main screen only).
+    agent: Option<AgentPane>,
     /// The state machine view, over the screen until closed.
     machine: Option<Machine>,
     selection: Selection,
@@ -115,6 +122,7 @@ impl App {
             list: None,
             dialog: None,
             redirect: None,
+            agent: None,
             machine: None,
             selection: Selection::new(),
             help: false,
@@ -170,6 +178,8 @@ impl App {
             Mode::Dialog
         } else if self.redirect.is_some() {
             Mode::Redirect
+        } else if self.agent.is_some() {
+            Mode::Agent
         } else if self.machine.is_some() {
             Mode::Machine
         } else {
@@ -204,6 +214,14 @@ impl App {
                     && redirect.captures(&key)
                 {
                     redirect.edit(&key);
+                    self.dirty = true;
+                    return Vec::new();
+                }
+                if self.mode() == Mode::Agent
+                    && let Some(agent) = &mut self.agent
+                    && agent.captures(&key)
+                {
+                    agent.edit(&key);
                     self.dirty = true;
                     return Vec::new();
                 }
@@ -280,6 +298,7 @@ impl App {
                     self.dialog = Some(dialog);
                 }
             }
+            (Mode::Agent, action) => return self.agent_action(action),
             (Mode::Main | Mode::ReadOnly, Action::StateMachine) => return self.open_machine(),
             (Mode::Machine, Action::Cancel) => {
                 self.machine = None;
@@ -376,9 +395,14 @@ impl App {
                     Action::Recover => {
                         task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
                     }
+                    Action::Agent => focus == Pane::Items && self.selected_agent().is_some(),
                     _ => true,
                 }
             }
+            Mode::Agent => self
+                .agent
+                .as_ref()
+                .is_none_or(|agent| agent.offers(action, &self.view.agents)),
             Mode::Redirect => self
                 .redirect
                 .as_ref()
@@ -413,11 +437,50 @@ impl App {
             Action::Redirect => {
                 self.redirect = Some(Redirect::new(&task_id, &self.selection.items(&self.view)));
             }
+            Action::Agent => {
+                self.agent = self.selected_agent().map(AgentPane::new);
+            }
             Action::Interrupt => return self.send(Request::Interrupt { task_id }),
             Action::Resume => return self.send(Request::Resume { task_id }),
             _ => return Vec::new(),
         }
         self.dirty = true;
+        Vec::new()
+    }
+
+    /// The terminal agent of the selected work item, if it has one.
+    fn selected_agent(&self) -> Option<&valp_view::AgentView> {
+        let item = self.selection.item(&self.view)?;
+        self.view
+            .agents
+            .iter()
+            .find(|agent| agent.task_id == item.task_id && agent.work_item_id == item.work_item_id)
+    }
+
+    /// Carries out an action of the Agent pane.
+    fn agent_action(&mut self, action: Action) -> Vec<Effect> {
+        let Some(agent) = &mut self.agent else {
+            return Vec::new();
+        };
+        self.dirty = true;
+        match agent.update(action, &self.view.agents) {
+            Outcome::Stay => {}
+            Outcome::Close => self.agent = None,
+            Outcome::Send(request) => return self.send(request),
+            Outcome::CancelItem {
+                task_id,
+                work_item_id,
+            } => {
+                let item = self
+                    .view
+                    .items
+                    .iter()
+                    .find(|item| item.task_id == task_id && item.work_item_id == work_item_id);
+                if let Some(item) = item {
+                    self.dialog = Some(Dialog::cancel_item(item));
+                }
+            }
+        }
         Vec::new()
     }
 
@@ -464,6 +527,7 @@ impl App {
         if self.screen() != old_screen {
             self.dialog = None;
             self.redirect = None;
+            self.agent = None;
         }
         if let Some(list) = &mut self.list {
             list.reload(&old, &self.view);
@@ -569,9 +633,10 @@ impl App {
                 } else {
                     leader::render(frame, leader_area, &ctx);
                 }
-                match &self.list {
-                    Some(list) => list.render(frame, body_area, &ctx),
-                    None => body::render(frame, body_area, &ctx, plan.tabbed),
+                match (&self.list, &self.agent) {
+                    (Some(list), _) => list.render(frame, body_area, &ctx),
+                    (None, Some(agent)) => agent.render(frame, body_area, &ctx),
+                    (None, None) => body::render(frame, body_area, &ctx, plan.tabbed),
                 }
                 footer::render(frame, footer_area, &ctx, notice);
             }

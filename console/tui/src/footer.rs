@@ -121,6 +121,11 @@ fn pending_text(request: &Request) -> String {
             work_item_id,
         } => format!("retrying work item {work_item_id} of task {task_id}"),
         Request::Recover { task_id } => format!("unblocking task {task_id}"),
+        Request::Message { attempt_id, .. } => format!("sending a message to {attempt_id}"),
+        Request::InterruptAgent { attempt_id, .. } => {
+            format!("interrupting the agent of {attempt_id}")
+        }
+        Request::Attach { attempt_id } => format!("attaching to the agent of {attempt_id}"),
         Request::Explain {
             task_id: Some(task_id),
         } => format!("listing the transitions of task {task_id}"),

@@ -33,6 +33,8 @@ pub enum Mode {
     Dialog,
     /// The redirect dialog: a typed intent and the superseded work items.
     Redirect,
+    /// The Agent pane of a work item's terminal agent.
+    Agent,
     /// The state machine view of a task or work item.
     Machine,
     /// The help overlay.
@@ -41,7 +43,7 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -49,6 +51,7 @@ impl Mode {
         Self::Picker,
         Self::Dialog,
         Self::Redirect,
+        Self::Agent,
         Self::Machine,
         Self::Help,
     ];
@@ -63,6 +66,7 @@ impl Mode {
             Self::Picker => "picker",
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
+            Self::Agent => "agent",
             Self::Machine => "machine",
             Self::Help => "help",
         }
@@ -78,6 +82,7 @@ impl Mode {
             Self::Picker => "Candidate list",
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
+            Self::Agent => "Agent pane",
             Self::Machine => "State machine",
             Self::Help => "Help",
         }
@@ -528,7 +533,8 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle, state_machine)"
+             grant_approval, deny_approval, retry_item, recover, toggle, agent, attach, message, \
+             follow, state_machine)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

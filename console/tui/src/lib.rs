@@ -23,6 +23,7 @@
 
 mod action;
 mod activity;
+mod agent;
 mod app;
 mod banner;
 mod body;

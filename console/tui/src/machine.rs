@@ -132,7 +132,10 @@ impl Machine {
             | Request::Rotate { .. }
             | Request::Refresh
             | Request::Redirect { .. }
-            | Request::Explain { .. } => return None,
+            | Request::Explain { .. }
+            | Request::Message { .. }
+            | Request::InterruptAgent { .. }
+            | Request::Attach { .. } => return None,
         }))
     }
 

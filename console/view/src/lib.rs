@@ -31,11 +31,57 @@ pub struct ConsoleView {
     /// What the System did lately (proposals and their verdicts, launches), newest first
     /// (bounded).
     pub activity: Vec<String>,
+    /// The terminal coding agents (tmux) of the items' current attempts, in item order.
+    pub agents: Vec<AgentView>,
     /// Each task's Operator Workflow, in task order.
     pub workflows: Vec<Workflow>,
     /// The state machine of the task the console asked about ([`Request::Explain`]), as of
     /// this view.
     pub machine: Option<MachineView>,
+}
+
+/// A terminal coding agent of a tmux attempt, as its supervisor last recorded it
+/// (`state.json`). Every text is sanitized and the tail redacted by the supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentView {
+    /// Its task.
+    pub task_id: String,
+    /// Its work item.
+    pub work_item_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// `starting`, `working`, `idle`, `blocked`, `exited` or `unknown`.
+    pub state: String,
+    /// The profile rule that matched and its 1-based line (`permission prompt`, 12).
+    pub rule: Option<(String, Option<u64>)>,
+    /// How long the state has held, in milliseconds, when the view was read.
+    pub for_ms: u64,
+    /// The age of the screen sample, in milliseconds, when the view was read.
+    pub sample_age_ms: u64,
+    /// What the supervisor makes of it (`runtime idle, evidence missing: …`), if anything.
+    pub note: Option<String>,
+    /// The screen's last lines, oldest first.
+    pub tail: Vec<String>,
+    /// The command that attaches a terminal to the agent's pane (empty before the submission
+    /// proof names the pane).
+    pub attach: String,
+}
+
+impl AgentView {
+    /// `blocked: permission prompt (line 12) matched 2 s ago`: the state with its provenance.
+    pub fn headline(&self) -> String {
+        let seconds = self.sample_age_ms / 1000;
+        match &self.rule {
+            Some((rule, Some(line))) => {
+                format!(
+                    "{}: {rule} (line {line}) matched {seconds} s ago",
+                    self.state
+                )
+            }
+            Some((rule, None)) => format!("{}: {rule} matched {seconds} s ago", self.state),
+            None => format!("{} (sampled {seconds} s ago)", self.state),
+        }
+    }
 }
 
 /// One work item of a task.
@@ -266,6 +312,27 @@ pub enum Request {
     Recover {
         /// The task.
         task_id: String,
+    },
+    /// A Leader message for a running terminal agent, handed to it once with proof.
+    Message {
+        /// The task.
+        task_id: String,
+        /// The agent's attempt.
+        attempt_id: String,
+        /// The message, as the Leader typed it.
+        text: String,
+    },
+    /// Press a running terminal agent's interrupt keys once (its turn stops, it stays).
+    InterruptAgent {
+        /// The task.
+        task_id: String,
+        /// The agent's attempt.
+        attempt_id: String,
+    },
+    /// Attach a terminal to a terminal agent's pane (a popup inside tmux, else the command).
+    Attach {
+        /// The agent's attempt.
+        attempt_id: String,
     },
     /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
     /// `None` stops. Changes nothing in the control root.

@@ -14,7 +14,8 @@
 //!     request.json              AdapterRequest (submit)                          System
 //!     run.json                  valp-tmux-run-spec.v1: agent, command|target,
 //!                               prompt, socket, cwd, env, timeout, evidence       System
-//!     supervisor.json, supervisor.log, control/cancel.json, control/interrupt-*.json
+//!     supervisor.json, supervisor.log, control/cancel.json, control/interrupt-*.json,
+//!     control/message-*.json (a Leader message; its delivery proof: proofs/message-*.json)
 //!     proofs/dispatch_inserted.json  the paste, read back: transport only         supervisor
 //!     proofs/submission.json         every step of the submission, with the
 //!                                    screen digest after each                     supervisor
@@ -46,7 +47,9 @@ pub mod server;
 pub mod submit;
 mod supervisor;
 
-pub use records::{CompletionProof, Record, StateRecord, SubmissionProof, TmuxSpec};
+pub use records::{
+    CompletionProof, MessageProof, MessageRequest, Record, StateRecord, SubmissionProof, TmuxSpec,
+};
 
 /// The adapter's name in the control root (`runtime/tmux/`).
 pub const ADAPTER_ID: &str = "tmux";
@@ -61,6 +64,9 @@ pub const INSERTED_FILE: &str = "proofs/dispatch_inserted.json";
 pub const SUBMISSION_FILE: &str = "proofs/submission.json";
 /// `proofs/completion.json`
 pub const COMPLETION_FILE: &str = "proofs/completion.json";
+/// `control/message-<ms>-<pid>-<n>.json`: a Leader message; its proof has the same name in
+/// `proofs/`.
+pub const MESSAGE_PREFIX: &str = "message-";
 /// `state.json`
 pub const STATE_FILE: &str = "state.json";
 /// `.pane-output`: what the agent's pane prints, piped by tmux and emptied by the supervisor
@@ -193,6 +199,92 @@ pub fn state_line(dir: &Path, now: crate::clock::Timestamp) -> Option<String> {
         display_text(&record.state)
     ))
 }
+
+/// The console's view of the agent of `attempt_id` (`None` when its folder has no readable
+/// `state.json`): the state with its rule and line, how old the sample is at `now`, the tail,
+/// and the command attaching a terminal to its pane. Every text is sanitized here (the file
+/// is the supervisor's, but the console shows nothing it did not clean).
+pub fn agent_view(
+    dir: &Path,
+    (task_id, work_item_id, attempt_id): (&str, &str, &str),
+    now: crate::clock::Timestamp,
+) -> Option<valp_view::AgentView> {
+    use valp_view::sanitize::display_text;
+    let record = read_record::<StateRecord>(dir, STATE_FILE).ok()??;
+    let ago = |at: &str| {
+        crate::clock::Timestamp::parse_rfc3339(at).map_or(0, |at| {
+            u64::try_from(now.millis() - at.millis()).unwrap_or(0)
+        })
+    };
+    Some(valp_view::AgentView {
+        task_id: task_id.to_owned(),
+        work_item_id: work_item_id.to_owned(),
+        attempt_id: attempt_id.to_owned(),
+        state: display_text(&record.state),
+        rule: record.rule.map(|rule| (display_text(&rule), record.line)),
+        for_ms: ago(&record.since),
+        sample_age_ms: ago(&record.sampled_at),
+        note: record.note.map(|note| display_text(&note)),
+        tail: record.tail.iter().map(|line| display_text(line)).collect(),
+        attach: attach_command(dir).unwrap_or_default(),
+    })
+}
+
+/// `tmux -S '<socket>' attach -t <pane>`: the shell command attaching a terminal to the
+/// agent's pane, from the submission proof (`None` before it is written). Sanitized.
+pub fn attach_command(dir: &Path) -> Option<String> {
+    let proof = read_record::<SubmissionProof>(dir, SUBMISSION_FILE).ok()??;
+    let socket = proof.socket.replace('\'', "'\\''");
+    Some(valp_view::sanitize::display_text(&format!(
+        "tmux -S '{socket}' attach -t {}",
+        proof.pane_id
+    )))
+}
+
+/// A new Leader message's name: `message-<ms>-<pid>-<n>.json`, unique for this process. It
+/// is the control request's file name, its proof's, and (without `.json`) the action id in
+/// the task's operator-action journal.
+pub fn message_name() -> String {
+    use crate::clock::Clock as _;
+    format!(
+        "{MESSAGE_PREFIX}{:015}-{}-{}.json",
+        crate::clock::SystemClock.now().millis().max(0),
+        std::process::id(),
+        MESSAGE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+/// Asks the supervisor of the attempt folder `dir` to hand `text` to its agent, once, by the
+/// prompt's paste-and-prove path, as `control/<name>` ([`message_name`]); its proof will be
+/// `proofs/<name>`. Refused before anything is written when the text is empty or has a NUL.
+pub fn request_message(dir: &Path, name: &str, text: &str) -> Result<(), ProcessError> {
+    use crate::clock::Clock as _;
+    let control = dir.join(process::CONTROL_DIR);
+    if text.trim().is_empty() || text.contains('\0') {
+        return Err(invalid(
+            &control,
+            "a message must be non-empty text without NUL",
+        ));
+    }
+    let request = MessageRequest {
+        schema_version: MessageRequest::SCHEMA.to_owned(),
+        text: text.to_owned(),
+        requested_at: crate::clock::SystemClock.now().to_rfc3339(),
+    };
+    let bytes = request
+        .canonical()
+        .map_err(|error| invalid(&control, error.to_string()))?;
+    crate::adapter::files::create_dir_durably(&control).map_err(io_error(&control, "create"))?;
+    let path = control.join(name);
+    if crate::adapter::files::write_new(&path, &bytes).map_err(io_error(&path, "write"))? {
+        Ok(())
+    } else {
+        Err(invalid(&path, "exists already"))
+    }
+}
+
+/// Tells apart two messages asked in the same millisecond by one process.
+static MESSAGE_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// After a supervisor died ([`process::SupervisorState::Dead`]): closes the agent's window if
 /// valp started it and it is still the pane the submission proof names (same id and process).

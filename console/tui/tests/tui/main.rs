@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent;
 mod controls;
 mod flow_views;
 mod flows;

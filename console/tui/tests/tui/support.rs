@@ -134,6 +134,7 @@ fn base_view(lane: LaneView) -> ConsoleView {
         observations: Vec::new(),
         rejections: Vec::new(),
         activity: Vec::new(),
+        agents: Vec::new(),
         workflows: Vec::new(),
         machine: None,
     }

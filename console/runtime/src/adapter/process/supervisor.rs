@@ -222,22 +222,27 @@ impl Control {
 
     /// Interrupt requests not delivered yet, oldest first; they count as delivered from now.
     pub(crate) fn new_interrupts(&mut self) -> usize {
+        self.new_requests("interrupt-").len()
+    }
+
+    /// The names of the `<prefix>*.json` requests not taken yet, oldest first; they count as
+    /// taken from now (each is acted on once).
+    pub(crate) fn new_requests(&mut self, prefix: &str) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.dir.join(CONTROL_DIR)) else {
-            return 0;
+            return Vec::new();
         };
         let mut names: Vec<String> = entries
             .flatten()
             .map(|entry| entry.file_name().to_string_lossy().into_owned())
             .filter(|name| {
-                name.starts_with("interrupt-")
+                name.starts_with(prefix)
                     && Path::new(name).extension().is_some_and(|ext| ext == "json")
             })
             .filter(|name| !self.delivered.contains(name))
             .collect();
         names.sort();
-        let count = names.len();
-        self.delivered.extend(names);
-        count
+        self.delivered.extend(names.iter().cloned());
+        names
     }
 }
 

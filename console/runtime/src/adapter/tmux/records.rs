@@ -8,7 +8,11 @@
 //! - `proofs/completion.json` ([`CompletionProof`], `valp-tmux-completion-proof.v1`): how the
 //!   attempt ended, the expected evidence found (digests), interrupts and the stop;
 //! - `state.json` ([`StateRecord`], `valp-tmux-agent-state.v1`): the agent's state now, with
-//!   the rule that matched and when it was sampled (replaced as it changes).
+//!   the rule that matched and when it was sampled (replaced as it changes);
+//! - `control/message-*.json` ([`MessageRequest`], `valp-tmux-message.v1`): a Leader message
+//!   for the running agent, one per request;
+//! - `proofs/message-*.json` ([`MessageProof`], `valp-tmux-message-proof.v1`): how that
+//!   message was delivered, with the same steps as the prompt's submission.
 //!
 //! Records are written through serde and re-encoded canonically by the kernel's writer (every
 //! number an integer), so one record has one digest; decoding requires the exact shape and
@@ -37,6 +41,11 @@ pub const SUBMISSION_SCHEMA: &str = "valp-tmux-submission-proof.v1";
 pub const COMPLETION_SCHEMA: &str = "valp-tmux-completion-proof.v1";
 /// `valp-tmux-agent-state.v1`
 pub const STATE_SCHEMA: &str = "valp-tmux-agent-state.v1";
+
+/// `valp-tmux-message.v1`
+pub const MESSAGE_SCHEMA: &str = "valp-tmux-message.v1";
+/// `valp-tmux-message-proof.v1`
+pub const MESSAGE_PROOF_SCHEMA: &str = "valp-tmux-message-proof.v1";
 
 /// A record with a `schema_version`.
 pub trait Record: Serialize + DeserializeOwned {
@@ -285,6 +294,41 @@ pub struct StateRecord {
     pub tail: Vec<String>,
 }
 record!(StateRecord, STATE_SCHEMA);
+
+/// `valp-tmux-message.v1`: a Leader message for the running agent (`control/message-*.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageRequest {
+    /// [`MESSAGE_SCHEMA`]
+    pub schema_version: String,
+    /// The message, as the Leader typed it.
+    pub text: String,
+    /// When it was asked (RFC 3339).
+    pub requested_at: String,
+}
+record!(MessageRequest, MESSAGE_SCHEMA);
+
+/// `valp-tmux-message-proof.v1`: how a Leader message was handed to the agent
+/// (`proofs/<the request's file name>`), proven or not; never retried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageProof {
+    /// [`MESSAGE_PROOF_SCHEMA`]
+    pub schema_version: String,
+    /// The request's file name in `control/`.
+    pub message_id: String,
+    /// `sha256:` of the message's bytes.
+    pub text_digest: String,
+    /// Whether delivery is proven (the agent left idle with its input cleared after Enter).
+    pub proven: bool,
+    /// Why not (refused with nothing typed, or unconfirmed), if not.
+    pub why: Option<String>,
+    /// The tmux event sequence, each with the screen digest after it.
+    pub steps: Vec<Step>,
+    /// When the delivery ended (RFC 3339).
+    pub at: String,
+}
+record!(MessageProof, MESSAGE_PROOF_SCHEMA);
 
 #[cfg(test)]
 mod tests {

@@ -32,22 +32,23 @@ use std::time::{Duration, Instant};
 use valp_kernel::canonical::sha256_digest;
 
 use super::records::{
-    Action, CompletionProof, InsertedProof, Record, StateRecord, SubmissionProof, TmuxSpec,
+    Action, CompletionProof, InsertedProof, MessageProof, MessageRequest, Record, StateRecord,
+    SubmissionProof, TmuxSpec,
 };
 use super::screen::tail;
 use super::server::{Found, Server, Window};
 use super::submit::{self, Proof, Submission};
 use super::{
-    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, OUTPUT_FILE, STATE_FILE, SUBMISSION_FILE,
-    runtime_identity,
+    ADAPTER_ID, COMPLETION_FILE, INSERTED_FILE, MESSAGE_PREFIX, OUTPUT_FILE, STATE_FILE,
+    SUBMISSION_FILE, runtime_identity,
 };
 use crate::abi::{AdapterRequest, ObservationStatus, ProofKind, ProvenanceSegment};
 use crate::adapter::files;
 use crate::adapter::process::os::{self, Signal};
 use crate::adapter::process::records::EvidenceRecord;
 use crate::adapter::process::{
-    Claimed, Control, ProcessError, RUN_FILE, Writer, claim_folder, invalid, io_error,
-    same_evidence,
+    CONTROL_DIR, Claimed, Control, PROOFS_DIR, ProcessError, RUN_FILE, Writer, claim_folder,
+    invalid, io_error, same_evidence,
 };
 use crate::agent::classify::{Classification, Debouncer, classify};
 use crate::agent::profile::{AgentState, Profile};
@@ -494,12 +495,8 @@ impl Agent {
                 self.stop("timeout");
                 return Ok(self.end(ObservationStatus::Blocked, "timeout"));
             }
-            for _ in 0..if look {
-                self.control.new_interrupts()
-            } else {
-                0
-            } {
-                self.interrupt();
+            if look {
+                self.take_requests(writer.dir);
             }
             let Some(sample) = self.sample(look) else {
                 log("the agent's pane is gone");
@@ -604,6 +601,123 @@ impl Agent {
             })
             .collect();
         (records, missing)
+    }
+
+    /// Carries out the interrupts, then the Leader messages, asked since the last look.
+    fn take_requests(&mut self, dir: &Path) {
+        for _ in 0..self.control.new_interrupts() {
+            self.interrupt();
+        }
+        for name in self.control.new_requests(MESSAGE_PREFIX) {
+            self.message(dir, &name);
+        }
+    }
+
+    /// Hands the Leader message `control/<name>` to the agent by the prompt's paste-and-prove
+    /// path ([`submit::submit`]) and writes how it went to `proofs/<name>`. Never retried: a
+    /// refusal typed nothing, an unconfirmed delivery is shown as such.
+    fn message(&self, dir: &Path, name: &str) {
+        let path = dir.join(CONTROL_DIR).join(name);
+        let request = match std::fs::read(&path) {
+            Ok(bytes) => MessageRequest::decode(&bytes).map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => {
+                log(&format!("{name}: not delivered: {error}"));
+                return;
+            }
+        };
+        let pane = self.server.pane(&self.found.pane_id);
+        let (steps, why) = match submit::submit(&pane, &self.profile, &request.text, dir, PATIENCE)
+        {
+            Ok(Submission::Proven(proof)) => (proof.steps, None),
+            Ok(Submission::Unconfirmed { proof, why }) => (proof.steps, Some(why)),
+            Err(error) => (Vec::new(), Some(format!("refused:{error}"))),
+        };
+        log(&format!(
+            "{name}: {}",
+            why.as_deref().unwrap_or("delivered (proven)")
+        ));
+        let proof = MessageProof {
+            schema_version: MessageProof::SCHEMA.to_owned(),
+            message_id: name.to_owned(),
+            text_digest: sha256_digest(request.text.as_bytes()),
+            proven: why.is_none(),
+            why,
+            steps,
+            at: now(),
+        };
+        let target = dir.join(PROOFS_DIR).join(name);
+        let written = proof
+            .canonical()
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| {
+                files::write_new(&target, &bytes).map_err(|error| error.to_string())?;
+                Ok(bytes)
+            });
+        match written {
+            Ok(bytes) => self.record_delivery(name, &proof, &bytes),
+            Err(error) => log(&format!("{}: {error}", target.display())),
+        }
+    }
+
+    /// Appends the delivery record of the Leader's message `name` to the task's operator-action
+    /// journal: `delivered` when proven, `unconfirmed` when something was typed without proof,
+    /// `failed` when refused with nothing typed; the proof is the proof file and its digest. A
+    /// failure is logged (the proof file stands).
+    fn record_delivery(&self, name: &str, proof: &MessageProof, bytes: &[u8]) {
+        use valp_store::actions::{ActionJournal, ActionKind, ActionRecord, Delivery, Outcome};
+        let env = |key: &str| self.spec.env.get(key).cloned().unwrap_or_default();
+        let action_id = name.trim_end_matches(".json");
+        let outcome = match (&proof.why, proof.steps.is_empty()) {
+            (None, _) => Outcome::Delivered,
+            (Some(_), true) => Outcome::Failed,
+            (Some(_), false) => Outcome::Unconfirmed,
+        };
+        let appended = valp_store::ControlRoot::open(
+            Path::new(&env("VALP_CONTROL_ROOT")),
+            std::sync::Arc::new(valp_store::io::OsStorage),
+        )
+        .and_then(|root| {
+            ActionJournal::of_task(&root, &env("VALP_TASK_ID"), valp_store::Access::Write)
+        })
+        .and_then(|mut journal| {
+            let Some(asked) = journal.get(action_id).cloned() else {
+                return Err(valp_store::StoreError::Invalid(format!(
+                    "no recorded action {action_id}"
+                )));
+            };
+            let proof_ref = format!(
+                "{}/{PROOFS_DIR}/{name}",
+                super::attempt_ref(&env("VALP_ATTEMPT_ID"))
+            );
+            journal.append(&ActionRecord {
+                action_id: format!("{action_id}/delivery"),
+                kind: ActionKind::Delivery,
+                principal_id: format!("adapter:{ADAPTER_ID}"),
+                summary: proof
+                    .why
+                    .clone()
+                    .unwrap_or_else(|| "submitted, input cleared".to_owned())
+                    .chars()
+                    .filter(|ch| !ch.is_control())
+                    .take(valp_store::actions::MAX_SUMMARY_CHARS)
+                    .collect(),
+                allow: None,
+                delivery: Some(Delivery {
+                    action_id: action_id.to_owned(),
+                    adapter: ADAPTER_ID.to_owned(),
+                    outcome,
+                    proof: Some((proof_ref, sha256_digest(bytes))),
+                }),
+                ..asked
+            })
+        });
+        if let Err(error) = appended {
+            log(&format!("{name}: delivery not recorded: {error}"));
+        }
     }
 
     /// Presses the profile's interrupt keys and watches the agent return to its prompt.
