@@ -38,7 +38,7 @@ pub mod records;
 pub mod spec;
 mod supervisor;
 
-pub(crate) use supervisor::{Claimed, Control, Writer, claim_folder};
+pub(crate) use supervisor::{Control, Writer, claim_folder};
 
 use std::fs::OpenOptions;
 use std::io;

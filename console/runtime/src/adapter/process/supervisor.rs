@@ -59,6 +59,18 @@ pub(crate) struct Claimed {
     pub prefix: String,
 }
 
+impl Claimed {
+    /// The observation writer of the claimed folder for `adapter`.
+    pub(crate) fn writer(&self, adapter: &'static str) -> Writer<'_> {
+        Writer {
+            adapter,
+            dir: &self.dir,
+            request: &self.request,
+            prefix: self.prefix.clone(),
+        }
+    }
+}
+
 /// Checks `dir` (read-only first: nothing is written into a folder that is not an attempt
 /// folder), makes `supervisor.json` name this process and refuses a folder that has
 /// observations already: an attempt is supervised once.
@@ -93,19 +105,11 @@ pub(crate) fn claim_folder(dir: &Path) -> Result<Claimed, ProcessError> {
 }
 
 pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
-    let Claimed {
-        dir,
-        request,
-        prefix,
-    } = claim_folder(dir)?;
-    let writer = Writer {
-        adapter: ADAPTER_ID,
-        dir: &dir,
-        request: &request,
-        prefix,
-    };
+    let claimed = claim_folder(dir)?;
+    let (dir, request) = (&claimed.dir, &claimed.request);
+    let writer = claimed.writer(ADAPTER_ID);
     log(&format!("supervising attempt {}", request.attempt_id));
-    let spec = match load_spec(&dir, &request) {
+    let spec = match load_spec(dir, request) {
         Ok(spec) => spec,
         Err(reason) => {
             log(&format!("refused: {reason}"));
@@ -113,13 +117,13 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let mut control = Control::new(&dir);
+    let mut control = Control::new(dir);
     if let Some(reason) = control.cancel() {
         log("cancelled before start");
         writer.refusal(ObservationStatus::Cancelled, format!("cancelled:{reason}"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let running = match start(&dir, &spec) {
+    let running = match start(dir, &spec) {
         Ok(running) => running,
         Err(Start::Refused(reason)) => {
             log(&format!("not started: {reason}"));
@@ -146,7 +150,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
             return Err(error);
         }
     };
-    let outcome = finish(&dir, &spec, &request, &process, ended)?;
+    let outcome = finish(dir, &spec, request, &process, ended)?;
     writer.final_observation(&process, &outcome)?;
     log(&format!(
         "finished: {}{}",

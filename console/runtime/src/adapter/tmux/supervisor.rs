@@ -47,8 +47,8 @@ use crate::adapter::files;
 use crate::adapter::process::os::{self, Signal};
 use crate::adapter::process::records::EvidenceRecord;
 use crate::adapter::process::{
-    CONTROL_DIR, Claimed, Control, PROOFS_DIR, ProcessError, RUN_FILE, Writer, claim_folder,
-    invalid, io_error, same_evidence,
+    CONTROL_DIR, Control, PROOFS_DIR, ProcessError, RUN_FILE, Writer, claim_folder, invalid,
+    io_error, same_evidence,
 };
 use crate::agent::classify::{Classification, Debouncer, classify};
 use crate::agent::profile::{AgentState, Profile};
@@ -86,26 +86,18 @@ fn now() -> String {
 
 /// Runs the supervisor of the attempt folder `dir` (see the module documentation).
 pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
-    let Claimed {
-        dir,
-        request,
-        prefix,
-    } = claim_folder(dir)?;
-    let writer = Writer {
-        adapter: ADAPTER_ID,
-        dir: &dir,
-        request: &request,
-        prefix,
-    };
+    let claimed = claim_folder(dir)?;
+    let (dir, request) = (&claimed.dir, &claimed.request);
+    let writer = claimed.writer(ADAPTER_ID);
     log(&format!("supervising attempt {}", request.attempt_id));
-    let spec = match load_spec(&dir, &request) {
+    let spec = match load_spec(dir, request) {
         Ok(spec) => spec,
         Err(reason) => return refuse(&writer, ObservationStatus::Blocked, reason),
     };
     let Ok(profile) = Profile::builtin(&spec.agent) else {
         return refuse(&writer, ObservationStatus::Blocked, "unknown_agent".into());
     };
-    let control = Control::new(&dir);
+    let control = Control::new(dir);
     if let Some(reason) = control.cancel() {
         return refuse(
             &writer,
@@ -145,7 +137,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
         spec.agent, found.pane_id, found.pane_pid
     ));
     if spec.target.is_some()
-        && let Some(earlier) = unconfirmed_before(&dir, &spec.socket, &found.pane_id)
+        && let Some(earlier) = unconfirmed_before(dir, &spec.socket, &found.pane_id)
     {
         // The agent may have taken that prompt: pasting again could run it twice.
         return refuse(
