@@ -511,7 +511,11 @@ fn a_decision_beaten_by_the_timeout_is_recorded_as_failed_delivery() {
                 "request_id": id,
                 "schema_version": "valp-agent-approval-answer.v1",
             });
-            std::fs::write(dir.join(format!("{id}.answer.json")), format!("{answer}\n")).unwrap();
+            // Like the hook, the answer appears whole (written aside, then renamed): the
+            // command must never read a half-written answer.
+            let temporary = dir.join(format!("{id}.answer.json.tmp"));
+            std::fs::write(&temporary, format!("{answer}\n")).unwrap();
+            std::fs::rename(&temporary, dir.join(format!("{id}.answer.json"))).unwrap();
         })
     };
     let approved = project.valp(&["agent", "approve", "T-1", id]);
