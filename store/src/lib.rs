@@ -28,6 +28,7 @@ pub mod effects;
 pub mod error;
 pub mod fence;
 mod files;
+pub mod foreign;
 pub mod head;
 pub mod installation;
 pub mod io;

@@ -8,3 +8,5 @@
 //! (summarised in ARCHITECTURE.md, section "Related loops").
 
 pub mod agentops;
+pub mod record;
+pub mod superloop;
