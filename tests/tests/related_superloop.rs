@@ -20,6 +20,7 @@ use valp_runtime::related::superloop::{
 };
 use valp_store::foreign::{ClaimResult, ForeignJournal, ForeignKind, ReviewVerdict};
 use valp_store::{Access, ControlRoot};
+use valp_tests::schemas::{errors, validator};
 use valp_tests::store::init_root;
 use valp_tests::workspace_root;
 
@@ -323,6 +324,20 @@ fn the_example_imports_as_a_task_whose_frontier_is_the_recomputed_one_at_each_st
         {
             assert_eq!(review.claim, Some((ClaimResult::Pass, ReviewVerdict::Pass)));
         }
+        // Every descriptor and journal line follows its schema.
+        let descriptors = validator("console/foreign-descriptor.schema.json");
+        for record in scene.records() {
+            let descriptor: Value =
+                serde_json::from_slice(&scene.root.blobs().get(&record.descriptor_digest).unwrap())
+                    .unwrap();
+            assert_eq!(errors(&descriptors, &descriptor), Vec::<String>::new());
+        }
+        let lines = validator("store/foreign-line.schema.json");
+        let journal = scene.root.layout().task_dir(TASK).join("foreign.jsonl");
+        for line in std::fs::read_to_string(journal).unwrap().lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(errors(&lines, &line), Vec::<String>::new());
+        }
         // Nothing but the publication is in the kernel journal: no review, no Done.
         assert_eq!(scene.revision(), 1);
     }
@@ -582,12 +597,7 @@ fn no_pass_is_carried_across_a_changed_part_definition_contract_or_generation() 
         format!("task {TASK} already exists (revision 1); publish the plan under another task_id")
     );
     edit_state(&dir, |state| {
-        state
-            .as_object_mut()
-            .unwrap()
-            .remove("generation")
-            .map(drop)
-            .unwrap_or(())
+        state.as_object_mut().unwrap().remove("generation");
     });
     assert_eq!(
         refused(&dir),
@@ -601,7 +611,7 @@ fn legacy_loops_inconsistent_states_and_commits_in_progress_are_refused() {
     scene.generate(1);
     let dir = scene.loop_dir();
     edit_state(&dir, |state| {
-        state["items"][1]["status"] = json!("in-progress")
+        state["items"][1]["status"] = json!("in-progress");
     });
     assert_eq!(
         refused(&dir),
@@ -724,7 +734,8 @@ fn no_human_authority_from_provenance() {
 
 #[test]
 fn artifacts_outside_the_loop_folder_or_not_bound_by_their_bytes_are_not_trusted() {
-    let cases: [(&str, fn(&Path) -> String); 3] = [
+    type Setup = fn(&Path) -> String;
+    let cases: [(&str, Setup); 3] = [
         ("../outside.json", |_| {
             "evaluator artifact ../outside.json: unavailable: not a safe relative path inside the loop folder".to_owned()
         }),

@@ -61,10 +61,9 @@ fn strip_comment(text: &str) -> &str {
     for (at, c) in text.char_indices() {
         match quote {
             Some(q) if c == q => quote = None,
-            Some(_) => {}
             None if c == '"' || c == '\'' => quote = Some(c),
             None if c == '#' && previous == ' ' => return &text[..at],
-            None => {}
+            Some(_) | None => {}
         }
         previous = c;
     }
@@ -103,7 +102,7 @@ impl Parser<'_> {
             let inner = indent + (line.text.len() - rest.len());
             if rest.is_empty() {
                 self.next += 1;
-                items.push(self.nested(indent, number)?);
+                items.push(self.nested(indent)?);
             } else if key_split(rest).is_some() {
                 // `- key: value`: a mapping whose lines are indented like `key`.
                 self.lines[self.next].indent = inner;
@@ -132,13 +131,12 @@ impl Parser<'_> {
             }
             let (key, rest) =
                 key_split(line.text).ok_or_else(|| format!("line {number}: not a `key: value`"))?;
-            let key = match scalar(key, number)? {
-                Value::String(key) => key,
-                _ => return Err(format!("line {number}: a key that is not a string")),
+            let Value::String(key) = scalar(key, number)? else {
+                return Err(format!("line {number}: a key that is not a string"));
             };
             self.next += 1;
             let value = if rest.is_empty() {
-                self.nested(indent, number)?
+                self.nested(indent)?
             } else {
                 scalar(rest, number)?
             };
@@ -149,9 +147,9 @@ impl Parser<'_> {
         Ok(Value::Object(map))
     }
 
-    /// The value under a `key:` or `-` of `indent` at line `number`: a deeper block, a sequence
-    /// at the same indentation (after a key), or null.
-    fn nested(&mut self, indent: usize, number: usize) -> Result<Value, String> {
+    /// The value under a `key:` or `-` of `indent`: a deeper block, a sequence at the same
+    /// indentation (after a key), or null.
+    fn nested(&mut self, indent: usize) -> Result<Value, String> {
         match self.lines.get(self.next) {
             Some(line) if line.indent > indent => {
                 let deeper = line.indent;
@@ -162,10 +160,7 @@ impl Parser<'_> {
             {
                 self.sequence(indent)
             }
-            _ => {
-                let _ = number;
-                Ok(Value::Null)
-            }
+            _ => Ok(Value::Null),
         }
     }
 }
@@ -177,12 +172,11 @@ fn key_split(text: &str) -> Option<(&str, &str)> {
     for (at, c) in text.char_indices() {
         match quote {
             Some(q) if c == q => quote = None,
-            Some(_) => {}
             None if (c == '"' || c == '\'') && at == 0 => quote = Some(c),
             None if c == ':' && bytes.get(at + 1).is_none_or(|next| *next == b' ') => {
                 return Some((text[..at].trim_end(), text[at + 1..].trim_start()));
             }
-            None => {}
+            Some(_) | None => {}
         }
     }
     None
