@@ -6,7 +6,7 @@
 //! kernel event: a foreign verdict is evidence the Leader can look at, not a VALP review.
 //! What they read is kept in a task only through [`record`] (the task's foreign-observation
 //! journal and the blob store), and a SuperLoop Work Plan becomes a task only through the
-//! ordinary plan publication ([`superloop::import`]).
+//! ordinary plan publication ([`superloop::import()`]).
 //! The formats and the "never infer" rules are in `docs/related-loops.md` of the shared notes
 //! (summarised in ARCHITECTURE.md, section "Related loops").
 

@@ -1,7 +1,7 @@
 //! SuperLoop finite Work Plans (`superloop/v2`) read from a loop folder, read-only.
 //!
 //! [`read`] takes `<loop>/loop.yaml` and `<loop>/state.json` (nothing else is needed; run logs
-//! and evaluator artifacts are read by [`import`] where the state names them) and checks,
+//! and evaluator artifacts are read by [`import()`] where the state names them) and checks,
 //! before anything is believed:
 //!
 //! - the contract is `superloop/v2` with a finite `workPlan` (a legacy
