@@ -24,6 +24,7 @@
 //! **Append** ([`ForeignJournal::append`]) is idempotent per `observation_id`: the same record
 //! again is answered with `false` (nothing written), another record under the id is refused. A
 //! missing file is the empty journal; older binaries never read it (no layout change).
+//! `valp verify` checks the file (chain, head, every record's rules) as `foreign`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -34,8 +35,9 @@ use valp_kernel::json::write::Fields;
 
 use crate::actions::{members, optional_text, text};
 use crate::error::StoreError;
+use crate::head::Head;
 use crate::io::Storage;
-use crate::journal::{Access, JOURNAL_FILE};
+use crate::journal::{Access, JOURNAL_FILE, Warning};
 use crate::ledger::{Decision, Ledger, LedgerRecord, Records};
 use crate::root::ControlRoot;
 
@@ -371,5 +373,15 @@ impl ForeignJournal {
     /// The journal file.
     pub fn path(&self) -> &Path {
         self.ledger.path()
+    }
+
+    /// Warnings raised while opening.
+    pub fn warnings(&self) -> &[Warning] {
+        self.ledger.warnings()
+    }
+
+    /// The head anchor (`None`: no record yet).
+    pub fn head(&self) -> Option<&Head> {
+        self.ledger.head()
     }
 }

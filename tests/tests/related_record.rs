@@ -269,4 +269,39 @@ fn the_command_records_only_with_record_and_a_named_task() {
     );
     let verified = project.valp(&["verify"]);
     assert_eq!(verified.code, Some(0), "{}", verified.stdout);
+    assert!(
+        verified
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("foreign   t ") && line.ends_with("3  ok")),
+        "{}",
+        verified.stdout
+    );
+    // A changed byte in the journal is found, never repaired.
+    let journal = project
+        .control_root()
+        .join("tasks/t")
+        .join(valp_store::foreign::FOREIGN_FILE);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(
+        &journal,
+        text.replacen("agentops verdict.v2", "agentops verdict.v3", 1),
+    )
+    .unwrap();
+    let verified = project.valp(&["verify"]);
+    assert_eq!(verified.code, Some(1), "{}", verified.stdout);
+    assert!(
+        verified
+            .stdout
+            .lines()
+            .any(|line| line.starts_with("foreign   t ")
+                && line.contains("PROBLEM VALP-E-KERNEL-STORE-CORRUPT")
+                && line.contains("foreign.jsonl:1: byte 0: entry_digest")),
+        "{}",
+        verified.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(&journal).unwrap(),
+        text.replacen("agentops verdict.v2", "agentops verdict.v3", 1)
+    );
 }
