@@ -107,6 +107,18 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
     files
 }
 
+/// `valp verify`, which must exit `code`: its `foreign` row of task `t`.
+fn foreign_row(project: &Project, code: i32) -> String {
+    let verified = project.valp(&["verify"]);
+    assert_eq!(verified.code, Some(code), "{}", verified.stdout);
+    verified
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("foreign   t "))
+        .unwrap_or_else(|| panic!("{}", verified.stdout))
+        .to_owned()
+}
+
 #[test]
 fn the_three_outcomes_are_recorded_exactly_as_evidence_claim_and_review() {
     let (temp, root, dir) = scene();
@@ -267,41 +279,26 @@ fn the_command_records_only_with_record_and_a_named_task() {
         lines[1].ends_with(" claim unknown review blocked"),
         "{recorded}"
     );
-    let verified = project.valp(&["verify"]);
-    assert_eq!(verified.code, Some(0), "{}", verified.stdout);
-    assert!(
-        verified
-            .stdout
-            .lines()
-            .any(|line| line.starts_with("foreign   t ") && line.ends_with("3  ok")),
-        "{}",
-        verified.stdout
+    assert_eq!(
+        foreign_row(&project, 0),
+        "foreign   t                       3  ok"
     );
     // A changed byte in the journal is found, never repaired.
     let journal = project
         .control_root()
         .join("tasks/t")
         .join(valp_store::foreign::FOREIGN_FILE);
-    let text = std::fs::read_to_string(&journal).unwrap();
-    std::fs::write(
-        &journal,
-        text.replacen("agentops verdict.v2", "agentops verdict.v3", 1),
-    )
-    .unwrap();
-    let verified = project.valp(&["verify"]);
-    assert_eq!(verified.code, Some(1), "{}", verified.stdout);
+    let changed = std::fs::read_to_string(&journal).unwrap().replacen(
+        "agentops verdict.v2",
+        "agentops verdict.v3",
+        1,
+    );
+    std::fs::write(&journal, &changed).unwrap();
+    let row = foreign_row(&project, 1);
     assert!(
-        verified
-            .stdout
-            .lines()
-            .any(|line| line.starts_with("foreign   t ")
-                && line.contains("PROBLEM VALP-E-KERNEL-STORE-CORRUPT")
-                && line.contains("foreign.jsonl:1: byte 0: entry_digest")),
-        "{}",
-        verified.stdout
+        row.contains("PROBLEM VALP-E-KERNEL-STORE-CORRUPT")
+            && row.contains("foreign.jsonl:1: byte 0: entry_digest"),
+        "{row}"
     );
-    assert_eq!(
-        std::fs::read_to_string(&journal).unwrap(),
-        text.replacen("agentops verdict.v2", "agentops verdict.v3", 1)
-    );
+    assert_eq!(std::fs::read_to_string(&journal).unwrap(), changed);
 }
