@@ -58,8 +58,14 @@ pub fn parse(text: &str) -> Result<Value, String> {
 fn strip_comment(text: &str) -> &str {
     let mut quote = None;
     let mut previous = ' ';
+    let mut escaped = false;
     for (at, c) in text.char_indices() {
+        if std::mem::take(&mut escaped) {
+            previous = c;
+            continue;
+        }
         match quote {
+            Some('"') if c == '\\' => escaped = true,
             Some(q) if c == q => quote = None,
             None if c == '"' || c == '\'' => quote = Some(c),
             None if c == '#' && previous == ' ' => return &text[..at],
@@ -230,6 +236,9 @@ fn scalar(text: &str, number: usize) -> Result<Value, String> {
     if matches!(text, "-.inf" | "-.Inf" | "-.INF" | "+.inf") {
         return refuse("a number that is not a decimal integer");
     }
+    if text.contains(": ") || text.ends_with(':') {
+        return refuse("a `: ` inside a plain scalar");
+    }
     Ok(Value::String(text.to_owned()))
 }
 
@@ -271,4 +280,54 @@ fn double_quoted(inner: &str, number: usize) -> Result<String, String> {
     Err(format!(
         "line {number}: an unterminated or multi-line quoted scalar is not supported"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_subset_reads_into_the_json_data_model() {
+        let text = "# comment\na: 1\nb:\n- x\n- 'it''s'\nc:\n  d: \"q\\\"\" # trailing\n  e: []\n  f:\n    - g: true\n      h: ~\n    -\n      i: -3\nj: \"quoted: yes\"\n";
+        assert_eq!(
+            parse(text),
+            Ok(serde_json::json!({
+                "a": 1,
+                "b": ["x", "it's"],
+                "c": {"d": "q\"", "e": [], "f": [{"g": true, "h": null}, {"i": -3}]},
+                "j": "quoted: yes",
+            }))
+        );
+    }
+
+    #[test]
+    fn what_superloop_might_read_otherwise_is_refused_with_its_line() {
+        for (text, error) in [
+            ("a: 1\na: 2\n", "line 2: key \"a\" given twice"),
+            (
+                "a: 1.5\n",
+                "line 1: a number that is not a decimal integer is not supported",
+            ),
+            (
+                "a: 0x1F\n",
+                "line 1: a number that is not a decimal integer is not supported",
+            ),
+            ("a: |\n  x\n", "line 1: a block scalar is not supported"),
+            ("a: !tag x\n", "line 1: a tag is not supported"),
+            ("a: [1]\n", "line 1: a flow collection is not supported"),
+            ("a:\n\tb: 1\n", "line 2: a tab in the indentation"),
+            ("a: 1\n---\nb: 2\n", "line 2: more than one document"),
+            (
+                "a: \"open\n",
+                "line 1: an unterminated or multi-line quoted scalar is not supported",
+            ),
+            ("a:\n  b: 1\n c: 2\n", "line 3: unexpected indentation"),
+            (
+                "a: plain: no\n",
+                "line 1: a `: ` inside a plain scalar is not supported",
+            ),
+        ] {
+            assert_eq!(parse(text), Err(error.to_owned()), "{text:?}");
+        }
+    }
 }
