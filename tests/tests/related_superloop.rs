@@ -911,12 +911,41 @@ fn the_command_imports_without_running_loopctl_or_touching_the_loop_folder() {
     assert_eq!(snapshot(&dir), before);
     assert!(!mark.exists());
     assert!(!dir.join("locks").exists());
-    // Importing again is refused, nothing merged.
-    let again = project.valp(&["task", "import-superloop", "loops/finite-project"]);
-    assert_eq!(again.code, Some(2), "{}", again.stderr);
-    assert_eq!(
-        again.stderr,
-        "valp: task superloop-finite-project is already published with this plan (revision 1); \
-         nothing was written; nothing was imported\n"
+    // Importing the same plan again refreshes it: nothing new, nothing written twice.
+    let again = project.ok(&["task", "import-superloop", "loops/finite-project"]);
+    assert!(
+        again.starts_with("refreshed SuperLoop loop finite-project"),
+        "{again}"
     );
+    assert_eq!(again.matches("(already recorded)").count(), 13, "{again}");
+}
+
+#[test]
+fn importing_again_after_each_recorded_run_adds_only_what_is_new() {
+    // One task followed through the generated history: the same plan is refreshed, never
+    // published twice, and each step adds its state, its run, attempt and review (then the
+    // Goal run and the Done claim); the frontier is the recomputed one at every step.
+    let scene = Scene::new();
+    let expected: [(&[&str], usize); 5] = [
+        (&["establish-foundation"], 2),
+        (&["produce-deliverable"], 4),
+        (&["integrate-project"], 4),
+        (&[], 4),
+        (&[], 3),
+    ];
+    for (step, (frontier, written)) in expected.into_iter().enumerate() {
+        scene.generate(step);
+        let imported = scene.import();
+        assert_eq!(imported.refreshed, step > 0, "step {step}");
+        assert_eq!(imported.frontier, frontier, "step {step}");
+        assert_eq!(
+            kernel_unlocked(&scene, &scene.read()),
+            frontier,
+            "step {step}"
+        );
+        let new = imported.kept.iter().filter(|kept| kept.written).count();
+        assert_eq!(new, written, "step {step}");
+        assert_eq!(scene.revision(), 1, "step {step}");
+    }
+    assert!(superloop::done_gate(&scene.root, TASK).unwrap().passed);
 }

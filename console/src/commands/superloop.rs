@@ -68,7 +68,12 @@ fn import(
     })?;
     writeln!(
         out,
-        "imported SuperLoop loop {} (generation {}) as task {} at epoch {}: {} work items",
+        "{} SuperLoop loop {} (generation {}) as task {} at epoch {}: {} work items",
+        if imported.refreshed {
+            "refreshed"
+        } else {
+            "imported"
+        },
         display_text(&found.contract.name),
         display_text(&found.generation),
         display_text(&task),

@@ -9,7 +9,9 @@
 //!   criteria; the goal text names the loop, its generation and the contract digest
 //!   (`superloop-jcs:<hex>`), so the contract is frozen into the plan evidence of the task's
 //!   first event. It is published with [`plan::publish`] like any plan; a task that exists
-//!   with another plan (another generation, another contract) is refused, never merged.
+//!   with another plan (another generation, another contract) is refused, never merged. A task
+//!   published with this very plan is refreshed: the observations not recorded yet (new runs,
+//!   a Goal evaluation) are added, the others answered as already recorded.
 //! - **Observations** (the task's foreign-observation journal, [`super::super::record`]):
 //!   the contract (`contract`, loop.yaml's bytes), the state (`state`), each recorded run whose
 //!   log is there and whose JCS digest, status and finish time are the state's (`run`), each
@@ -57,6 +59,9 @@ pub struct DoneClaim {
 pub struct Imported {
     /// The task.
     pub published: Published,
+    /// Whether the task was already published with this very plan (same loop, generation and
+    /// contract): only observations not yet recorded were added.
+    pub refreshed: bool,
     /// Every observation kept (or found already kept).
     pub kept: Vec<Kept>,
     /// What was not taken, and why.
@@ -160,7 +165,22 @@ pub fn import(
         text.as_bytes(),
     )
     .map_err(|errors| plan::PlanError::Invalid(errors.to_string()))?;
-    let published = plan::publish(root, &parsed, leader_epoch)?;
+    let (published, refreshed) = match plan::of_task(root, task_id) {
+        // The same plan (same loop, generation and contract): record what is new, idempotently.
+        Ok((existing, plan_evidence, done_policy)) if existing == parsed => {
+            let task = root.open_task(task_id, Access::ReadOnly)?;
+            let published = Published {
+                task_id: task_id.to_owned(),
+                leader_epoch: task.genesis().state.body.leader_epoch,
+                work_items: parsed.work_items.len(),
+                plan: plan_evidence,
+                done_policy,
+                resumed: false,
+            };
+            (published, true)
+        }
+        _ => (plan::publish(root, &parsed, leader_epoch)?, false),
+    };
     let mut journal = ForeignJournal::of_task(root, task_id, Access::Write)?;
     let mut session = Session {
         root,
@@ -183,6 +203,7 @@ pub fn import(
     }
     Ok(Imported {
         published,
+        refreshed,
         kept: session.kept,
         problems: session.problems,
         frontier: frontier(found),
