@@ -361,9 +361,10 @@ pub struct DemoArgs {
     /// Task id of the demo task.
     #[arg(long, default_value = "demo-1")]
     pub task: String,
-    /// Accepted entries to write.
-    #[arg(long, default_value_t = 120)]
-    pub entries: usize,
+    /// Accepted entries to write (120 without `--console`). With `--console` the seeded task
+    /// is written only when this is given: the console opens on the live demo plan.
+    #[arg(long)]
+    pub entries: Option<usize>,
     /// Work items in the task.
     #[arg(long, default_value_t = 6)]
     pub work_items: usize,

@@ -148,3 +148,45 @@ fn the_schemas_list_exactly_what_the_parser_knows() {
         Theme::from_toml(&text).unwrap_or_else(|e| panic!("{color}: {e}"));
     }
 }
+
+/// The needs-you acknowledgements file as the console writes it validates against its schema;
+/// the shapes the console's reader refuses, the schema refuses too.
+#[test]
+fn the_acknowledgements_file_follows_its_schema() {
+    use valp_runtime::clock::{FixedClock, Timestamp};
+    use valp_runtime::needs::{Queue, acks};
+
+    const SCHEMA: &str = "console/acknowledgements.schema.json";
+    let temp = tempfile::tempdir().unwrap();
+    let root = valp_store::ControlRoot::init(
+        temp.path(),
+        valp_kernel::Identity::new(valp_kernel::IdentityKind::Installation, "inst").unwrap(),
+        std::sync::Arc::new(valp_store::io::OsStorage),
+    )
+    .unwrap();
+    let clock = FixedClock::new(Timestamp::from_millis(1_796_040_000_000));
+    let mut queue = Queue::new(&root);
+    queue.acknowledge("review:t:r9", true, &[], &clock).unwrap();
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(root.console_file(acks::FILE)).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        json!({"acknowledged": [{"at": "2026-11-30T12:00:00.000Z", "key": "review:t:r9"}],
+               "schema_version": "valp-console-acknowledgements.v1"})
+    );
+    let schema = validator(SCHEMA);
+    assert_eq!(errors(&schema, &written), Vec::<String>::new());
+    for broken in [
+        json!({"acknowledged": [], "schema_version": "v0"}),
+        json!({"schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "", "at": "2026-11-30T12:00:00.000Z"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "k", "at": "yesterday"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "k", "at": "2026-11-30T12:00:00.000Z", "by": "me"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [], "schema_version": "valp-console-acknowledgements.v1", "x": 1}),
+    ] {
+        assert!(!schema.is_valid(&broken), "the schema accepts {broken}");
+    }
+}

@@ -18,6 +18,7 @@ pub mod conformance;
 pub mod doctor;
 pub mod evidence;
 pub mod ingest;
+pub mod needs;
 pub mod plan;
 pub mod related;
 pub mod runtime;

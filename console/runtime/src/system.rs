@@ -22,6 +22,7 @@ use crate::authority::{self, Approval, AuthorityError, Confirmation, SessionChec
 use crate::clock::Clock;
 use crate::doctor::report::shows;
 use crate::doctor::{self, HealthStatus, Observation, ObserveOptions};
+use crate::needs;
 use crate::runtime::control::{Actor, Operation};
 use valp_view::sanitize::display_text;
 use valp_view::{
@@ -37,6 +38,9 @@ pub struct SystemBackend<'c> {
     observation: Observation,
     session: SessionCheck,
     desk: tasks::Desk,
+    needs: needs::Queue,
+    /// The needs on screen, which an acknowledgement keeps in the file.
+    shown_needs: Vec<valp_view::NeedRow>,
     feed: Option<feed::Feed>,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
@@ -55,6 +59,7 @@ impl<'c> SystemBackend<'c> {
         let observation = doctor::observe(clock, &options);
         let session = authority::open_session(&root, &mut ledger, &observation)?;
         Ok(Self {
+            needs: needs::Queue::new(&root),
             root,
             ledger,
             clock,
@@ -62,6 +67,7 @@ impl<'c> SystemBackend<'c> {
             observation,
             session,
             desk: tasks::Desk::new(None),
+            shown_needs: Vec::new(),
             feed: None,
             pending_plan: None,
         })
@@ -281,6 +287,11 @@ impl Backend for SystemBackend<'_> {
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
+        let (needs, acks_problem) = self
+            .needs
+            .rows(self.desk.needs(lane.active_epoch), self.clock);
+        rejections.extend(acks_problem);
+        self.shown_needs.clone_from(&needs);
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),
@@ -290,6 +301,8 @@ impl Backend for SystemBackend<'_> {
             observations,
             rejections,
             activity: self.desk.activity(),
+            needs,
+            now_ms: self.clock.now().millis(),
         }
     }
 
@@ -337,6 +350,26 @@ impl Backend for SystemBackend<'_> {
                 work_item_id,
             } => return self.operate(task_id, &Operation::Retry(work_item_id.clone())),
             Request::Recover { task_id } => return self.operate(task_id, &Operation::Recover),
+            Request::Acknowledge { key, seen } => {
+                return self
+                    .needs
+                    .acknowledge(key, *seen, &self.shown_needs, self.clock)
+                    .map(|()| {
+                        format!(
+                            "{} {}",
+                            if *seen {
+                                "acknowledged"
+                            } else {
+                                "unacknowledged"
+                            },
+                            display_text(key)
+                        )
+                    })
+                    .map_err(|error| Refusal {
+                        code: needs::AcksError::CODE.to_owned(),
+                        message: display_text(&error.to_string()),
+                    });
+            }
         };
         result.map_err(refusal)
     }

@@ -103,6 +103,7 @@ fn view() -> ConsoleView {
         activity: (0..100)
             .map(|at| format!("task-000: proposal {at} accepted"))
             .collect(),
+        ..ConsoleView::default()
     }
 }
 

@@ -53,11 +53,16 @@ pub enum Action {
     Recover,
     /// Mark or unmark the work item under the cursor (redirect dialog).
     Toggle,
+    /// Jump to the next need that waits for the Leader: its task (and work item) selected,
+    /// so the key that answers it acts on it.
+    NextNeed,
+    /// Acknowledge the need under the Needs-you cursor (or take the acknowledgement back).
+    Acknowledge,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 23] = [
+    pub const ALL: [Self; 25] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -81,6 +86,8 @@ impl Action {
         Self::RetryItem,
         Self::Recover,
         Self::Toggle,
+        Self::NextNeed,
+        Self::Acknowledge,
     ];
 
     /// The name used in keymap files.
@@ -109,6 +116,8 @@ impl Action {
             Self::RetryItem => "retry_item",
             Self::Recover => "recover",
             Self::Toggle => "toggle",
+            Self::NextNeed => "next_need",
+            Self::Acknowledge => "acknowledge",
         }
     }
 
@@ -143,6 +152,8 @@ impl Action {
             Self::RetryItem => "retry…",
             Self::Recover => "recover…",
             Self::Toggle => "mark superseded",
+            Self::NextNeed => "next need",
+            Self::Acknowledge => "seen",
         }
     }
 
@@ -179,6 +190,8 @@ impl Action {
                 "blocked task: back to fixing; fixing task: dispatch it again (asks first)"
             }
             Self::Toggle => "mark or unmark a work item as superseded",
+            Self::NextNeed => "jump to the next need that waits for you (its task selected)",
+            Self::Acknowledge => "mark the need under the Needs-you cursor as seen (again: unmark)",
         }
     }
 }

@@ -33,7 +33,9 @@ use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
 use super::{banner, body, footer, help, intro, leader, title};
-use valp_view::{ConsoleView, Refusal, Request, SessionCheck, TaskRow};
+use std::collections::BTreeSet;
+
+use valp_view::{ConsoleView, NeedRow, Refusal, Request, SessionCheck, TaskRow};
 
 /// The task status in which the Leader's review decision is offered.
 const REVIEWING: &str = "reviewing";
@@ -45,6 +47,22 @@ const BLOCKED: &str = "blocked";
 const FIXING: &str = "fixing";
 /// The task status in which the System runs attempts.
 const EXECUTING: &str = "executing";
+
+/// The main screen's actions that propose something or write under the control root: the
+/// ones read-only mode refuses in words.
+const OPERATIONS: [Action; 11] = [
+    Action::CancelSelected,
+    Action::Interrupt,
+    Action::Resume,
+    Action::Redirect,
+    Action::PassReview,
+    Action::RejectReview,
+    Action::GrantApproval,
+    Action::DenyApproval,
+    Action::RetryItem,
+    Action::Recover,
+    Action::Acknowledge,
+];
 
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +117,12 @@ pub struct App {
     help: bool,
     notice: Option<Notice>,
     dirty: bool,
+    /// Needs already announced by the bell or desktop notification (each once).
+    alerted: BTreeSet<String>,
+    /// What the loop should write to the terminal to announce needs, if anything.
+    alert: Option<String>,
+    /// The need `n` jumped to last (its key), so the next `n` goes on from it.
+    jumped: Option<String>,
 }
 
 impl App {
@@ -114,8 +138,12 @@ impl App {
             help: false,
             notice: None,
             dirty: true,
+            alerted: BTreeSet::new(),
+            alert: None,
+            jumped: None,
         };
         app.sync_list();
+        app.check_alerts();
         app
     }
 
@@ -179,6 +207,46 @@ impl App {
         std::mem::take(&mut self.dirty)
     }
 
+    /// The bytes the loop should write to the terminal to announce needs that still wait after
+    /// the configured delay (a bell, or an OSC 9 desktop notification), once per need.
+    pub fn take_alert(&mut self) -> Option<String> {
+        self.alert.take()
+    }
+
+    /// Announces the unacknowledged needs that have waited the configured delay and were not
+    /// announced yet.
+    fn check_alerts(&mut self) {
+        let Some(delay) = self.config.notify.delay_ms() else {
+            return;
+        };
+        let due: Vec<&NeedRow> = self
+            .view
+            .needs
+            .iter()
+            .filter(|need| {
+                !need.acknowledged
+                    && self.view.now_ms.saturating_sub(need.since_ms) >= delay
+                    && !self.alerted.contains(&need.key)
+            })
+            .collect();
+        let Some(first) = due.first() else {
+            return;
+        };
+        let text = format!(
+            "valp: {} {} waits for you{}",
+            first.kind.title(),
+            first.task_id,
+            if due.len() > 1 {
+                format!(" (and {} more)", due.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+        self.alert = self.config.notify.announce(&text);
+        let keys: Vec<String> = due.iter().map(|need| need.key.clone()).collect();
+        self.alerted.extend(keys);
+    }
+
     fn screen(&self) -> Screen {
         match self.view.lane.session {
             SessionCheck::Unbound => Screen::FirstRun,
@@ -201,7 +269,7 @@ impl App {
                 }
                 match self.config.keymap.action(self.mode(), &key) {
                     Some(action) => self.update(action),
-                    None => Vec::new(),
+                    None => self.refuse_read_only(&key),
                 }
             }
             Event::Resize => {
@@ -242,6 +310,7 @@ impl App {
             },
             Event::Loaded(view) => {
                 self.load(*view);
+                self.check_alerts();
                 Vec::new()
             }
         }
@@ -278,6 +347,19 @@ impl App {
             }
             (Mode::Main | Mode::ReadOnly, Action::Up | Action::Down) => {
                 self.selection.step(action == Action::Up, &self.view);
+            }
+            (Mode::Main | Mode::ReadOnly, Action::NextNeed) => {
+                let next = self.next_need();
+                self.selection.jump(&self.view, next);
+                self.jumped = self.view.needs.get(next).map(|need| need.key.clone());
+            }
+            (Mode::Main, Action::Acknowledge) => {
+                if let Some(need) = self.view.needs.get(self.selection.cursor(Pane::Needs)) {
+                    return self.send(Request::Acknowledge {
+                        key: need.key.clone(),
+                        seen: !need.acknowledged,
+                    });
+                }
             }
             (Mode::Main, _) if self.offers(action) => return self.operate(action),
             (Mode::Picker, Action::Cancel) => self.list = None,
@@ -323,7 +405,9 @@ impl App {
                     Action::CancelSelected => match focus {
                         Pane::Tasks => task.is_some(),
                         Pane::Items => self.selection.item(&self.view).is_some(),
-                        Pane::Observations | Pane::Rejections | Pane::Activity => false,
+                        Pane::Observations | Pane::Rejections | Pane::Activity | Pane::Needs => {
+                            false
+                        }
                     },
                     Action::Interrupt => task.is_some_and(|task| !task.interrupted),
                     Action::Resume => task.is_some_and(|task| task.interrupted),
@@ -347,15 +431,74 @@ impl App {
                     Action::Recover => {
                         task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
                     }
+                    Action::NextNeed | Action::Acknowledge => !self.view.needs.is_empty(),
                     _ => true,
                 }
             }
+            Mode::ReadOnly => action != Action::NextNeed || !self.view.needs.is_empty(),
             Mode::Redirect => self
                 .redirect
                 .as_ref()
                 .is_none_or(|redirect| redirect.offers(action)),
             _ => true,
         }
+    }
+
+    /// The need `n` goes to: the first unacknowledged one from the Needs-you cursor on
+    /// (wrapping), after it when `n` already went there; the one after the cursor when every
+    /// need is acknowledged.
+    fn next_need(&self) -> usize {
+        let needs = &self.view.needs;
+        let cursor = self
+            .selection
+            .cursor(Pane::Needs)
+            .min(needs.len().saturating_sub(1));
+        let there = needs
+            .get(cursor)
+            .is_some_and(|need| self.jumped.as_ref() == Some(&need.key));
+        let start = if there { cursor + 1 } else { cursor };
+        let count = needs.len().max(1);
+        (0..count)
+            .map(|step| (start + step) % count)
+            .find(|at| needs.get(*at).is_some_and(|need| !need.acknowledged))
+            .unwrap_or(start % count)
+    }
+
+    /// In read-only mode, a key the main screen binds to a task action is refused in words:
+    /// why, and the two ways on (other keys do nothing, as before).
+    fn refuse_read_only(&mut self, key: &crossterm::event::KeyEvent) -> Vec<Effect> {
+        if self.mode() != Mode::ReadOnly {
+            return Vec::new();
+        }
+        let Some(action) = self.config.keymap.action(Mode::Main, key) else {
+            return Vec::new();
+        };
+        if !OPERATIONS.contains(&action) {
+            return Vec::new();
+        }
+        let reason = match &self.view.lane.session {
+            SessionCheck::Unproven { reason } => reason.as_str(),
+            SessionCheck::Unbound | SessionCheck::Reopened { .. } => "",
+        };
+        let ways: Vec<String> = [Action::Rebind, Action::SelectOther]
+            .into_iter()
+            .filter_map(|way| {
+                let keys = self.config.keymap.keys(Mode::ReadOnly, way);
+                (!keys.is_empty())
+                    .then(|| format!("{} {}", crate::keymap::keys_text(&keys), way.describe()))
+            })
+            .collect();
+        self.notice = Some(Notice::Refused(Refusal {
+            code: "VALP-CONSOLE-READ-ONLY".to_owned(),
+            message: format!(
+                "{}: refused, the console is read-only because the Leader session is not \
+                 re-proven ({reason}). Ways on: {}",
+                action.label().trim_end_matches('…'),
+                ways.join("; or ")
+            ),
+        }));
+        self.dirty = true;
+        Vec::new()
     }
 
     /// Carries out a task action the main screen [offers](Self::offers).

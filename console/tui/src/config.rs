@@ -12,6 +12,8 @@
 //! title = { fg = "yellow", bold = true }
 //! [console]
 //! refresh_seconds = 10   # the slow refresh tick, 1 to 3600
+//! notify = "bell"        # announce needs that still wait: "off" (default), "bell", "osc9"
+//! notify_after_seconds = 300   # after how long (0 to 86400; default 300)
 //! ```
 //!
 //! Anything else is an error naming the file, the key and the rule it breaks.
@@ -26,6 +28,51 @@ use super::theme::{Theme, ThemeError};
 const REFRESH_EVERY: Duration = Duration::from_secs(5);
 /// The longest refresh period a user file may ask for.
 const MAX_REFRESH_SECONDS: u64 = 3600;
+/// How long a need waits before it is announced, unless the user file says otherwise.
+const NOTIFY_AFTER: Duration = Duration::from_secs(300);
+/// The longest announcement delay a user file may ask for (a day).
+const MAX_NOTIFY_SECONDS: u64 = 86_400;
+
+/// How the console announces a need that still waits after [`Notify::after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyHow {
+    /// Not at all.
+    Off,
+    /// The terminal bell (BEL).
+    Bell,
+    /// A desktop notification through the terminal (OSC 9), which terminals without it ignore.
+    Osc9,
+}
+
+/// The needs-you announcement settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Notify {
+    /// How.
+    pub how: NotifyHow,
+    /// After how long a need is announced.
+    pub after: Duration,
+}
+
+impl Notify {
+    /// The delay in milliseconds, or `None` when announcing is off.
+    pub fn delay_ms(self) -> Option<i64> {
+        (self.how != NotifyHow::Off)
+            .then(|| i64::try_from(self.after.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// What to write to the terminal to announce `text` (cleaned of control characters: it
+    /// goes inside an escape sequence).
+    pub fn announce(self, text: &str) -> Option<String> {
+        match self.how {
+            NotifyHow::Off => None,
+            NotifyHow::Bell => Some("\u{7}".to_owned()),
+            NotifyHow::Osc9 => Some(format!(
+                "\u{1b}]9;{}\u{7}",
+                valp_view::sanitize::display_line(text).replace(['\u{1b}', '\u{7}'], "")
+            )),
+        }
+    }
+}
 
 /// The console's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +83,8 @@ pub struct Config {
     pub theme: Theme,
     /// The period of the slow tick that sends [`Request::Refresh`](valp_view::Request).
     pub refresh_every: Duration,
+    /// Whether and when needs that still wait are announced.
+    pub notify: Notify,
 }
 
 /// A configuration that cannot be used.
@@ -86,6 +135,10 @@ impl Config {
             keymap: Keymap::builtin()?,
             theme: Theme::builtin()?,
             refresh_every: REFRESH_EVERY,
+            notify: Notify {
+                how: NotifyHow::Off,
+                after: NOTIFY_AFTER,
+            },
         })
     }
 
@@ -157,23 +210,42 @@ impl Config {
 
     fn console(&mut self, entries: &toml::Table) -> Result<(), ConfigError> {
         for (key, value) in entries {
-            if key != "refresh_seconds" {
-                return Err(ConfigError::Setting {
-                    key: format!("console.{key}"),
-                    rule: "unknown setting (settings: refresh_seconds)".to_owned(),
-                });
+            let seconds = |low: u64, high: u64| {
+                value
+                    .as_integer()
+                    .and_then(|seconds| u64::try_from(seconds).ok())
+                    .filter(|seconds| (low..=high).contains(seconds))
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| ConfigError::Setting {
+                        key: format!("console.{key}"),
+                        rule: format!("must be a whole number from {low} to {high}, not {value}"),
+                    })
+            };
+            match key.as_str() {
+                "refresh_seconds" => self.refresh_every = seconds(1, MAX_REFRESH_SECONDS)?,
+                "notify_after_seconds" => self.notify.after = seconds(0, MAX_NOTIFY_SECONDS)?,
+                "notify" => {
+                    self.notify.how = match value.as_str() {
+                        Some("off") => NotifyHow::Off,
+                        Some("bell") => NotifyHow::Bell,
+                        Some("osc9") => NotifyHow::Osc9,
+                        _ => {
+                            return Err(ConfigError::Setting {
+                                key: "console.notify".to_owned(),
+                                rule: format!("must be \"off\", \"bell\" or \"osc9\", not {value}"),
+                            });
+                        }
+                    }
+                }
+                _ => {
+                    return Err(ConfigError::Setting {
+                        key: format!("console.{key}"),
+                        rule: "unknown setting (settings: refresh_seconds, notify, \
+                               notify_after_seconds)"
+                            .to_owned(),
+                    });
+                }
             }
-            let seconds = value
-                .as_integer()
-                .and_then(|seconds| u64::try_from(seconds).ok())
-                .filter(|seconds| (1..=MAX_REFRESH_SECONDS).contains(seconds))
-                .ok_or_else(|| ConfigError::Setting {
-                    key: "console.refresh_seconds".to_owned(),
-                    rule: format!(
-                        "must be a whole number from 1 to {MAX_REFRESH_SECONDS}, not {value}"
-                    ),
-                })?;
-            self.refresh_every = Duration::from_secs(seconds);
         }
         Ok(())
     }
@@ -232,6 +304,23 @@ mod tests {
     }
 
     #[test]
+    fn needs_are_announced_as_the_user_file_says() {
+        let builtin = Config::builtin().unwrap();
+        assert_eq!(builtin.notify.delay_ms(), None);
+        assert_eq!(builtin.notify.announce("x"), None);
+        let bell = user("[console]\nnotify = \"bell\"\nnotify_after_seconds = 0\n").unwrap();
+        assert_eq!(bell.notify.delay_ms(), Some(0));
+        assert_eq!(bell.notify.announce("x").unwrap(), "\u{7}");
+        let osc = user("[console]\nnotify = \"osc9\"\n").unwrap();
+        assert_eq!(osc.notify.delay_ms(), Some(300_000));
+        assert_eq!(
+            osc.notify.announce("review t\u{1b}]0;x\u{7}").unwrap(),
+            "\u{1b}]9;review t\u{7}",
+            "an escape sequence in the text is dropped, not passed on"
+        );
+    }
+
+    #[test]
     fn flag_beats_no_color_beats_the_user_file() {
         let text = "[theme]\ntitle = { fg = \"red\", bold = true }\n";
         let file = Path::new("config.toml");
@@ -275,7 +364,21 @@ mod tests {
         );
         assert_eq!(
             error("[console]\nrefresh = 5\n"),
-            format!("{file}: console.refresh: unknown setting (settings: refresh_seconds)")
+            format!(
+                "{file}: console.refresh: unknown setting (settings: refresh_seconds, notify, \
+                 notify_after_seconds)"
+            )
+        );
+        assert_eq!(
+            error("[console]\nnotify = \"loud\"\n"),
+            format!("{file}: console.notify: must be \"off\", \"bell\" or \"osc9\", not \"loud\"")
+        );
+        assert_eq!(
+            error("[console]\nnotify_after_seconds = 90000\n"),
+            format!(
+                "{file}: console.notify_after_seconds: must be a whole number from 0 to 86400, \
+                 not 90000"
+            )
         );
         assert!(
             error("[keymap.main]\nc = \"explode\"\n").starts_with(&format!(

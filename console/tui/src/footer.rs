@@ -121,5 +121,9 @@ fn pending_text(request: &Request) -> String {
             work_item_id,
         } => format!("retrying work item {work_item_id} of task {task_id}"),
         Request::Recover { task_id } => format!("unblocking task {task_id}"),
+        Request::Acknowledge { key, seen: true } => format!("acknowledging {key}"),
+        Request::Acknowledge { key, seen: false } => {
+            format!("taking back the acknowledgement of {key}")
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! - [`App`] holds the view and the UI state; [`App::handle`] turns an [`Event`] into
 //!   [`Effect`]s without doing IO, and [`App::render`] composes one pane per module (`title`,
 //!   `intro`, `banner`, `leader`, `candidates`, `footer`, `dialog`, `redirect`, `help`, and the
-//!   task panes `tasks`, `items`, `observations`, `rejections`, `activity`, laid out by `body`
+//!   task panes `needs` (the needs-you queue), `tasks`, `items`, `observations`, `rejections`,
+//!   `activity`, laid out by `body`
 //!   over the shared `list`; `selection` holds the focus and cursors).
 //! - [`run`] is the one event loop, a tokio task that owns the terminal and the app and never
 //!   waits for the backend: it selects over terminal input (crossterm's `EventStream`), the
@@ -37,6 +38,7 @@ mod items;
 mod keymap;
 mod leader;
 mod list;
+mod needs;
 mod observations;
 mod redirect;
 mod rejections;
@@ -59,7 +61,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 pub use action::Action;
 pub use app::{App, Notice};
-pub use config::{Config, ConfigError, Sources};
+pub use config::{Config, ConfigError, Notify, NotifyHow, Sources};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
 pub use redirect::MAX_INTENT;
@@ -189,6 +191,12 @@ async fn event_loop(
         };
         let flow = worker.apply(&mut app, event);
         dirty |= app.take_dirty();
+        if let Some(alert) = app.take_alert() {
+            // Between frames: a bell or an OSC 9 notification draws nothing.
+            let mut out = io::stdout();
+            io::Write::write_all(&mut out, alert.as_bytes())?;
+            io::Write::flush(&mut out)?;
+        }
         if flow == Flow::Quit {
             return Ok(());
         }

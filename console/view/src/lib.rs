@@ -6,7 +6,10 @@
 //! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
 //! which the runtime and the TUI share).
 
+pub mod needs;
 pub mod sanitize;
+
+pub use needs::{NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -28,6 +31,12 @@ pub struct ConsoleView {
     /// What the System did lately (proposals and their verdicts, launches), newest first
     /// (bounded).
     pub activity: Vec<String>,
+    /// What waits for the Leader across tasks, most severe first, then oldest first.
+    pub needs: Vec<NeedRow>,
+    /// When the view was read, in milliseconds since the Unix epoch, from the System's
+    /// (injected) clock: ages on screen are measured against it, so a test's view draws the
+    /// same ages every time.
+    pub now_ms: i64,
 }
 
 /// One work item of a task.
@@ -258,6 +267,14 @@ pub enum Request {
     Recover {
         /// The task.
         task_id: String,
+    },
+    /// Mark a need as seen (or no longer seen): it stays listed, dimmed and after the others,
+    /// and rings no bell. Persisted under the control root, so it survives a restart.
+    Acknowledge {
+        /// The need's [`NeedRow::key`].
+        key: String,
+        /// Acknowledge (true) or take the acknowledgement back.
+        seen: bool,
     },
 }
 

@@ -11,6 +11,9 @@ use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
 use valp_store::{Access, ControlRoot, Journal, StoreError};
 
+use valp_kernel::dimension::GateResult;
+
+use crate::needs::{self, Found, TaskFacts};
 use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{self, Driver, Progress};
 use crate::runtime::effects;
@@ -35,9 +38,10 @@ pub struct Desk {
     /// console costs the entries appended since the last view, not a full replay.
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
-    /// Each task's gate line ([`TaskRow::gates`]) and the revision it was measured at: the
-    /// measurement reads the plan and the journal, so it is redone only when the task moved.
-    gates: BTreeMap<PathBuf, (i128, String)>,
+    /// Each task's gates (and their line, [`TaskRow::gates`]) and the revision they were
+    /// measured at: the measurement reads the plan and the journal, so it is redone only when
+    /// the task moved.
+    gates: BTreeMap<PathBuf, (i128, String, Vec<GateResult>)>,
     activity: VecDeque<String>,
 }
 
@@ -267,7 +271,7 @@ impl Desk {
 
     /// The gate line of the task journal in `dir` (open in [`Self::journals`]) at `revision`.
     fn gate_line(&mut self, root: &ControlRoot, dir: &Path, revision: i128) -> String {
-        if let Some((measured, line)) = self.gates.get(dir)
+        if let Some((measured, line, _)) = self.gates.get(dir)
             && *measured == revision
         {
             return line.clone();
@@ -275,7 +279,8 @@ impl Desk {
         let Some(journal) = self.journals.get(dir) else {
             return String::new();
         };
-        let line = match driver::task_gates(root, journal) {
+        let measured = driver::task_gates(root, journal);
+        let line = match &measured {
             Ok(Some(gates)) => gates
                 .iter()
                 .map(|gate| {
@@ -296,8 +301,31 @@ impl Desk {
             Ok(None) => String::new(),
             Err(error) => display_text(&format!("gates: {error}")),
         };
-        self.gates.insert(dir.to_owned(), (revision, line.clone()));
+        let gates = measured.ok().flatten().unwrap_or_default();
+        self.gates
+            .insert(dir.to_owned(), (revision, line.clone(), gates));
         line
+    }
+
+    /// What waits for the Leader in each task of `active_epoch` read by the last
+    /// [`Self::tasks`] (a task on a fenced epoch needs a handoff before anything else).
+    pub fn needs(&self, active_epoch: i128) -> Vec<(String, Vec<Found>)> {
+        self.journals
+            .iter()
+            .map(|(dir, journal)| (dir, journal.live().body()))
+            .filter(|(_, body)| body.leader_epoch == active_epoch)
+            .map(|(dir, body)| {
+                let gates = self
+                    .gates
+                    .get(dir)
+                    .filter(|(measured, _, _)| *measured == body.revision)
+                    .map_or(&[][..], |(_, _, gates)| gates.as_slice());
+                (
+                    body.task_id.value().to_owned(),
+                    needs::find(&TaskFacts { body, gates }),
+                )
+            })
+            .collect()
     }
 
     /// Adds to every observation row carrying an adapter's final word the reason the journal

@@ -6,5 +6,6 @@
 
 mod controls;
 mod flows;
+mod needs;
 mod screens;
 mod support;

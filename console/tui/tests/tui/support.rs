@@ -7,8 +7,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use valp_tui::{App, Config, Event, Flow, dispatch};
 use valp_view::{
-    Backend, CandidateRow, ConsoleView, EpochRow, ItemRow, LaneView, LeaderView, ObservationRow,
-    Refusal, RejectionRow, Request, SessionCheck, TaskRow,
+    Backend, CandidateRow, ConsoleView, EpochRow, ItemRow, LaneView, LeaderView, NeedKind, NeedRow,
+    ObservationRow, Refusal, RejectionRow, Request, SessionCheck, TaskRow,
 };
 
 /// A backend that answers from a script and records what it was asked.
@@ -134,8 +134,13 @@ fn base_view(lane: LaneView) -> ConsoleView {
         observations: Vec::new(),
         rejections: Vec::new(),
         activity: Vec::new(),
+        needs: Vec::new(),
+        now_ms: NOW_MS,
     }
 }
+
+/// The view's clock in every test view: 2026-11-30T12:00:00Z.
+pub const NOW_MS: i64 = 1_796_040_000_000;
 
 /// No Leader yet; one human and two tmux panes running agents.
 pub fn first_run() -> ConsoleView {
@@ -385,7 +390,45 @@ pub fn working() -> ConsoleView {
         format!("{TUNE}  interrupt accepted: fixing at revision 9"),
         format!("{BUILD}  work_item_completed  (scan exited 0)"),
     ];
+    view.needs = vec![
+        need(
+            NeedKind::FailedAttempt,
+            BUILD,
+            Some("lint"),
+            "att-lint-2",
+            "lint is blocked: attempt att-lint-2 did not complete and the System retries no more",
+            7 * 60,
+        ),
+        need(
+            NeedKind::Review,
+            REVIEW,
+            None,
+            "r31",
+            "the work is verified: review it",
+            42 * 60,
+        ),
+    ];
     view
+}
+
+/// A need first seen `age_seconds` before [`NOW_MS`].
+pub fn need(
+    kind: NeedKind,
+    task_id: &str,
+    work_item_id: Option<&str>,
+    occurrence: &str,
+    summary: &str,
+    age_seconds: i64,
+) -> NeedRow {
+    NeedRow {
+        key: NeedRow::key_of(kind, task_id, occurrence),
+        kind,
+        task_id: task_id.to_owned(),
+        work_item_id: work_item_id.map(str::to_owned),
+        summary: summary.to_owned(),
+        since_ms: NOW_MS - age_seconds * 1000,
+        acknowledged: false,
+    }
 }
 
 fn working_items() -> Vec<ItemRow> {
