@@ -8,6 +8,7 @@ use ratatui::text::Line;
 
 use super::app::Ctx;
 use super::list::{self, Listing};
+use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, row, span, widths};
 use super::theme::Slot;
@@ -67,8 +68,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         if !task.gates.is_empty() {
             parts.push(format!("gates: {}", task.gates));
         }
-        if !task.waiting.is_empty() {
-            parts.push(format!("waiting for: {}", task.waiting));
+        let waiting = needs::waiting_for(ctx, task);
+        if !waiting.is_empty() {
+            parts.push(format!("waiting for: {waiting}"));
         }
         (!parts.is_empty()).then(|| {
             Line::from(span(

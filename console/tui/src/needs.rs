@@ -15,7 +15,7 @@ use super::selection::Pane;
 use super::text::{Cut, cell, pieces, row, widths};
 use super::theme::Slot;
 use valp_view::needs::age_text;
-use valp_view::{NeedKind, NeedRow, Severity};
+use valp_view::{NeedKind, NeedRow, Severity, TaskRow};
 
 /// The keys that answer a need of `kind` on the main screen.
 pub const fn answers(kind: NeedKind) -> &'static [Action] {
@@ -44,6 +44,20 @@ pub fn answer_text(ctx: &Ctx, kind: NeedKind) -> String {
         })
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// What the System waits for on `task`, in words for the Tasks and Work items panes: the
+/// task's first need with the keys that answer it (`review: p pass review · f reject review`),
+/// else the System's own words.
+pub fn waiting_for(ctx: &Ctx, task: &TaskRow) -> String {
+    ctx.view
+        .needs
+        .iter()
+        .find(|need| need.task_id == task.task_id)
+        .map_or_else(
+            || task.waiting.clone(),
+            |need| format!("{}: {}", need.kind.title(), answer_text(ctx, need.kind)),
+        )
 }
 
 /// How many needs are not acknowledged (the title line's count).
@@ -87,13 +101,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
             // The focused need shows what is needed in full, under its row.
             if focused && at == cursor {
                 lines.extend(
-                    pieces(&need.summary, inner_width.saturating_sub(7), MAX_ROWS)
+                    pieces(&need.summary, inner_width.saturating_sub(8), MAX_ROWS)
                         .iter()
                         .map(|piece| {
                             list::continuation(
                                 ctx,
                                 &format!("      {piece}"),
-                                inner_width,
+                                inner_width.saturating_sub(2),
                                 Slot::Muted,
                             )
                         }),
@@ -145,11 +159,12 @@ fn need_line(
         Some(item) => format!("{} / {item}", need.task_id),
         None => need.task_id.clone(),
     };
-    let what = if need.acknowledged {
-        format!("seen · {}", need.summary)
+    let kind = if need.acknowledged {
+        format!("✓ {}", need.kind.title())
     } else {
-        need.summary.clone()
+        need.kind.title().to_owned()
     };
+    let what = &need.summary;
     let marker = if selected { "›" } else { "" };
     let age = age_text(need.since_ms, ctx.view.now_ms);
     if wide {
@@ -167,9 +182,9 @@ fn need_line(
         row([
             cell(marker, m, Cut::End, ctx.style(Slot::Accent)),
             cell(&age, a, Cut::End, ctx.style(Slot::Muted)),
-            cell(need.kind.title(), k, Cut::End, ctx.style(slot)),
+            cell(&kind, k, Cut::End, ctx.style(slot)),
             cell(&subject, s, Cut::Middle, ctx.style(Slot::Base)),
-            cell(&what, w, Cut::End, ctx.style(Slot::Muted)),
+            cell(what, w, Cut::End, ctx.style(Slot::Muted)),
             cell(answer, keys, Cut::End, ctx.style(Slot::Key)),
         ])
     } else {
@@ -186,7 +201,7 @@ fn need_line(
         row([
             cell(marker, m, Cut::End, ctx.style(Slot::Accent)),
             cell(&age, a, Cut::End, ctx.style(Slot::Muted)),
-            cell(need.kind.title(), k, Cut::End, ctx.style(slot)),
+            cell(&kind, k, Cut::End, ctx.style(slot)),
             cell(&subject, s, Cut::Middle, ctx.style(Slot::Base)),
             cell(answer, keys, Cut::End, ctx.style(Slot::Key)),
         ])

@@ -110,7 +110,10 @@ fn m_acknowledges_the_need_and_n_skips_acknowledged_ones() {
     let screen = flat(&screen_text(&app, 120, 40));
     assert!(screen.contains("valp 1 needs you"), "{screen}");
     assert!(screen.contains("Needs you (1)"), "{screen}");
-    assert!(screen.contains("seen · lint is blocked"), "{screen}");
+    assert!(
+        screen.contains("✓ failed attempt task-build-index / lint lint is blocked"),
+        "{screen}"
+    );
     // The cursor stayed on the acknowledged need, now second; `n` goes to the review.
     assert_eq!(app.cursor(Pane::Needs), 1);
     type_keys(&mut app, &mut backend, "n");
