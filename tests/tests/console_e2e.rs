@@ -537,3 +537,52 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     let status = cli(&["task", "status", "turn"]);
     assert!(status.contains("reviewing"), "{status}");
 }
+
+/// Issue 16's needs-you queue through the real binary: the demo reaches its review, the queue
+/// and the title count it, `n` jumps to it and `m` acknowledges it; after a restart the
+/// acknowledgement is still there (read back from `console/acknowledged.json`), and `n` then
+/// `p` pass the review.
+#[test]
+fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a_restart() {
+    let desk = Desk::new();
+    desk.demo_with_its_leader();
+    desk.wait_for("slow-optional optional running in flight");
+    // Cancel the slow optional item so the review comes at once.
+    desk.keys(&["Tab", "j", "j", "j", "j", "x"]);
+    desk.wait_for("Cancel work item slow-optional of task demo-build?");
+    desk.keys(&["y"]);
+    let queued = desk.wait_for("Needs you (1)");
+    assert!(queued.contains("valp 1 needs you"), "{queued}");
+    assert!(
+        queued.contains("review demo-build the work is verified:")
+            && queued.contains("p pass review · f reject review"),
+        "{queued}"
+    );
+
+    // `n` selects the task in the Tasks pane; `m` marks the need as seen.
+    desk.keys(&["n", "m"]);
+    let seen = desk.wait_for("acknowledged review:demo-build:");
+    assert!(seen.contains("Needs you (0)"), "{seen}");
+    assert!(seen.contains("✓ review demo-build"), "{seen}");
+    desk.quit();
+    let file =
+        std::fs::read_to_string(desk.path().join(".valp/console/acknowledged.json")).unwrap();
+    assert!(file.contains("\"key\":\"review:demo-build:r"), "{file}");
+
+    // The next start reads the acknowledgement back.
+    desk.start_valp(&[]);
+    let restarted = desk.wait_for("✓ review demo-build");
+    assert!(restarted.contains("Needs you (0)"), "{restarted}");
+    assert!(!restarted.contains("needs you"), "{restarted}");
+    desk.keys(&["n", "p"]);
+    desk.wait_for("Pass the review of task demo-build?");
+    desk.keys(&["y"]);
+    let done = desk.wait_for("demo-build done");
+    let done = if done.contains("Nothing waits for you.") {
+        done
+    } else {
+        desk.wait_for("Nothing waits for you.")
+    };
+    assert!(done.contains("Needs you (0)"), "{done}");
+    desk.quit();
+}
