@@ -268,7 +268,13 @@ pub fn apply(
         },
         Appended::Rejected { error_code, reason } => Verdict::Refused {
             code: error_code.as_str().to_owned(),
-            reason,
+            reason: super::refusal::explain_refusal(
+                journal.live(),
+                &event,
+                active_epoch,
+                error_code.as_str(),
+            )
+            .unwrap_or(reason),
         },
     })
 }
