@@ -58,11 +58,19 @@ pub enum Action {
     NextNeed,
     /// Acknowledge the need under the Needs-you cursor (or take the acknowledgement back).
     Acknowledge,
+    /// Move the cursor a page up.
+    PageUp,
+    /// Move the cursor a page down.
+    PageDown,
+    /// Move the cursor to the first row.
+    First,
+    /// Move the cursor to the last row.
+    Last,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 25] = [
+    pub const ALL: [Self; 29] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -88,6 +96,10 @@ impl Action {
         Self::Toggle,
         Self::NextNeed,
         Self::Acknowledge,
+        Self::PageUp,
+        Self::PageDown,
+        Self::First,
+        Self::Last,
     ];
 
     /// The name used in keymap files.
@@ -118,6 +130,10 @@ impl Action {
             Self::Toggle => "toggle",
             Self::NextNeed => "next_need",
             Self::Acknowledge => "acknowledge",
+            Self::PageUp => "page_up",
+            Self::PageDown => "page_down",
+            Self::First => "first",
+            Self::Last => "last",
         }
     }
 
@@ -154,12 +170,19 @@ impl Action {
             Self::Toggle => "mark superseded",
             Self::NextNeed => "next need",
             Self::Acknowledge => "seen",
+            Self::PageUp => "page up",
+            Self::PageDown => "page down",
+            Self::First => "first",
+            Self::Last => "last",
         }
     }
 
     /// Whether the footer lists the action (help always does).
     pub const fn hinted(self) -> bool {
-        !matches!(self, Self::PreviousPane)
+        !matches!(
+            self,
+            Self::PreviousPane | Self::PageUp | Self::PageDown | Self::First | Self::Last
+        )
     }
 
     /// A sentence for the help overlay and the read-only banner.
@@ -192,6 +215,10 @@ impl Action {
             Self::Toggle => "mark or unmark a work item as superseded",
             Self::NextNeed => "jump to the next need that waits for you (its task selected)",
             Self::Acknowledge => "mark the need under the Needs-you cursor as seen (again: unmark)",
+            Self::PageUp => "move the cursor a page up",
+            Self::PageDown => "move the cursor a page down",
+            Self::First => "move the cursor to the first row",
+            Self::Last => "move the cursor to the last row",
         }
     }
 }

@@ -32,7 +32,8 @@ use super::keymap::{Key, Keymap, Mode};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, footer, help, intro, leader, title};
+use super::{banner, body, footer, help, intro, leader, motion, title};
+use std::cell::Cell;
 use std::collections::BTreeSet;
 
 use valp_view::{ConsoleView, NeedRow, Refusal, Request, SessionCheck, TaskRow};
@@ -123,6 +124,10 @@ pub struct App {
     alert: Option<String>,
     /// The need `n` jumped to last (its key), so the next `n` goes on from it.
     jumped: Option<String>,
+    /// How far the help overlay is scrolled down, and the most its text allowed when last
+    /// drawn (drawing takes `&self`; the keys that scroll stop there).
+    help_scroll: usize,
+    help_most: Cell<usize>,
 }
 
 impl App {
@@ -141,6 +146,8 @@ impl App {
             alerted: BTreeSet::new(),
             alert: None,
             jumped: None,
+            help_scroll: 0,
+            help_most: Cell::new(0),
         };
         app.sync_list();
         app.check_alerts();
@@ -324,7 +331,14 @@ impl App {
             (_, Action::Quit) => return vec![Effect::Quit],
             (_, Action::Refresh) => return self.send(Request::Refresh),
             (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
-            (_, Action::Help) => self.help = true,
+            (Mode::Help, action) if motion::is_motion(action) => {
+                let most = self.help_most.get();
+                self.help_scroll = motion::moved(self.help_scroll, most + 1, action);
+            }
+            (_, Action::Help) => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
             (Mode::Dialog, Action::Confirm) => {
                 if let Some(dialog) = self.dialog.take() {
                     self.redirect = None;
@@ -345,8 +359,8 @@ impl App {
             (Mode::Main | Mode::ReadOnly, Action::PreviousPane) => {
                 self.selection.focus_previous();
             }
-            (Mode::Main | Mode::ReadOnly, Action::Up | Action::Down) => {
-                self.selection.step(action == Action::Up, &self.view);
+            (Mode::Main | Mode::ReadOnly, action) if motion::is_motion(action) => {
+                self.selection.step(action, &self.view);
             }
             (Mode::Main | Mode::ReadOnly, Action::NextNeed) => {
                 let next = self.next_need();
@@ -363,7 +377,7 @@ impl App {
             }
             (Mode::Main, _) if self.offers(action) => return self.operate(action),
             (Mode::Picker, Action::Cancel) => self.list = None,
-            (Mode::FirstRun | Mode::Picker, Action::Up | Action::Down) => {
+            (Mode::FirstRun | Mode::Picker, action) if motion::is_motion(action) => {
                 if let Some(list) = &mut self.list {
                     list.update(action, &self.view);
                 }
@@ -661,7 +675,8 @@ impl App {
             dialog.render(frame, area, &ctx);
         }
         if self.help {
-            help::render(frame, area, &ctx);
+            self.help_most
+                .set(help::render(frame, area, &ctx, self.help_scroll));
         }
     }
 }

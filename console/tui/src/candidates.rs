@@ -69,12 +69,7 @@ impl CandidateList {
 
     /// Moves the cursor for [`Action::Up`] and [`Action::Down`].
     pub fn update(&mut self, action: Action, view: &ConsoleView) {
-        let last = self.rows(view).len().saturating_sub(1);
-        self.cursor = match action {
-            Action::Up => self.cursor.saturating_sub(1),
-            Action::Down => (self.cursor + 1).min(last),
-            _ => self.cursor,
-        };
+        self.cursor = super::motion::moved(self.cursor, self.rows(view).len(), action);
     }
 
     /// Keeps the cursor on the same candidate when the view changes from `old` to `new`, or

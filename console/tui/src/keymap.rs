@@ -523,7 +523,7 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge)"
+             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -38,6 +38,7 @@ mod items;
 mod keymap;
 mod leader;
 mod list;
+mod motion;
 mod needs;
 mod observations;
 mod redirect;

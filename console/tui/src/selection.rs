@@ -5,6 +5,8 @@
 //! (Observations, Rejected files, Activity) keep following the newest row while their cursor is
 //! on it, and otherwise stay on the row they were on.
 
+use super::action::Action;
+use super::motion;
 use valp_view::{ConsoleView, ItemRow, TaskRow};
 
 /// A pane of the main screen's body, in focus order.
@@ -173,17 +175,13 @@ impl Selection {
         self.focus = self.focus.previous();
     }
 
-    /// Moves the focused pane's cursor one row up (`up`) or down, within its rows. Moving the
-    /// Tasks cursor puts the Work items cursor on the new task's first item.
-    pub fn step(&mut self, up: bool, view: &ConsoleView) {
+    /// Moves the focused pane's cursor as `action` says ([`motion::moved`]), within its rows.
+    /// Moving the Tasks cursor puts the Work items cursor on the new task's first item.
+    pub fn step(&mut self, action: Action, view: &ConsoleView) {
         let pane = self.focus;
-        let last = self.len(pane, view).saturating_sub(1);
+        let len = self.len(pane, view);
         let cursor = &mut self.cursors[pane.index()];
-        let moved = if up {
-            cursor.saturating_sub(1)
-        } else {
-            (*cursor + 1).min(last)
-        };
+        let moved = motion::moved(*cursor, len, action);
         if moved != *cursor {
             *cursor = moved;
             if pane == Pane::Tasks {

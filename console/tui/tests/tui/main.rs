@@ -6,6 +6,7 @@
 
 mod controls;
 mod flows;
+mod navigation;
 mod needs;
 mod screens;
 mod support;

@@ -1,0 +1,63 @@
+//! Moving around: page keys and the ends in every list, and the help overlay that wraps and
+//! scrolls at 80x24.
+
+use crossterm::event::KeyCode;
+use valp_tui::Pane;
+
+use crate::support::{Scripted, draw, first_run, press, screen_text, start, type_keys, working};
+
+#[test]
+fn page_keys_and_the_ends_move_in_every_list() {
+    let mut backend = Scripted::new(working());
+    let mut app = start(&mut backend);
+    press(&mut app, &mut backend, KeyCode::End);
+    assert_eq!(app.cursor(Pane::Tasks), 3);
+    press(&mut app, &mut backend, KeyCode::Home);
+    assert_eq!(app.cursor(Pane::Tasks), 0);
+    press(&mut app, &mut backend, KeyCode::PageDown);
+    assert_eq!(
+        app.cursor(Pane::Tasks),
+        3,
+        "a page past the end stops at the last row"
+    );
+    press(&mut app, &mut backend, KeyCode::PageUp);
+    assert_eq!(app.cursor(Pane::Tasks), 0);
+    press(&mut app, &mut backend, KeyCode::Tab);
+    press(&mut app, &mut backend, KeyCode::End);
+    assert_eq!(app.cursor(Pane::Items), 4);
+
+    // The first-run candidate list too.
+    let mut backend = Scripted::new(first_run());
+    let mut app = start(&mut backend);
+    press(&mut app, &mut backend, KeyCode::End);
+    let screen = screen_text(&app, 120, 40);
+    let marked: Vec<&str> = screen.lines().filter(|line| line.contains('›')).collect();
+    assert_eq!(marked.len(), 1, "{screen}");
+    assert!(
+        marked[0].contains("%8") || marked[0].contains("%7"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn help_wraps_and_scrolls_at_80x24() {
+    let mut backend = Scripted::new(working());
+    let mut app = start(&mut backend);
+    type_keys(&mut app, &mut backend, "?");
+    let top = screen_text(&app, 80, 24);
+    assert!(top.contains("Everywhere"), "{top}");
+    assert!(top.contains("↓/j scroll · 1–22 of"), "{top}");
+    // Nothing is cut: a long description goes on under itself.
+    assert!(!top.contains('…'), "{top}");
+    insta::assert_snapshot!("help_top_80x24", draw(&app, 80, 24).backend());
+    press(&mut app, &mut backend, KeyCode::End);
+    let bottom = screen_text(&app, 80, 24);
+    assert!(bottom.contains("Help"), "{bottom}");
+    assert!(!bottom.contains("Everywhere"), "{bottom}");
+    insta::assert_snapshot!("help_bottom_80x24", draw(&app, 80, 24).backend());
+    // Up from the bottom moves at once (the scroll stops at the end of the text).
+    press(&mut app, &mut backend, KeyCode::Up);
+    assert_ne!(screen_text(&app, 80, 24), bottom);
+    press(&mut app, &mut backend, KeyCode::Esc);
+    assert!(!screen_text(&app, 80, 24).contains("Everywhere"));
+}
