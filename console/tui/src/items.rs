@@ -7,6 +7,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 
 use super::app::Ctx;
+use super::labels;
 use super::list::{self, Listing};
 use super::needs;
 use super::selection::Pane;
@@ -50,7 +51,10 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
                 (&item.requirement, Slot::Muted),
                 (&item.status, Slot::of_status(&item.status)),
                 (&item.position, Slot::Base),
-                (&item.attempt, Slot::Muted),
+                (
+                    labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id),
+                    Slot::Muted,
+                ),
             ])]
         })
         .collect();

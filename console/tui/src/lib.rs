@@ -36,6 +36,7 @@ mod help;
 mod intro;
 mod items;
 mod keymap;
+mod labels;
 mod leader;
 mod list;
 mod motion;

@@ -6,6 +6,7 @@ use ratatui::layout::{Constraint, Rect};
 use unicode_width::UnicodeWidthStr;
 
 use super::app::Ctx;
+use super::labels;
 use super::list::{self, Listing};
 use super::selection::Pane;
 use super::text::{Cut, cell, pieces, row, widths};
@@ -62,7 +63,10 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
                 (if under_cursor { "›" } else { "" }, Slot::Accent),
                 (&observation.task_id, Slot::Base),
                 (&observation.work_item_id, Slot::Base),
-                (&observation.attempt_id, Slot::Muted),
+                (
+                    labels::attempt_in_task(&observation.attempt_id, &observation.task_id),
+                    Slot::Muted,
+                ),
                 (&observation.sequence.to_string(), Slot::Muted),
                 (&observation.status, Slot::of_status(&observation.status)),
                 (&observation.detail, Slot::Base),

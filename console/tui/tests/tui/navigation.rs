@@ -4,7 +4,9 @@
 use crossterm::event::KeyCode;
 use valp_tui::Pane;
 
-use crate::support::{Scripted, draw, first_run, press, screen_text, start, type_keys, working};
+use crate::support::{
+    BUILD, Scripted, draw, first_run, press, screen_text, start, type_keys, working,
+};
 
 #[test]
 fn page_keys_and_the_ends_move_in_every_list() {
@@ -60,4 +62,20 @@ fn help_wraps_and_scrolls_at_80x24() {
     assert_ne!(screen_text(&app, 80, 24), bottom);
     press(&mut app, &mut backend, KeyCode::Esc);
     assert!(!screen_text(&app, 80, 24).contains("Everywhere"));
+}
+
+#[test]
+fn attempts_are_labelled_without_the_task_and_item_their_row_names() {
+    let mut view = working();
+    view.items[2].attempt = format!("{BUILD}:lint:a2 g2 failed");
+    view.observations[1].attempt_id = format!("{BUILD}:lint:a2");
+    let mut backend = Scripted::new(view);
+    let mut app = start(&mut backend);
+    press(&mut app, &mut backend, KeyCode::Tab);
+    let items = screen_text(&app, 80, 24);
+    assert!(items.contains("a2 g2 failed"), "{items}");
+    assert!(!items.contains("task-build-index:lint"), "{items}");
+    press(&mut app, &mut backend, KeyCode::Tab);
+    let observations = screen_text(&app, 80, 24);
+    assert!(observations.contains(" lint:a2 "), "{observations}");
 }
