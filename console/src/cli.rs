@@ -26,6 +26,10 @@ pub struct Cli {
     /// Colours in the console: `auto` follows `NO_COLOR`; this flag beats it and the config.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// The console's theme: default (ANSI-16), dark, light or high-contrast; beats the config
+    /// file's `[console] theme` (`:theme NAME` switches while it runs).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
     /// What to do; without a command valp opens the operator console on the control root.
     #[command(subcommand)]
     pub command: Option<Command>,

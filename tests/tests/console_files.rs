@@ -57,7 +57,13 @@ fn the_schemas_are_valid_draft_2020_12_schemas_with_their_ids() {
 
 #[test]
 fn the_shipped_files_validate_and_name_their_schema() {
-    for (file, schema) in [(KEYMAP, KEYMAP_SCHEMA), (THEME, THEME_SCHEMA)] {
+    for (file, schema) in [
+        (KEYMAP, KEYMAP_SCHEMA),
+        (THEME, THEME_SCHEMA),
+        ("themes/dark.toml", THEME_SCHEMA),
+        ("themes/light.toml", THEME_SCHEMA),
+        ("themes/high-contrast.toml", THEME_SCHEMA),
+    ] {
         let text = shipped(file);
         assert_eq!(
             errors(&validator(schema), &toml_as_json(&text)),
@@ -89,6 +95,19 @@ fn the_shipped_files_validate_and_name_their_schema() {
         Theme::builtin().unwrap(),
         Theme::from_toml(&shipped(THEME)).unwrap()
     );
+    for name in ["dark", "light", "high-contrast"] {
+        let theme = Theme::from_toml(&shipped(&format!("themes/{name}.toml"))).unwrap();
+        assert_eq!(Theme::named(name).unwrap(), theme);
+        // Every slot is styled: a theme made for one background leaves nothing to the default.
+        for slot in Slot::ALL {
+            assert!(
+                theme != Theme::named("default").unwrap()
+                    && theme.style(slot) != Default::default(),
+                "{name}: {}",
+                slot.name()
+            );
+        }
+    }
 }
 
 #[test]

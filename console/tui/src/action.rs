@@ -66,11 +66,17 @@ pub enum Action {
     First,
     /// Move the cursor to the last row.
     Last,
+    /// Open the `:` command palette.
+    Palette,
+    /// Open the `/` filter prompt.
+    Filter,
+    /// Complete the typed command to the chosen palette entry.
+    Complete,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 29] = [
+    pub const ALL: [Self; 32] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -100,6 +106,9 @@ impl Action {
         Self::PageDown,
         Self::First,
         Self::Last,
+        Self::Palette,
+        Self::Filter,
+        Self::Complete,
     ];
 
     /// The name used in keymap files.
@@ -134,6 +143,9 @@ impl Action {
             Self::PageDown => "page_down",
             Self::First => "first",
             Self::Last => "last",
+            Self::Palette => "palette",
+            Self::Filter => "filter",
+            Self::Complete => "complete",
         }
     }
 
@@ -174,6 +186,9 @@ impl Action {
             Self::PageDown => "page down",
             Self::First => "first",
             Self::Last => "last",
+            Self::Palette => "commands",
+            Self::Filter => "filter",
+            Self::Complete => "complete",
         }
     }
 
@@ -219,6 +234,9 @@ impl Action {
             Self::PageDown => "move the cursor a page down",
             Self::First => "move the cursor to the first row",
             Self::Last => "move the cursor to the last row",
+            Self::Palette => "open the command palette: every action, theme and task by name",
+            Self::Filter => "show only the rows of every list that contain a text",
+            Self::Complete => "complete the typed command to the chosen entry",
         }
     }
 }

@@ -29,10 +29,11 @@ use super::config::Config;
 use super::dialog::Dialog;
 use super::event::{Effect, Event};
 use super::keymap::{Key, Keymap, Mode};
+use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, footer, help, intro, leader, motion, title};
+use super::{banner, body, filter, footer, help, intro, leader, motion, title};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 
@@ -87,6 +88,8 @@ pub struct Ctx<'a> {
     /// What the footer offers: the mode's actions that mean something right now, with keys.
     pub hints: Vec<(Action, Vec<Key>)>,
     theme: &'a Theme,
+    /// The `/` filter in force (empty: none), for the title line.
+    pub filter: &'a str,
 }
 
 impl Ctx<'_> {
@@ -108,7 +111,14 @@ enum Screen {
 #[derive(Debug)]
 pub struct App {
     config: Config,
+    /// The view as the backend gave it.
+    full: ConsoleView,
+    /// What is on screen: [`Self::full`] through the `/` filter (the cursors index it).
     view: ConsoleView,
+    /// The `/` filter in force (empty: none).
+    filter: String,
+    /// The `:` palette or the `/` prompt, while open.
+    prompt: Option<Prompt>,
     /// The candidate list on screen: always on first run, on `r`/`s` in read-only mode.
     list: Option<CandidateList>,
     dialog: Option<Dialog>,
@@ -135,7 +145,10 @@ impl App {
     pub fn new(config: Config, view: ConsoleView) -> Self {
         let mut app = Self {
             config,
+            full: view.clone(),
             view,
+            filter: String::new(),
+            prompt: None,
             list: None,
             dialog: None,
             redirect: None,
@@ -195,6 +208,8 @@ impl App {
     pub fn mode(&self) -> Mode {
         if self.help {
             Mode::Help
+        } else if self.prompt.is_some() {
+            Mode::Prompt
         } else if self.dialog.is_some() {
             Mode::Dialog
         } else if self.redirect.is_some() {
@@ -266,6 +281,14 @@ impl App {
     pub fn handle(&mut self, event: Event) -> Vec<Effect> {
         match event {
             Event::Key(key) => {
+                if self.mode() == Mode::Prompt
+                    && Prompt::captures(&key)
+                    && let Some(prompt) = &mut self.prompt
+                {
+                    prompt.edit(&key);
+                    self.dirty = true;
+                    return Vec::new();
+                }
                 if self.mode() == Mode::Redirect
                     && let Some(redirect) = &mut self.redirect
                     && redirect.captures(&key)
@@ -276,7 +299,13 @@ impl App {
                 }
                 match self.config.keymap.action(self.mode(), &key) {
                     Some(action) => self.update(action),
-                    None => self.refuse_read_only(&key),
+                    None if self.mode() == Mode::ReadOnly => {
+                        match self.config.keymap.action(Mode::Main, &key) {
+                            Some(action) => self.refuse_read_only(action),
+                            None => Vec::new(),
+                        }
+                    }
+                    None => Vec::new(),
                 }
             }
             Event::Resize => {
@@ -331,6 +360,19 @@ impl App {
             (_, Action::Quit) => return vec![Effect::Quit],
             (_, Action::Refresh) => return self.send(Request::Refresh),
             (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
+            (Mode::Prompt, Action::Cancel) => self.prompt = None,
+            (Mode::Prompt, Action::Confirm) => return self.run_prompt(),
+            (Mode::Prompt, action) => {
+                if let Some(prompt) = &mut self.prompt {
+                    prompt.update(action, &prompt::commands(&self.view));
+                }
+            }
+            (Mode::Main | Mode::ReadOnly, Action::Palette) => {
+                self.prompt = Some(Prompt::palette());
+            }
+            (Mode::Main | Mode::ReadOnly, Action::Filter) => {
+                self.prompt = Some(Prompt::filter(&self.filter));
+            }
             (Mode::Help, action) if motion::is_motion(action) => {
                 let most = self.help_most.get();
                 self.help_scroll = motion::moved(self.help_scroll, most + 1, action);
@@ -478,16 +520,10 @@ impl App {
             .unwrap_or(start % count)
     }
 
-    /// In read-only mode, a key the main screen binds to a task action is refused in words:
-    /// why, and the two ways on (other keys do nothing, as before).
-    fn refuse_read_only(&mut self, key: &crossterm::event::KeyEvent) -> Vec<Effect> {
-        if self.mode() != Mode::ReadOnly {
-            return Vec::new();
-        }
-        let Some(action) = self.config.keymap.action(Mode::Main, key) else {
-            return Vec::new();
-        };
-        if !OPERATIONS.contains(&action) {
+    /// In read-only mode, a task action (its main-screen key, or its palette command) is
+    /// refused in words: why, and the two ways on (anything else does nothing, as before).
+    fn refuse_read_only(&mut self, action: Action) -> Vec<Effect> {
+        if self.mode() != Mode::ReadOnly || !OPERATIONS.contains(&action) {
             return Vec::new();
         }
         let reason = match &self.view.lane.session {
@@ -513,6 +549,65 @@ impl App {
         }));
         self.dirty = true;
         Vec::new()
+    }
+
+    /// Runs the open prompt: the palette's chosen command, or the typed filter.
+    fn run_prompt(&mut self) -> Vec<Effect> {
+        let Some(prompt) = self.prompt.take() else {
+            return Vec::new();
+        };
+        self.dirty = true;
+        match prompt.purpose() {
+            Purpose::Filter => {
+                self.set_filter(prompt.text().trim());
+                Vec::new()
+            }
+            Purpose::Palette => match prompt.chosen(&prompt::commands(&self.view)).cloned() {
+                Some(Command::Act(action)) if self.mode() == Mode::ReadOnly => {
+                    match self.update(action) {
+                        effects if effects.is_empty() => self.refuse_read_only(action),
+                        effects => effects,
+                    }
+                }
+                Some(Command::Act(action)) => self.update(action),
+                Some(Command::Theme(name)) => {
+                    self.notice = Some(match self.config.use_theme(&name) {
+                        Ok(()) => Notice::Done(format!("theme {name}")),
+                        Err(error) => Notice::Refused(Refusal {
+                            code: "VALP-CONSOLE-THEME".to_owned(),
+                            message: error.to_string(),
+                        }),
+                    });
+                    Vec::new()
+                }
+                Some(Command::Task(task)) => {
+                    self.selection.select_task(&self.view, &task);
+                    Vec::new()
+                }
+                None => {
+                    self.notice = Some(Notice::Refused(Refusal {
+                        code: "VALP-CONSOLE-NO-COMMAND".to_owned(),
+                        message: format!(
+                            "no command matches {:?}",
+                            valp_view::sanitize::display_line(prompt.text())
+                        ),
+                    }));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Shows every list through `text` (empty: everything).
+    fn set_filter(&mut self, text: &str) {
+        text.clone_into(&mut self.filter);
+        let old = std::mem::replace(&mut self.view, filter::filtered(&self.full, &self.filter));
+        self.selection.reload(&old, &self.view);
+    }
+
+    /// The `/` filter in force (empty: none).
+    pub fn filter(&self) -> &str {
+        &self.filter
     }
 
     /// Carries out a task action the main screen [offers](Self::offers).
@@ -562,11 +657,13 @@ impl App {
     /// Replaces the view; the cursors stay on their rows, and a dialog opened for another
     /// screen closes.
     fn load(&mut self, view: ConsoleView) {
-        if view == self.view {
+        if view == self.full {
             return;
         }
         let old_screen = self.screen();
-        let old = std::mem::replace(&mut self.view, view);
+        let shown = filter::filtered(&view, &self.filter);
+        self.full = view;
+        let old = std::mem::replace(&mut self.view, shown);
         if self.screen() != old_screen {
             self.dialog = None;
             self.redirect = None;
@@ -608,6 +705,7 @@ impl App {
                 .filter(|(action, _)| self.offers(*action))
                 .collect(),
             theme: &self.config.theme,
+            filter: &self.filter,
         };
         frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
         let notice = self.notice.as_ref();
@@ -670,6 +768,9 @@ impl App {
         }
         if let Some(redirect) = &self.redirect {
             redirect.render(frame, area, &ctx);
+        }
+        if let Some(prompt) = &self.prompt {
+            prompt.render(frame, area, &ctx, &prompt::commands(&self.view));
         }
         if let Some(dialog) = &self.dialog {
             dialog.render(frame, area, &ctx);

@@ -1,8 +1,10 @@
 //! What the console is configured with: keymap, theme and refresh period, from the built-in
 //! files with the user's configuration file on top.
 //!
-//! Precedence, strongest first: the command line (`--color`, `--config`), then `NO_COLOR`, then
-//! the user file, then the built-in keymap and theme. The user file is TOML with three optional
+//! Precedence, strongest first: the command line (`--color`, `--config`, `--theme`), then
+//! `NO_COLOR`, then the user file, then the built-in keymap and theme. The theme is the named
+//! one (`--theme`, else `[console] theme`, else `default`) with the user file's `[theme]` table
+//! over it, colours dropped last. The user file is TOML with three optional
 //! tables, each laid over the built-in settings entry by entry:
 //!
 //! ```toml
@@ -14,6 +16,7 @@
 //! refresh_seconds = 10   # the slow refresh tick, 1 to 3600
 //! notify = "bell"        # announce needs that still wait: "off" (default), "bell", "osc9"
 //! notify_after_seconds = 300   # after how long (0 to 86400; default 300)
+//! theme = "dark"         # a compiled-in theme: default (ANSI-16), dark, light, high-contrast
 //! ```
 //!
 //! Anything else is an error naming the file, the key and the rule it breaks.
@@ -22,7 +25,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::keymap::{Keymap, KeymapError};
-use super::theme::{Theme, ThemeError};
+use super::theme::{THEMES, Theme, ThemeError};
 
 /// How often the console re-runs the Doctor on its own.
 const REFRESH_EVERY: Duration = Duration::from_secs(5);
@@ -85,6 +88,12 @@ pub struct Config {
     pub refresh_every: Duration,
     /// Whether and when needs that still wait are announced.
     pub notify: Notify,
+    /// The compiled-in theme [`Self::theme`] starts from.
+    pub theme_name: String,
+    /// The user file's `[theme]` table, laid over whichever theme is chosen.
+    user_theme: Option<Theme>,
+    /// Whether colours are drawn (`--color`, `NO_COLOR`).
+    colors: bool,
 }
 
 /// A configuration that cannot be used.
@@ -126,6 +135,8 @@ pub struct Sources<'a> {
     pub no_color: bool,
     /// The user file's name and text, if there is one.
     pub user: Option<(&'a Path, &'a str)>,
+    /// `--theme NAME`.
+    pub theme: Option<&'a str>,
 }
 
 impl Config {
@@ -139,6 +150,9 @@ impl Config {
                 how: NotifyHow::Off,
                 after: NOTIFY_AFTER,
             },
+            theme_name: THEMES[0].0.to_owned(),
+            user_theme: None,
+            colors: true,
         })
     }
 
@@ -151,10 +165,28 @@ impl Config {
                 source: Box::new(source),
             })?;
         }
-        if !sources.color_flag.unwrap_or(!sources.no_color) {
-            config.theme = config.theme.without_color();
-        }
+        config.colors = sources.color_flag.unwrap_or(!sources.no_color);
+        let name = sources
+            .theme
+            .map_or_else(|| config.theme_name.clone(), str::to_owned);
+        config.use_theme(&name)?;
         Ok(config)
+    }
+
+    /// Draws with the compiled-in theme `name` from now on: the user file's `[theme]` table
+    /// laid over it, colours dropped if `--color never` or `NO_COLOR` said so.
+    pub fn use_theme(&mut self, name: &str) -> Result<(), ConfigError> {
+        let mut theme = Theme::named(name)?;
+        if let Some(user) = &self.user_theme {
+            theme.overlay(user.clone());
+        }
+        self.theme = if self.colors {
+            theme
+        } else {
+            theme.without_color()
+        };
+        name.clone_into(&mut self.theme_name);
+        Ok(())
     }
 
     /// Reads the user file (`explicit`, from `--config`, must exist; `found`, the platform's
@@ -164,6 +196,7 @@ impl Config {
         found: Option<&Path>,
         color_flag: Option<bool>,
         no_color: bool,
+        theme: Option<&str>,
     ) -> Result<Self, ConfigError> {
         let file = explicit.or_else(|| found.filter(|path| path.exists()));
         let text = file
@@ -181,6 +214,7 @@ impl Config {
             color_flag,
             no_color,
             user: file.zip(text.as_deref()),
+            theme,
         })
     }
 
@@ -195,7 +229,7 @@ impl Config {
             let own_text = || toml::to_string(entries).unwrap_or_default();
             match section.as_str() {
                 "keymap" => self.keymap.overlay(Keymap::from_toml(&own_text())?),
-                "theme" => self.theme.overlay(Theme::from_toml(&own_text())?),
+                "theme" => self.user_theme = Some(Theme::from_toml(&own_text())?),
                 "console" => self.console(entries)?,
                 _ => {
                     return Err(ConfigError::Setting {
@@ -224,6 +258,15 @@ impl Config {
             match key.as_str() {
                 "refresh_seconds" => self.refresh_every = seconds(1, MAX_REFRESH_SECONDS)?,
                 "notify_after_seconds" => self.notify.after = seconds(0, MAX_NOTIFY_SECONDS)?,
+                "theme" => {
+                    let name = value.as_str().ok_or_else(|| ConfigError::Setting {
+                        key: "console.theme".to_owned(),
+                        rule: format!("must be a theme name, not {value}"),
+                    })?;
+                    // Judged now, so the error names this file.
+                    Theme::named(name)?;
+                    name.clone_into(&mut self.theme_name);
+                }
                 "notify" => {
                     self.notify.how = match value.as_str() {
                         Some("off") => NotifyHow::Off,
@@ -241,7 +284,7 @@ impl Config {
                     return Err(ConfigError::Setting {
                         key: format!("console.{key}"),
                         rule: "unknown setting (settings: refresh_seconds, notify, \
-                               notify_after_seconds)"
+                               notify_after_seconds, theme)"
                             .to_owned(),
                     });
                 }
@@ -259,7 +302,7 @@ mod tests {
     use ratatui::style::Color;
 
     use super::*;
-    use crate::{Action, Mode, Slot};
+    use crate::{Action, Mode, Slot, Theme};
 
     fn user(text: &str) -> Result<Config, ConfigError> {
         Config::resolve(&Sources {
@@ -304,6 +347,74 @@ mod tests {
     }
 
     #[test]
+    fn the_theme_is_the_flag_then_the_file_with_the_users_table_over_it() {
+        let text = "[console]\ntheme = \"dark\"\n[theme]\ntitle = { fg = \"red\" }\n";
+        let resolve = |theme, no_color| {
+            Config::resolve(&Sources {
+                user: Some((Path::new("config.toml"), text)),
+                theme,
+                no_color,
+                ..Sources::default()
+            })
+            .unwrap()
+        };
+        let dark = Theme::named("dark").unwrap();
+        let light = Theme::named("light").unwrap();
+        let from_file = resolve(None, false);
+        assert_eq!(from_file.theme_name, "dark");
+        assert_eq!(from_file.theme.style(Slot::Base), dark.style(Slot::Base));
+        assert_eq!(from_file.theme.style(Slot::Title).fg, Some(Color::Red));
+        let flagged = resolve(Some("light"), false);
+        assert_eq!(flagged.theme.style(Slot::Base), light.style(Slot::Base));
+        assert_eq!(flagged.theme.style(Slot::Title).fg, Some(Color::Red));
+        // NO_COLOR still drops every colour, whichever theme.
+        let plain = resolve(Some("light"), true);
+        assert!(
+            Slot::ALL
+                .iter()
+                .all(|slot| plain.theme.style(*slot).fg.is_none())
+        );
+        // Switching while running keeps the user's table and NO_COLOR.
+        let mut switched = resolve(None, true);
+        switched.use_theme("high-contrast").unwrap();
+        assert_eq!(switched.theme_name, "high-contrast");
+        assert!(switched.theme.style(Slot::Title).fg.is_none());
+        assert!(
+            switched
+                .theme
+                .style(Slot::Fenced)
+                .add_modifier
+                .contains(ratatui::style::Modifier::UNDERLINED)
+        );
+        assert_eq!(
+            switched.use_theme("mauve").unwrap_err().to_string(),
+            "theme: unknown theme \"mauve\" (themes: default, dark, light, high-contrast)"
+        );
+        assert_eq!(
+            switched.theme_name, "high-contrast",
+            "a refused switch changes nothing"
+        );
+        assert_eq!(
+            Config::resolve(&Sources {
+                theme: Some("mauve"),
+                ..Sources::default()
+            })
+            .unwrap_err()
+            .to_string(),
+            "theme: unknown theme \"mauve\" (themes: default, dark, light, high-contrast)"
+        );
+        assert_eq!(
+            error("[console]\ntheme = \"sepia\"\n"),
+            "/home/op/.config/valp/config.toml: theme: unknown theme \"sepia\" (themes: default, \
+             dark, light, high-contrast)"
+        );
+        assert_eq!(
+            error("[console]\ntheme = 3\n"),
+            "/home/op/.config/valp/config.toml: console.theme: must be a theme name, not 3"
+        );
+    }
+
+    #[test]
     fn needs_are_announced_as_the_user_file_says() {
         let builtin = Config::builtin().unwrap();
         assert_eq!(builtin.notify.delay_ms(), None);
@@ -329,6 +440,7 @@ mod tests {
                 color_flag,
                 no_color,
                 user: Some((file, text)),
+                theme: None,
             })
             .unwrap()
             .theme
@@ -366,7 +478,7 @@ mod tests {
             error("[console]\nrefresh = 5\n"),
             format!(
                 "{file}: console.refresh: unknown setting (settings: refresh_seconds, notify, \
-                 notify_after_seconds)"
+                 notify_after_seconds, theme)"
             )
         );
         assert_eq!(
@@ -405,10 +517,10 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let missing = temp.path().join("config.toml");
         assert_eq!(
-            Config::load(None, Some(&missing), None, false).unwrap(),
+            Config::load(None, Some(&missing), None, false, None).unwrap(),
             Config::builtin().unwrap()
         );
-        let error = Config::load(Some(&missing), None, None, false)
+        let error = Config::load(Some(&missing), None, None, false, None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -419,7 +531,7 @@ mod tests {
             "{error}"
         );
         std::fs::write(&missing, "[console]\nrefresh_seconds = 9\n").unwrap();
-        let found = Config::load(None, Some(&missing), None, false).unwrap();
+        let found = Config::load(None, Some(&missing), None, false, None).unwrap();
         assert_eq!(found.refresh_every, Duration::from_secs(9));
     }
 }

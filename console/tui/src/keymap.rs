@@ -35,11 +35,13 @@ pub enum Mode {
     Redirect,
     /// The help overlay.
     Help,
+    /// The `:` palette or the `/` filter prompt.
+    Prompt,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -47,6 +49,7 @@ impl Mode {
         Self::Picker,
         Self::Dialog,
         Self::Redirect,
+        Self::Prompt,
         Self::Help,
     ];
 
@@ -61,6 +64,7 @@ impl Mode {
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
             Self::Help => "help",
+            Self::Prompt => "prompt",
         }
     }
 
@@ -75,6 +79,7 @@ impl Mode {
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
             Self::Help => "Help",
+            Self::Prompt => "Command palette and filter",
         }
     }
 
@@ -83,7 +88,7 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Help
+            Self::Global | Self::Dialog | Self::Redirect | Self::Help | Self::Prompt
         )
     }
 
@@ -523,7 +528,7 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last)"
+             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last, palette, filter, complete)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

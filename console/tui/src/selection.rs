@@ -165,6 +165,15 @@ impl Selection {
         };
     }
 
+    /// Selects the task `task_id` (focusing the Tasks pane), if it is listed.
+    pub fn select_task(&mut self, view: &ConsoleView, task_id: &str) {
+        if let Some(at) = view.tasks.iter().position(|task| task.task_id == task_id) {
+            self.cursors[Pane::Tasks.index()] = at;
+            self.cursors[Pane::Items.index()] = 0;
+            self.focus = Pane::Tasks;
+        }
+    }
+
     /// Focuses the next pane.
     pub const fn focus_next(&mut self) {
         self.focus = self.focus.next();

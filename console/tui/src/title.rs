@@ -30,6 +30,12 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     if matches!(view.lane.session, SessionCheck::Unproven { .. }) {
         spans.push(span("  READ-ONLY", ctx.style(Slot::AlertWarn)));
     }
+    if !ctx.filter.is_empty() {
+        spans.push(span(
+            &format!("  filter /{}", ctx.filter),
+            ctx.style(Slot::Accent),
+        ));
+    }
     spans.extend([
         span("  installation ", muted),
         span(&view.installation_id, ctx.style(Slot::Base)),

@@ -8,5 +8,6 @@ mod controls;
 mod flows;
 mod navigation;
 mod needs;
+mod palette;
 mod screens;
 mod support;
