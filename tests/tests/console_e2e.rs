@@ -541,7 +541,8 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
 /// Issue 16's needs-you queue through the real binary: the demo reaches its review, the queue
 /// and the title count it, `n` jumps to it and `m` acknowledges it; after a restart the
 /// acknowledgement is still there (read back from `console/acknowledged.json`), and `n` then
-/// `p` pass the review.
+/// `p` pass the review; the start after that shows the pass in Activity, rebuilt from the
+/// journal.
 #[test]
 fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a_restart() {
     let desk = Desk::new();
@@ -567,7 +568,13 @@ fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a
     desk.quit();
     let file =
         std::fs::read_to_string(desk.path().join(".valp/console/acknowledged.json")).unwrap();
-    assert!(file.contains("\"key\":\"review:demo-build:r"), "{file}");
+    // The key names the revision the review waits at; the pass is the next one.
+    let reviewing: i64 = file
+        .split("\"key\":\"review:demo-build:r")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|revision| revision.parse().ok())
+        .unwrap_or_else(|| panic!("{file}"));
 
     // The next start reads the acknowledgement back.
     desk.start_valp(&[]);
@@ -584,5 +591,20 @@ fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a
         desk.wait_for("Nothing waits for you.")
     };
     assert!(done.contains("Needs you (0)"), "{done}");
+    desk.quit();
+
+    // Activity is rebuilt from the journal: the next start shows the Leader's pass.
+    desk.start_valp(&[]);
+    desk.wait_for("reopened 20");
+    // The Activity pane: Tab past Tasks, Work items, Observations and Rejected files.
+    desk.keys(&["Tab", "Tab", "Tab", "Tab"]);
+    let history = desk.wait_for("demo-build review_passed accepted at revision");
+    assert!(
+        history.contains(&format!(
+            "review_passed accepted at revision {} (the Leader's)",
+            reviewing + 1
+        )),
+        "{history}"
+    );
     desk.quit();
 }

@@ -11,6 +11,7 @@
 //! (`feed`), waking the console when something arrives.
 
 pub mod feed;
+mod history;
 mod tasks;
 
 use std::path::PathBuf;

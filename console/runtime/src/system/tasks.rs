@@ -43,6 +43,8 @@ pub struct Desk {
     /// the task moved.
     gates: BTreeMap<PathBuf, (i128, String, Vec<GateResult>)>,
     activity: VecDeque<String>,
+    /// Task folders whose journal history is already in [`Self::activity`].
+    history_read: BTreeSet<PathBuf>,
 }
 
 impl Desk {
@@ -57,6 +59,7 @@ impl Desk {
             waiting: BTreeMap::new(),
             gates: BTreeMap::new(),
             activity: VecDeque::new(),
+            history_read: BTreeSet::new(),
         }
     }
 
@@ -113,6 +116,28 @@ impl Desk {
         self.activity.truncate(ACTIVITY_ROWS);
     }
 
+    /// Puts the history of the task journal in `dir` into the Activity log, once per console:
+    /// what a restart would otherwise lose. Called once the journal is open in
+    /// [`Self::journals`]; a history that cannot be read is tried again next time.
+    fn read_history(&mut self, dir: &Path) {
+        if self.history_read.contains(dir) {
+            return;
+        }
+        let Some(task) = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value().to_owned())
+        else {
+            return;
+        };
+        if let Ok(lines) = super::history::of_task(&task, dir) {
+            for line in lines {
+                self.log(&line);
+            }
+            self.history_read.insert(dir.to_owned());
+        }
+    }
+
     /// Lets the System take every step it can on every unfinished task of `active_epoch`:
     /// carry out pending obligations, then drive each task until it waits.
     pub fn pump(&mut self, root: &ControlRoot, active_epoch: i128) {
@@ -135,6 +160,8 @@ impl Desk {
                 .status
                 .known()
                 .is_some_and(valp_kernel::TaskStatus::is_terminal);
+            // What happened before this console started comes first.
+            self.read_history(&dir);
             if self.drivers.contains_key(&task) {
                 continue;
             }
@@ -219,6 +246,7 @@ impl Desk {
                 .map(|journal| journal.live().body().clone())
             {
                 Ok(body) => {
+                    self.read_history(dir);
                     let mut row = self.task_row(&body, active_epoch);
                     row.gates = self.gate_line(root, dir, body.revision);
                     rows.push(row);
