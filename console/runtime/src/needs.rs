@@ -20,7 +20,7 @@ use valp_store::ControlRoot;
 use valp_view::sanitize::display_text;
 use valp_view::{NeedKind, NeedRow, RejectionRow};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Timestamp};
 pub use acks::{Acks, AcksError};
 
 /// What the System knows of one task when it looks for needs.
@@ -164,9 +164,26 @@ pub fn find(facts: &TaskFacts) -> Vec<Found> {
     SOURCES.iter().flat_map(|source| source(facts)).collect()
 }
 
+/// When the System first saw each thing of a changing set (a need, an observation), by key, on
+/// its injected clock: what ages are measured from until journal lines carry their own time.
+#[derive(Debug, Default)]
+pub struct FirstSeen(BTreeMap<String, i64>);
+
+impl FirstSeen {
+    /// When `key` was first seen; now, if this is the first time.
+    pub fn stamp(&mut self, key: &str, now: i64) -> i64 {
+        *self.0.entry(key.to_owned()).or_insert(now)
+    }
+
+    /// Forgets everything `live` does not keep: a thing that comes back is new.
+    pub fn keep(&mut self, live: impl Fn(&str) -> bool) {
+        self.0.retain(|key, _| live(key));
+    }
+}
+
 /// The queue between views: first-seen times and the acknowledgements file.
 pub struct Queue {
-    first_seen: BTreeMap<String, i64>,
+    first_seen: FirstSeen,
     acks: Acks,
 }
 
@@ -174,7 +191,7 @@ impl Queue {
     /// A queue whose acknowledgements live under `root`.
     pub fn new(root: &ControlRoot) -> Self {
         Self {
-            first_seen: BTreeMap::new(),
+            first_seen: FirstSeen::default(),
             acks: Acks::new(root),
         }
     }
@@ -203,7 +220,7 @@ impl Queue {
             .flat_map(|(task, needs)| needs.into_iter().map(move |need| (task.clone(), need)))
             .map(|(task, need)| {
                 let key = NeedRow::key_of(need.kind, &task, &need.occurrence);
-                let since_ms = *self.first_seen.entry(key.clone()).or_insert(now);
+                let since_ms = self.first_seen.stamp(&key, now);
                 NeedRow {
                     acknowledged: acknowledged.contains_key(&key),
                     key: display_text(&key),
@@ -212,12 +229,13 @@ impl Queue {
                     work_item_id: need.work_item_id.as_deref().map(display_text),
                     summary: display_text(&need.summary),
                     since_ms,
+                    since_at: Timestamp::from_millis(since_ms).to_rfc3339(),
                 }
             })
             .collect();
         // Needs gone are forgotten: one that comes back is new.
         self.first_seen
-            .retain(|key, _| rows.iter().any(|row| row.key == *key));
+            .keep(|key| rows.iter().any(|row| row.key == key));
         rows.sort_by(NeedRow::queue_order);
         (rows, problem)
     }

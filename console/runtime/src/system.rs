@@ -42,6 +42,8 @@ pub struct SystemBackend<'c> {
     needs: needs::Queue,
     /// The needs on screen, which an acknowledgement keeps in the file.
     shown_needs: Vec<valp_view::NeedRow>,
+    /// When each observation on screen was first read.
+    observations_seen: needs::FirstSeen,
     feed: Option<feed::Feed>,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
@@ -69,6 +71,7 @@ impl<'c> SystemBackend<'c> {
             session,
             desk: tasks::Desk::new(None),
             shown_needs: Vec::new(),
+            observations_seen: needs::FirstSeen::default(),
             feed: None,
             pending_plan: None,
         })
@@ -149,6 +152,20 @@ impl<'c> SystemBackend<'c> {
         let active = self.ledger.live().state().active_epoch;
         self.desk
             .operate(&self.root, active, task_id, operation, &actor)
+    }
+
+    /// Stamps each observation row with when the System first read it (its ingest time).
+    fn stamp(&mut self, rows: &mut [valp_view::ObservationRow]) {
+        let now = self.clock.now().millis();
+        let key = |row: &valp_view::ObservationRow| {
+            format!("{}\u{0}{}\u{0}{}", row.source, row.attempt_id, row.sequence)
+        };
+        for row in rows.iter_mut() {
+            row.seen_ms = self.observations_seen.stamp(&key(row), now);
+            row.seen_at = crate::clock::Timestamp::from_millis(row.seen_ms).to_rfc3339();
+        }
+        let live: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
+        self.observations_seen.keep(|seen| live.contains(seen));
     }
 
     /// What this start found.
@@ -285,6 +302,7 @@ impl Backend for SystemBackend<'_> {
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);
+        self.stamp(&mut observations);
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);

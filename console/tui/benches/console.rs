@@ -74,6 +74,10 @@ fn view() -> ConsoleView {
             sequence: at,
             status: "accepted".to_owned(),
             detail: "the process started".to_owned(),
+            source: String::new(),
+            provenance: String::new(),
+            seen_ms: 0,
+            seen_at: String::new(),
         })
         .collect();
     ConsoleView {

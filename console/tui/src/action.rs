@@ -72,11 +72,13 @@ pub enum Action {
     Filter,
     /// Complete the typed command to the chosen palette entry.
     Complete,
+    /// Open the detail view of the selected row.
+    Details,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 33] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -109,6 +111,7 @@ impl Action {
         Self::Palette,
         Self::Filter,
         Self::Complete,
+        Self::Details,
     ];
 
     /// The name used in keymap files.
@@ -146,6 +149,7 @@ impl Action {
             Self::Palette => "palette",
             Self::Filter => "filter",
             Self::Complete => "complete",
+            Self::Details => "details",
         }
     }
 
@@ -189,6 +193,7 @@ impl Action {
             Self::Palette => "commands",
             Self::Filter => "filter",
             Self::Complete => "complete",
+            Self::Details => "details",
         }
     }
 
@@ -237,6 +242,7 @@ impl Action {
             Self::Palette => "open the command palette: every action, theme and task by name",
             Self::Filter => "show only the rows of every list that contain a text",
             Self::Complete => "complete the typed command to the chosen entry",
+            Self::Details => "show everything about the selected row, and why it is in its state",
         }
     }
 }

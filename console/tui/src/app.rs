@@ -33,7 +33,7 @@ use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, filter, footer, help, intro, leader, motion, title};
+use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 
@@ -65,6 +65,11 @@ const OPERATIONS: [Action; 11] = [
     Action::Recover,
     Action::Acknowledge,
 ];
+
+/// How long a confirmation stays in the footer.
+pub const NOTICE_MS: i64 = 15_000;
+/// How long a refusal stays in the footer.
+pub const REFUSAL_MS: i64 = 60_000;
 
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +143,12 @@ pub struct App {
     /// drawn (drawing takes `&self`; the keys that scroll stop there).
     help_scroll: usize,
     help_most: Cell<usize>,
+    /// The detail view, while open: how far it is scrolled, and the most its text allowed when
+    /// last drawn.
+    detail: Option<usize>,
+    detail_most: Cell<usize>,
+    /// The notice on screen and the view time it was first drawn at, for expiry.
+    noted: Option<(Notice, i64)>,
 }
 
 impl App {
@@ -161,6 +172,9 @@ impl App {
             jumped: None,
             help_scroll: 0,
             help_most: Cell::new(0),
+            detail: None,
+            detail_most: Cell::new(0),
+            noted: None,
         };
         app.sync_list();
         app.check_alerts();
@@ -210,6 +224,8 @@ impl App {
             Mode::Help
         } else if self.prompt.is_some() {
             Mode::Prompt
+        } else if self.detail.is_some() {
+            Mode::Detail
         } else if self.dialog.is_some() {
             Mode::Dialog
         } else if self.redirect.is_some() {
@@ -233,6 +249,28 @@ impl App {
     /// the configured delay (a bell, or an OSC 9 desktop notification), once per need.
     pub fn take_alert(&mut self) -> Option<String> {
         self.alert.take()
+    }
+
+    /// Clears a confirmation [`NOTICE_MS`] (a refusal [`REFUSAL_MS`]) after the view it was
+    /// first seen with, by the view's clock; a request still pending stays.
+    fn expire_notice(&mut self) {
+        let now = self.view.now_ms;
+        match (&self.notice, &self.noted) {
+            (Some(notice), Some((noted, at))) if notice == noted => {
+                let lasts = match notice {
+                    Notice::Pending(_) => return,
+                    Notice::Done(_) => NOTICE_MS,
+                    Notice::Refused(_) => REFUSAL_MS,
+                };
+                if now.saturating_sub(*at) >= lasts {
+                    self.notice = None;
+                    self.noted = None;
+                    self.dirty = true;
+                }
+            }
+            (Some(notice), _) => self.noted = Some((notice.clone(), now)),
+            (None, _) => self.noted = None,
+        }
     }
 
     /// Announces the unacknowledged needs that have waited the configured delay and were not
@@ -347,6 +385,7 @@ impl App {
             Event::Loaded(view) => {
                 self.load(*view);
                 self.check_alerts();
+                self.expire_notice();
                 Vec::new()
             }
         }
@@ -360,6 +399,19 @@ impl App {
             (_, Action::Quit) => return vec![Effect::Quit],
             (_, Action::Refresh) => return self.send(Request::Refresh),
             (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
+            (Mode::Detail, Action::Cancel) => self.detail = None,
+            (Mode::Detail, action) if motion::is_motion(action) => {
+                let most = self.detail_most.get();
+                self.detail = self
+                    .detail
+                    .map(|scroll| motion::moved(scroll, most + 1, action));
+            }
+            // Only on a row: an empty pane has nothing to show.
+            (Mode::Main | Mode::ReadOnly, Action::Details)
+                if self.selection.len(self.selection.focus(), &self.view) > 0 =>
+            {
+                self.detail = Some(0);
+            }
             (Mode::Prompt, Action::Cancel) => self.prompt = None,
             (Mode::Prompt, Action::Confirm) => return self.run_prompt(),
             (Mode::Prompt, action) => {
@@ -667,6 +719,7 @@ impl App {
         if self.screen() != old_screen {
             self.dialog = None;
             self.redirect = None;
+            self.detail = None;
         }
         if let Some(list) = &mut self.list {
             list.reload(&old, &self.view);
@@ -768,6 +821,10 @@ impl App {
         }
         if let Some(redirect) = &self.redirect {
             redirect.render(frame, area, &ctx);
+        }
+        if let Some(scroll) = self.detail {
+            self.detail_most
+                .set(detail::render(frame, area, &ctx, scroll));
         }
         if let Some(prompt) = &self.prompt {
             prompt.render(frame, area, &ctx, &prompt::commands(&self.view));

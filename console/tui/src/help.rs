@@ -4,18 +4,16 @@
 //! share a row.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::action::Action;
 use super::app::Ctx;
 use super::keymap::{Key, Mode, keys_text};
+use super::overlay;
 use super::text::{Cut, cell, fit, pieces, row, span};
 use super::theme::Slot;
 
-/// Widest the overlay gets.
-const MAX_WIDTH: u16 = 84;
 /// Columns for the keys of one row.
 const KEYS_WIDTH: u16 = 14;
 /// Actions shown on one row, with what the row says.
@@ -65,9 +63,7 @@ fn rows(ctx: &Ctx, mode: Mode) -> Vec<(String, &'static str)> {
 /// Draws the overlay centred over `area`, scrolled down by `scroll` lines (kept within the
 /// text); returns the largest scroll the text allows at this size.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, scroll: usize) -> usize {
-    let width = area.width.min(MAX_WIDTH);
-    // Borders and padding.
-    let text_width = width.saturating_sub(4);
+    let text_width = overlay::text_width(area.width);
     let describe_width = text_width.saturating_sub(KEYS_WIDTH + 1);
     let mut lines = Vec::new();
     for mode in Mode::ALL {
@@ -90,41 +86,5 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, scroll: usize) -> usize 
             }
         }
     }
-    let popup = area.centered(
-        Constraint::Length(width),
-        Constraint::Length(u16::try_from(lines.len() + 2).unwrap_or(u16::MAX)),
-    );
-    let close = keys_text(&ctx.keymap.keys(Mode::Help, Action::Cancel));
-    let mut block = Block::bordered()
-        .border_style(ctx.style(Slot::FocusBorder))
-        .padding(Padding::horizontal(1))
-        .title(span(" Keys ", ctx.style(Slot::Title)))
-        .title_bottom(Line::from(vec![
-            span(&format!(" {close}"), ctx.style(Slot::Key)),
-            span(" close ", ctx.style(Slot::Muted)),
-        ]));
-    let inner = block.inner(popup);
-    let height = usize::from(inner.height);
-    let total = lines.len();
-    let most = total.saturating_sub(height);
-    let scroll = scroll.min(most);
-    if most > 0 {
-        let scrolls = keys_text(&ctx.keymap.keys(Mode::Help, Action::Down));
-        block = block.title_bottom(
-            Line::from(span(
-                &format!(
-                    " {scrolls} scroll · {}–{} of {total} ",
-                    scroll + 1,
-                    (scroll + height).min(total)
-                ),
-                ctx.style(Slot::Muted),
-            ))
-            .right_aligned(),
-        );
-    }
-    frame.render_widget(Clear, popup);
-    frame.render_widget(block, popup);
-    let shown: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(height).collect();
-    frame.render_widget(Paragraph::new(shown), inner);
-    most
+    overlay::render(frame, area, ctx, ("Keys", Mode::Help), lines, scroll)
 }

@@ -37,11 +37,13 @@ pub enum Mode {
     Help,
     /// The `:` palette or the `/` filter prompt.
     Prompt,
+    /// The detail view of a row.
+    Detail,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -50,6 +52,7 @@ impl Mode {
         Self::Dialog,
         Self::Redirect,
         Self::Prompt,
+        Self::Detail,
         Self::Help,
     ];
 
@@ -65,6 +68,7 @@ impl Mode {
             Self::Redirect => "redirect",
             Self::Help => "help",
             Self::Prompt => "prompt",
+            Self::Detail => "detail",
         }
     }
 
@@ -80,6 +84,7 @@ impl Mode {
             Self::Redirect => "Redirect dialog",
             Self::Help => "Help",
             Self::Prompt => "Command palette and filter",
+            Self::Detail => "Detail view",
         }
     }
 
@@ -88,7 +93,7 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Help | Self::Prompt
+            Self::Global | Self::Dialog | Self::Redirect | Self::Help | Self::Prompt | Self::Detail
         )
     }
 
@@ -435,7 +440,8 @@ mod tests {
             press(Mode::ReadOnly, KeyCode::Char('r')),
             Some(Action::Rebind)
         );
-        assert_eq!(press(Mode::ReadOnly, KeyCode::Enter), None);
+        // Enter in read-only mode only opens the detail view of a row.
+        assert_eq!(press(Mode::ReadOnly, KeyCode::Enter), Some(Action::Details));
         assert_eq!(
             press(Mode::Dialog, KeyCode::Char('y')),
             Some(Action::Confirm)
@@ -528,7 +534,7 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last, palette, filter, complete)"
+             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last, palette, filter, complete, details)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -71,6 +71,15 @@ pub struct ObservationRow {
     pub status: String,
     /// The reason or runtime identity, display only.
     pub detail: String,
+    /// The file it was read from (relative to the control root).
+    pub source: String,
+    /// Its proof chain in words: each segment's adapter and what its proof binds.
+    pub provenance: String,
+    /// When the System first read it (milliseconds since the Unix epoch, the System's clock;
+    /// 0 until the System stamps it), and the same as RFC 3339 text.
+    pub seen_ms: i64,
+    /// [`Self::seen_ms`] as RFC 3339 text (empty until stamped).
+    pub seen_at: String,
 }
 
 /// A file the System did not act on.

@@ -110,6 +110,8 @@ pub struct NeedRow {
     /// Since when the System has seen it, in milliseconds since the Unix epoch (the System's
     /// clock when it first saw the need: journal lines carry no time yet).
     pub since_ms: i64,
+    /// [`Self::since_ms`] as RFC 3339 text, for the detail view.
+    pub since_at: String,
     /// Whether the Leader marked it as seen.
     pub acknowledged: bool,
 }
@@ -155,6 +157,7 @@ mod tests {
             work_item_id: None,
             summary: String::new(),
             since_ms,
+            since_at: String::new(),
             acknowledged,
         }
     }

@@ -65,10 +65,10 @@ impl Feed {
                 }
                 let row = match item.decode(&limits) {
                     Some(Ok(observation)) if path.starts_with("inbox") => {
-                        Ok(observation_row(&observation))
+                        Ok(observation_row(&observation, &path))
                     }
                     Some(Ok(observation)) => match sequencer.admit(&path, &observation) {
-                        Ok(()) => Ok(observation_row(&observation)),
+                        Ok(()) => Ok(observation_row(&observation, &path)),
                         Err(rejection) => Err(rejection),
                     },
                     Some(Err(rejection)) => Err(rejection),
@@ -140,7 +140,7 @@ fn is_observation(path: &Path) -> bool {
     )
 }
 
-fn observation_row(observation: &crate::abi::AdapterObservation) -> ObservationRow {
+fn observation_row(observation: &crate::abi::AdapterObservation, path: &Path) -> ObservationRow {
     use valp_view::sanitize::display_text;
     let request = &observation.request;
     ObservationRow {
@@ -156,6 +156,18 @@ fn observation_row(observation: &crate::abi::AdapterObservation) -> ObservationR
                 .or(observation.runtime_identity.as_deref())
                 .unwrap_or(""),
         ),
+        source: display_text(&path.display().to_string()),
+        provenance: display_text(
+            &observation
+                .provenance
+                .iter()
+                .map(|segment| format!("{} ({})", segment.adapter_id, segment.proof_kind.as_str()))
+                .collect::<Vec<_>>()
+                .join(" → "),
+        ),
+        // Stamped by the System when it reads the feed (the watcher has no clock).
+        seen_ms: 0,
+        seen_at: String::new(),
     }
 }
 

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod controls;
+mod detail;
 mod flows;
 mod navigation;
 mod needs;

@@ -333,6 +333,11 @@ pub fn observation(
         sequence,
         status: status.to_owned(),
         detail: detail.to_owned(),
+        source: format!("runtime/process/attempts/{attempt_id}/observations/{sequence:06}.json"),
+        provenance: "valp-process-adapter (process_bound) → valp-process-adapter (content_bound)"
+            .to_owned(),
+        seen_ms: NOW_MS - i64::try_from(sequence).unwrap_or(0) * 60_000,
+        seen_at: format!("2026-11-30T11:5{}:00.000Z", 10 - sequence.min(9)),
     }
 }
 
@@ -427,6 +432,8 @@ pub fn need(
         work_item_id: work_item_id.map(str::to_owned),
         summary: summary.to_owned(),
         since_ms: NOW_MS - age_seconds * 1000,
+        // NOW_MS less a whole number of minutes under an hour.
+        since_at: format!("2026-11-30T11:{:02}:00.000Z", 60 - age_seconds / 60),
         acknowledged: false,
     }
 }
