@@ -150,7 +150,7 @@ fn the_schemas_list_exactly_what_the_parser_knows() {
     );
     assert_eq!(
         keymap["$defs"]["action"]["enum"],
-        json!(Action::ALL.map(Action::name))
+        json!(Action::ALL.map(Action::name).to_vec())
     );
 
     let theme = read_json(&workspace_root().join("schemas").join(THEME_SCHEMA));
