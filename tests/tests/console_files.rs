@@ -98,11 +98,13 @@ fn the_shipped_files_validate_and_name_their_schema() {
     for name in ["dark", "light", "high-contrast"] {
         let theme = Theme::from_toml(&shipped(&format!("themes/{name}.toml"))).unwrap();
         assert_eq!(Theme::named(name).unwrap(), theme);
-        // Every slot is styled: a theme made for one background leaves nothing to the default.
+        assert_ne!(theme, Theme::named("default").unwrap(), "{name}");
+        // Every slot is styled: a theme made for one background leaves nothing unstyled.
+        let unstyled = Theme::from_toml("").unwrap();
         for slot in Slot::ALL {
-            assert!(
-                theme != Theme::named("default").unwrap()
-                    && theme.style(slot) != Default::default(),
+            assert_ne!(
+                theme.style(slot),
+                unstyled.style(slot),
                 "{name}: {}",
                 slot.name()
             );

@@ -131,97 +131,8 @@ fn page(ctx: &Ctx, width: u16) -> Option<Page> {
     let selection = ctx.selection;
     let cursor = selection.cursor(selection.focus());
     match selection.focus() {
-        Pane::Tasks => {
-            let task = selection.task(view)?;
-            let mut page = Page::new(format!("Task {}", task.task_id), width);
-            let mut status = task.status.clone();
-            if task.interrupted {
-                status.push_str(" (interrupted by the Leader)");
-            }
-            page.field(ctx, "status", &status, Slot::of_status(&task.status));
-            page.field(ctx, "why", &needs::waiting_for(ctx, task), Slot::Base);
-            page.field(ctx, "revision", &task.revision.to_string(), Slot::Base);
-            page.field(
-                ctx,
-                "epoch",
-                &format!(
-                    "{}{}",
-                    task.epoch,
-                    if task.fenced {
-                        " (fenced: hand the task over first)"
-                    } else {
-                        ""
-                    }
-                ),
-                if task.fenced {
-                    Slot::Fenced
-                } else {
-                    Slot::Base
-                },
-            );
-            page.field(
-                ctx,
-                "work items",
-                &format!("{} of {} completed", task.items_completed, task.items_total),
-                Slot::Base,
-            );
-            page.field(ctx, "gates", &task.gates, Slot::Base);
-            for need in view
-                .needs
-                .iter()
-                .filter(|need| need.task_id == task.task_id)
-            {
-                page.heading(ctx, "Needs you");
-                page.need(ctx, need);
-            }
-            let items = selection.items(view);
-            if !items.is_empty() {
-                page.heading(ctx, "Work items");
-                for item in items {
-                    page.field(
-                        ctx,
-                        &item.work_item_id,
-                        &format!(
-                            "{} · {} · {}",
-                            item.status,
-                            item.position,
-                            labels::attempt_in_item(
-                                &item.attempt,
-                                &item.task_id,
-                                &item.work_item_id
-                            )
-                        ),
-                        Slot::of_status(&item.status),
-                    );
-                }
-            }
-            Some(page)
-        }
-        Pane::Items => {
-            let item = selection.item(view)?;
-            let mut page = Page::new(
-                format!("Work item {} of {}", item.work_item_id, item.task_id),
-                width,
-            );
-            page.field(ctx, "status", &item.status, Slot::of_status(&item.status));
-            page.field(ctx, "why", &item.position, Slot::Base);
-            page.field(ctx, "requirement", &item.requirement, Slot::Base);
-            page.field(ctx, "attempt", &item.attempt, Slot::Base);
-            for need in view.needs.iter().filter(|need| {
-                need.task_id == item.task_id
-                    && need.work_item_id.as_deref() == Some(item.work_item_id.as_str())
-            }) {
-                page.heading(ctx, "Needs you");
-                page.need(ctx, need);
-            }
-            for observation in view.observations.iter().filter(|observation| {
-                observation.task_id == item.task_id && observation.work_item_id == item.work_item_id
-            }) {
-                page.heading(ctx, "Observation");
-                page.observation(ctx, observation);
-            }
-            Some(page)
-        }
+        Pane::Tasks => task_page(ctx, width),
+        Pane::Items => item_page(ctx, width),
         Pane::Observations => {
             let observation = view.observations.get(cursor)?;
             let mut page = Page::new(
@@ -264,4 +175,97 @@ fn page(ctx: &Ctx, width: u16) -> Option<Page> {
             Some(page)
         }
     }
+}
+
+/// The detail of the selected task.
+fn task_page(ctx: &Ctx, width: u16) -> Option<Page> {
+    let (view, selection) = (ctx.view, ctx.selection);
+    let task = selection.task(view)?;
+    let mut page = Page::new(format!("Task {}", task.task_id), width);
+    let mut status = task.status.clone();
+    if task.interrupted {
+        status.push_str(" (interrupted by the Leader)");
+    }
+    page.field(ctx, "status", &status, Slot::of_status(&task.status));
+    page.field(ctx, "why", &needs::waiting_for(ctx, task), Slot::Base);
+    page.field(ctx, "revision", &task.revision.to_string(), Slot::Base);
+    page.field(
+        ctx,
+        "epoch",
+        &format!(
+            "{}{}",
+            task.epoch,
+            if task.fenced {
+                " (fenced: hand the task over first)"
+            } else {
+                ""
+            }
+        ),
+        if task.fenced {
+            Slot::Fenced
+        } else {
+            Slot::Base
+        },
+    );
+    page.field(
+        ctx,
+        "work items",
+        &format!("{} of {} completed", task.items_completed, task.items_total),
+        Slot::Base,
+    );
+    page.field(ctx, "gates", &task.gates, Slot::Base);
+    for need in view
+        .needs
+        .iter()
+        .filter(|need| need.task_id == task.task_id)
+    {
+        page.heading(ctx, "Needs you");
+        page.need(ctx, need);
+    }
+    let items = selection.items(view);
+    if !items.is_empty() {
+        page.heading(ctx, "Work items");
+        for item in items {
+            page.field(
+                ctx,
+                &item.work_item_id,
+                &format!(
+                    "{} · {} · {}",
+                    item.status,
+                    item.position,
+                    labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id)
+                ),
+                Slot::of_status(&item.status),
+            );
+        }
+    }
+    Some(page)
+}
+
+/// The detail of the selected work item.
+fn item_page(ctx: &Ctx, width: u16) -> Option<Page> {
+    let (view, selection) = (ctx.view, ctx.selection);
+    let item = selection.item(view)?;
+    let mut page = Page::new(
+        format!("Work item {} of {}", item.work_item_id, item.task_id),
+        width,
+    );
+    page.field(ctx, "status", &item.status, Slot::of_status(&item.status));
+    page.field(ctx, "why", &item.position, Slot::Base);
+    page.field(ctx, "requirement", &item.requirement, Slot::Base);
+    page.field(ctx, "attempt", &item.attempt, Slot::Base);
+    for need in view.needs.iter().filter(|need| {
+        need.task_id == item.task_id
+            && need.work_item_id.as_deref() == Some(item.work_item_id.as_str())
+    }) {
+        page.heading(ctx, "Needs you");
+        page.need(ctx, need);
+    }
+    for observation in view.observations.iter().filter(|observation| {
+        observation.task_id == item.task_id && observation.work_item_id == item.work_item_id
+    }) {
+        page.heading(ctx, "Observation");
+        page.observation(ctx, observation);
+    }
+    Some(page)
 }

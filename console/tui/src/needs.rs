@@ -168,7 +168,7 @@ fn need_line(
     let marker = if selected { "›" } else { "" };
     let age = age_text(need.since_ms, ctx.view.now_ms);
     if wide {
-        let [m, a, k, s, w, keys] = widths(
+        let [marker_w, age_w, kind_w, subject_w, what_w, keys] = widths(
             width,
             [
                 Constraint::Length(1),
@@ -180,15 +180,15 @@ fn need_line(
             ],
         );
         row([
-            cell(marker, m, Cut::End, ctx.style(Slot::Accent)),
-            cell(&age, a, Cut::End, ctx.style(Slot::Muted)),
-            cell(&kind, k, Cut::End, ctx.style(slot)),
-            cell(&subject, s, Cut::Middle, ctx.style(Slot::Base)),
-            cell(what, w, Cut::End, ctx.style(Slot::Muted)),
+            cell(marker, marker_w, Cut::End, ctx.style(Slot::Accent)),
+            cell(&age, age_w, Cut::End, ctx.style(Slot::Muted)),
+            cell(&kind, kind_w, Cut::End, ctx.style(slot)),
+            cell(&subject, subject_w, Cut::Middle, ctx.style(Slot::Base)),
+            cell(what, what_w, Cut::End, ctx.style(Slot::Muted)),
             cell(answer, keys, Cut::End, ctx.style(Slot::Key)),
         ])
     } else {
-        let [m, a, k, s, keys] = widths(
+        let [marker_w, age_w, kind_w, subject_w, keys] = widths(
             width,
             [
                 Constraint::Length(1),
@@ -199,10 +199,10 @@ fn need_line(
             ],
         );
         row([
-            cell(marker, m, Cut::End, ctx.style(Slot::Accent)),
-            cell(&age, a, Cut::End, ctx.style(Slot::Muted)),
-            cell(&kind, k, Cut::End, ctx.style(slot)),
-            cell(&subject, s, Cut::Middle, ctx.style(Slot::Base)),
+            cell(marker, marker_w, Cut::End, ctx.style(Slot::Accent)),
+            cell(&age, age_w, Cut::End, ctx.style(Slot::Muted)),
+            cell(&kind, kind_w, Cut::End, ctx.style(slot)),
+            cell(&subject, subject_w, Cut::Middle, ctx.style(Slot::Base)),
             cell(answer, keys, Cut::End, ctx.style(Slot::Key)),
         ])
     }

@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_queue_is_unacknowledged_then_severity_then_age() {
-        let mut queue = vec![
+        let mut queue = [
             need(NeedKind::NothingToRun, 1, false),
             need(NeedKind::Review, 5, false),
             need(NeedKind::FailedAttempt, 9, true),

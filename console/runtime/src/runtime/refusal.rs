@@ -31,9 +31,9 @@ pub fn explain_refusal(
         .filter(|transition| transition.kind == kind)
         .filter(|transition| match (&transition.target, item) {
             (Target::Task, None) => true,
-            (Target::WorkItem(target), Some(item))
-            | (
-                Target::Attempt {
+            (
+                Target::WorkItem(target)
+                | Target::Attempt {
                     work_item: target, ..
                 },
                 Some(item),
