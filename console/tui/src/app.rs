@@ -34,7 +34,10 @@ use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
 use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
 use std::collections::BTreeSet;
 
 use valp_view::{ConsoleView, NeedRow, Refusal, Request, SessionCheck, TaskRow};
@@ -66,6 +69,9 @@ const OPERATIONS: [Action; 11] = [
     Action::Acknowledge,
 ];
 
+/// Rows one wheel step moves.
+const WHEEL_ROWS: usize = 3;
+
 /// How long a confirmation stays in the footer.
 pub const NOTICE_MS: i64 = 15_000;
 /// How long a refusal stays in the footer.
@@ -95,6 +101,8 @@ pub struct Ctx<'a> {
     theme: &'a Theme,
     /// The `/` filter in force (empty: none), for the title line.
     pub filter: &'a str,
+    /// Where each task pane is drawn (the body records it, clicks read it).
+    pub pane_areas: &'a RefCell<Vec<(Pane, Rect)>>,
 }
 
 impl Ctx<'_> {
@@ -149,6 +157,8 @@ pub struct App {
     detail_most: Cell<usize>,
     /// The notice on screen and the view time it was first drawn at, for expiry.
     noted: Option<(Notice, i64)>,
+    /// Where each task pane was drawn last (for clicks; drawing takes `&self`).
+    pane_areas: RefCell<Vec<(Pane, Rect)>>,
 }
 
 impl App {
@@ -175,6 +185,7 @@ impl App {
             detail: None,
             detail_most: Cell::new(0),
             noted: None,
+            pane_areas: RefCell::new(Vec::new()),
         };
         app.sync_list();
         app.check_alerts();
@@ -350,6 +361,7 @@ impl App {
                 self.dirty = true;
                 Vec::new()
             }
+            Event::Mouse(mouse) => self.mouse(mouse),
             Event::Tick => vec![Effect::Send {
                 request: Request::Refresh,
                 quiet: true,
@@ -603,6 +615,40 @@ impl App {
         Vec::new()
     }
 
+    /// The wheel moves the cursor of the focused list (or scrolls the help and the detail
+    /// view) three rows; a left click focuses the pane under the pointer.
+    fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
+        let steps = match mouse.kind {
+            MouseEventKind::ScrollUp => Some(Action::Up),
+            MouseEventKind::ScrollDown => Some(Action::Down),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let at = Position::new(mouse.column, mouse.row);
+                let pane = self
+                    .pane_areas
+                    .borrow()
+                    .iter()
+                    .find(|(_, area)| area.contains(at))
+                    .map(|(pane, _)| *pane);
+                if let Some(pane) = pane
+                    && matches!(self.mode(), Mode::Main | Mode::ReadOnly)
+                {
+                    self.selection.focus_on(pane);
+                    self.dirty = true;
+                }
+                None
+            }
+            _ => None,
+        };
+        let Some(action) = steps else {
+            return Vec::new();
+        };
+        let mut effects = Vec::new();
+        for _ in 0..WHEEL_ROWS {
+            effects.extend(self.update(action));
+        }
+        effects
+    }
+
     /// Runs the open prompt: the palette's chosen command, or the typed filter.
     fn run_prompt(&mut self) -> Vec<Effect> {
         let Some(prompt) = self.prompt.take() else {
@@ -759,7 +805,9 @@ impl App {
                 .collect(),
             theme: &self.config.theme,
             filter: &self.filter,
+            pane_areas: &self.pane_areas,
         };
+        self.pane_areas.borrow_mut().clear();
         frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
         let notice = self.notice.as_ref();
         match self.screen() {

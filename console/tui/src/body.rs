@@ -89,6 +89,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, tabbed: bool) {
 }
 
 fn render_pane(frame: &mut Frame, area: Rect, ctx: &Ctx, pane: Pane) {
+    ctx.pane_areas.borrow_mut().push((pane, area));
     match pane {
         Pane::Tasks => tasks::render(frame, area, ctx),
         Pane::Items => items::render(frame, area, ctx),

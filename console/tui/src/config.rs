@@ -17,6 +17,7 @@
 //! notify = "bell"        # announce needs that still wait: "off" (default), "bell", "osc9"
 //! notify_after_seconds = 300   # after how long (0 to 86400; default 300)
 //! theme = "dark"         # a compiled-in theme: default (ANSI-16), dark, light, high-contrast
+//! mouse = false          # the wheel scrolls, a click focuses a pane (default true)
 //! ```
 //!
 //! Anything else is an error naming the file, the key and the rule it breaks.
@@ -94,6 +95,8 @@ pub struct Config {
     user_theme: Option<Theme>,
     /// Whether colours are drawn (`--color`, `NO_COLOR`).
     colors: bool,
+    /// Whether the wheel scrolls and a click focuses a pane (`[console] mouse`).
+    pub mouse: bool,
 }
 
 /// A configuration that cannot be used.
@@ -153,6 +156,7 @@ impl Config {
             theme_name: THEMES[0].0.to_owned(),
             user_theme: None,
             colors: true,
+            mouse: true,
         })
     }
 
@@ -258,6 +262,12 @@ impl Config {
             match key.as_str() {
                 "refresh_seconds" => self.refresh_every = seconds(1, MAX_REFRESH_SECONDS)?,
                 "notify_after_seconds" => self.notify.after = seconds(0, MAX_NOTIFY_SECONDS)?,
+                "mouse" => {
+                    self.mouse = value.as_bool().ok_or_else(|| ConfigError::Setting {
+                        key: "console.mouse".to_owned(),
+                        rule: format!("must be true or false, not {value}"),
+                    })?;
+                }
                 "theme" => {
                     let name = value.as_str().ok_or_else(|| ConfigError::Setting {
                         key: "console.theme".to_owned(),
@@ -284,7 +294,7 @@ impl Config {
                     return Err(ConfigError::Setting {
                         key: format!("console.{key}"),
                         rule: "unknown setting (settings: refresh_seconds, notify, \
-                               notify_after_seconds, theme)"
+                               notify_after_seconds, theme, mouse)"
                             .to_owned(),
                     });
                 }
@@ -409,6 +419,12 @@ mod tests {
              dark, light, high-contrast)"
         );
         assert_eq!(
+            error("[console]\nmouse = \"yes\"\n"),
+            "/home/op/.config/valp/config.toml: console.mouse: must be true or false, not \"yes\""
+        );
+        assert!(!user("[console]\nmouse = false\n").unwrap().mouse);
+        assert!(Config::builtin().unwrap().mouse);
+        assert_eq!(
             error("[console]\ntheme = 3\n"),
             "/home/op/.config/valp/config.toml: console.theme: must be a theme name, not 3"
         );
@@ -478,7 +494,7 @@ mod tests {
             error("[console]\nrefresh = 5\n"),
             format!(
                 "{file}: console.refresh: unknown setting (settings: refresh_seconds, notify, \
-                 notify_after_seconds, theme)"
+                 notify_after_seconds, theme, mouse)"
             )
         );
         assert_eq!(

@@ -142,7 +142,16 @@ pub async fn run(backend: Box<dyn Backend + Send>, config: Config, inbox: Inbox)
             return Err(error);
         }
     };
+    // The wheel and clicks, unless the user file turns them off (a terminal that reports the
+    // mouse no longer selects text by itself).
+    let mouse = config.mouse;
+    if mouse {
+        crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+    }
     let result = event_loop(&mut terminal, backend, config, inbox).await;
+    if mouse {
+        let _ = crossterm::execute!(io::stdout(), crossterm::event::DisableMouseCapture);
+    }
     ratatui::restore();
     result
 }
@@ -189,6 +198,7 @@ async fn event_loop(
                 Some(Err(error)) => return Err(error),
                 Some(Ok(Terminal::Key(key))) => Event::Key(key),
                 Some(Ok(Terminal::Resize(..))) => Event::Resize,
+                Some(Ok(Terminal::Mouse(mouse))) => Event::Mouse(mouse),
                 Some(Ok(_)) => continue,
             },
             Some(event) = worker.answers.recv() => event,

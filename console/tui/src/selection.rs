@@ -174,6 +174,11 @@ impl Selection {
         }
     }
 
+    /// Focuses `pane`.
+    pub const fn focus_on(&mut self, pane: Pane) {
+        self.focus = pane;
+    }
+
     /// Focuses the next pane.
     pub const fn focus_next(&mut self) {
         self.focus = self.focus.next();

@@ -79,3 +79,37 @@ fn attempts_are_labelled_without_the_task_and_item_their_row_names() {
     let observations = screen_text(&app, 80, 24);
     assert!(observations.contains(" lint:a2 "), "{observations}");
 }
+
+fn mouse(kind: crossterm::event::MouseEventKind, column: u16, row: u16) -> valp_tui::Event {
+    valp_tui::Event::Mouse(crossterm::event::MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: crossterm::event::KeyModifiers::NONE,
+    })
+}
+
+#[test]
+fn the_wheel_moves_the_focused_list_and_a_click_focuses_a_pane() {
+    use crossterm::event::{MouseButton, MouseEventKind};
+
+    let mut backend = Scripted::new(working());
+    let mut app = start(&mut backend);
+    // Clicks need a drawn screen: 120x40, where the Work items pane starts below the Tasks pane.
+    let screen = screen_text(&app, 120, 40);
+    let items_row = screen
+        .lines()
+        .position(|line| line.contains("┌ Work items"))
+        .unwrap();
+    app.handle(mouse(
+        MouseEventKind::Down(MouseButton::Left),
+        10,
+        u16::try_from(items_row + 2).unwrap(),
+    ));
+    assert_eq!(app.focus(), Pane::Items);
+    app.handle(mouse(MouseEventKind::ScrollDown, 10, 10));
+    assert_eq!(app.cursor(Pane::Items), 3, "three rows a step");
+    app.handle(mouse(MouseEventKind::ScrollUp, 10, 10));
+    assert_eq!(app.cursor(Pane::Items), 0);
+    assert!(backend.requests.is_empty());
+}
