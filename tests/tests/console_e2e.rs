@@ -236,8 +236,12 @@ fn select_once_reopen_without_asking_and_rebind_after_a_restart() {
         banner.contains("another session is at this address now"),
         "{banner}"
     );
-    // Keys that would change anything do nothing in read-only mode.
-    desk.keys(&["Enter", "y"]);
+    // Keys that would change anything do nothing in read-only mode; a task key says why and
+    // names the two ways on. Enter only looks (the detail view), Esc closes it.
+    desk.keys(&["x"]);
+    let refused = desk.wait_for("VALP-CONSOLE-READ-ONLY: cancel: refused");
+    assert!(refused.contains("Ways on: r rebind"), "{refused}");
+    desk.keys(&["Enter", "y", "Escape"]);
     std::thread::sleep(Duration::from_millis(200));
     assert!(flatten(&desk.screen()).contains("Read-only"));
     assert_eq!(desk.binding(), bound, "the binding on disk is unchanged");

@@ -197,11 +197,17 @@ impl Action {
         }
     }
 
-    /// Whether the footer lists the action (help always does).
+    /// Whether the footer lists the action (help always does): not the second of a pair, the
+    /// page keys or Enter (the footer's row is worth more to the task keys).
     pub const fn hinted(self) -> bool {
         !matches!(
             self,
-            Self::PreviousPane | Self::PageUp | Self::PageDown | Self::First | Self::Last
+            Self::PreviousPane
+                | Self::PageUp
+                | Self::PageDown
+                | Self::First
+                | Self::Last
+                | Self::Details
         )
     }
 
