@@ -44,6 +44,8 @@ pub struct SystemBackend<'c> {
     shown_needs: Vec<valp_view::NeedRow>,
     /// When each observation on screen was first read.
     observations_seen: needs::FirstSeen,
+    /// When each current attempt on screen was first seen.
+    attempts_seen: needs::FirstSeen,
     feed: Option<feed::Feed>,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
@@ -72,6 +74,7 @@ impl<'c> SystemBackend<'c> {
             desk: tasks::Desk::new(None),
             shown_needs: Vec::new(),
             observations_seen: needs::FirstSeen::default(),
+            attempts_seen: needs::FirstSeen::default(),
             feed: None,
             pending_plan: None,
         })
@@ -166,6 +169,20 @@ impl<'c> SystemBackend<'c> {
         }
         let live: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
         self.observations_seen.keep(|seen| live.contains(seen));
+    }
+
+    /// Stamps each work item's current attempt with when the System first saw it.
+    fn stamp_attempts(&mut self, rows: &mut [valp_view::ItemRow]) {
+        let now = self.clock.now().millis();
+        let key = |row: &valp_view::ItemRow| {
+            let attempt = row.attempt.split(' ').next().unwrap_or_default();
+            format!("{}\u{0}{}\u{0}{attempt}", row.task_id, row.work_item_id)
+        };
+        for row in rows.iter_mut().filter(|row| !row.attempt.is_empty()) {
+            row.attempt_since_ms = self.attempts_seen.stamp(&key(row), now);
+        }
+        let live: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
+        self.attempts_seen.keep(|seen| live.contains(seen));
     }
 
     /// What this start found.
@@ -298,7 +315,8 @@ impl Backend for SystemBackend<'_> {
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();
-        let (tasks, items) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, mut items) = self.desk.tasks(&self.root, lane.active_epoch);
+        self.stamp_attempts(&mut items);
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);

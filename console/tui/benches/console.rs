@@ -64,6 +64,7 @@ fn view() -> ConsoleView {
             status: statuses[at % statuses.len()].to_owned(),
             position: "locked by item-000 (running)".to_owned(),
             attempt: format!("task:item-{at}:a1 g1 running"),
+            attempt_since_ms: 0,
         })
         .collect();
     let observations = (0..200u64)

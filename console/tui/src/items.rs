@@ -13,6 +13,7 @@ use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, row, span, widths};
 use super::theme::Slot;
+use valp_view::needs::age_text;
 
 /// Draws the pane into `area`.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
@@ -45,16 +46,25 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .iter()
         .enumerate()
         .map(|(at, item)| {
+            let mut attempt =
+                labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id)
+                    .to_owned();
+            // How long an attempt still in flight has been going.
+            if item.attempt_since_ms > 0
+                && ["created", "submitted", "running"]
+                    .iter()
+                    .any(|status| item.attempt.ends_with(status))
+            {
+                attempt.push_str(" · ");
+                attempt.push_str(&age_text(item.attempt_since_ms, ctx.view.now_ms));
+            }
             vec![cells([
                 (if at == cursor { "›" } else { "" }, Slot::Accent),
                 (&item.work_item_id, Slot::Base),
                 (&item.requirement, Slot::Muted),
                 (&item.status, Slot::of_status(&item.status)),
                 (&item.position, Slot::Base),
-                (
-                    labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id),
-                    Slot::Muted,
-                ),
+                (&attempt, Slot::Muted),
             ])]
         })
         .collect();

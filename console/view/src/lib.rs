@@ -54,6 +54,9 @@ pub struct ItemRow {
     pub position: String,
     /// The current attempt (`<attempt id> g<generation> <status>`), or empty.
     pub attempt: String,
+    /// When the System first saw the current attempt (milliseconds since the Unix epoch, its
+    /// clock; 0 without an attempt or until stamped): how long it has been going.
+    pub attempt_since_ms: i64,
 }
 
 /// One adapter observation, as ingested.

@@ -498,6 +498,8 @@ fn item_rows(body: &StateBody) -> Vec<ItemRow> {
                 status: item.status.as_str().to_owned(),
                 position: valp_view::position_text(&item.position),
                 attempt: display_text(&attempt),
+                // Stamped by the System when it shows the row.
+                attempt_since_ms: 0,
             }
         })
         .collect()

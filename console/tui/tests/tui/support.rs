@@ -315,6 +315,12 @@ fn item(
         status: status.to_owned(),
         position: position.to_owned(),
         attempt: attempt.to_owned(),
+        // Attempts in these views started a few minutes ago.
+        attempt_since_ms: if attempt.is_empty() {
+            0
+        } else {
+            NOW_MS - 4 * 60_000
+        },
     }
 }
 
