@@ -144,6 +144,8 @@ impl CandidateList {
             ],
             Slot::Muted,
         )];
+        let ids: Vec<&str> = rows.iter().map(|row| row.candidate_id.as_str()).collect();
+        let names = super::labels::candidates(&ids, usize::from(columns[1]));
         let visible = usize::from(inner.height).saturating_sub(1).max(1);
         let offset = (self.cursor + 1).saturating_sub(visible);
         for (at, candidate) in rows.iter().enumerate().skip(offset).take(visible) {
@@ -151,7 +153,7 @@ impl CandidateList {
             let line = cells(
                 [
                     if selected { "›" } else { "" },
-                    &candidate.candidate_id,
+                    &names[at],
                     &candidate.principal_id,
                     &candidate.principal_kind,
                     &candidate.health,
