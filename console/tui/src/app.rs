@@ -103,6 +103,8 @@ pub struct Ctx<'a> {
     pub filter: &'a str,
     /// Where each task pane is drawn (the body records it, clicks read it).
     pub pane_areas: &'a RefCell<Vec<(Pane, Rect)>>,
+    /// Where each row of a task pane is drawn (the lists record it, clicks read it).
+    pub row_areas: &'a RefCell<Vec<(Pane, Rect, usize)>>,
 }
 
 impl Ctx<'_> {
@@ -159,6 +161,8 @@ pub struct App {
     noted: Option<(Notice, i64)>,
     /// Where each task pane was drawn last (for clicks; drawing takes `&self`).
     pane_areas: RefCell<Vec<(Pane, Rect)>>,
+    /// Where each row of those panes was drawn last: pane, rows, index.
+    row_areas: RefCell<Vec<(Pane, Rect, usize)>>,
 }
 
 impl App {
@@ -186,6 +190,7 @@ impl App {
             detail_most: Cell::new(0),
             noted: None,
             pane_areas: RefCell::new(Vec::new()),
+            row_areas: RefCell::new(Vec::new()),
         };
         app.sync_list();
         app.check_alerts();
@@ -616,23 +621,32 @@ impl App {
     }
 
     /// The wheel moves the cursor of the focused list (or scrolls the help and the detail
-    /// view) three rows; a left click focuses the pane under the pointer.
+    /// view) three rows; a left click selects the row under the pointer (or focuses the pane).
     fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
         let steps = match mouse.kind {
             MouseEventKind::ScrollUp => Some(Action::Up),
             MouseEventKind::ScrollDown => Some(Action::Down),
             MouseEventKind::Down(MouseButton::Left) => {
                 let at = Position::new(mouse.column, mouse.row);
+                let row = self
+                    .row_areas
+                    .borrow()
+                    .iter()
+                    .find(|(_, area, _)| area.contains(at))
+                    .map(|(pane, _, index)| (*pane, *index));
                 let pane = self
                     .pane_areas
                     .borrow()
                     .iter()
                     .find(|(_, area)| area.contains(at))
                     .map(|(pane, _)| *pane);
-                if let Some(pane) = pane
-                    && matches!(self.mode(), Mode::Main | Mode::ReadOnly)
-                {
-                    self.selection.focus_on(pane);
+                if matches!(self.mode(), Mode::Main | Mode::ReadOnly) {
+                    if let Some((pane, index)) = row {
+                        self.selection.focus_on(pane);
+                        self.selection.select(pane, index);
+                    } else if let Some(pane) = pane {
+                        self.selection.focus_on(pane);
+                    }
                     self.dirty = true;
                 }
                 None
@@ -806,8 +820,10 @@ impl App {
             theme: &self.config.theme,
             filter: &self.filter,
             pane_areas: &self.pane_areas,
+            row_areas: &self.row_areas,
         };
         self.pane_areas.borrow_mut().clear();
+        self.row_areas.borrow_mut().clear();
         frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
         let notice = self.notice.as_ref();
         match self.screen() {

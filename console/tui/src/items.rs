@@ -98,6 +98,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         area,
         ctx,
         Listing {
+            pane: Some(Pane::Items),
             title,
             note,
             focused: selection.focus() == Pane::Items,

@@ -174,6 +174,15 @@ impl Selection {
         }
     }
 
+    /// Puts `pane`'s cursor on row `index` (a new task starts on its first work item).
+    pub fn select(&mut self, pane: Pane, index: usize) {
+        let cursor = &mut self.cursors[pane.index()];
+        if *cursor != index && pane == Pane::Tasks {
+            self.cursors[Pane::Items.index()] = 0;
+        }
+        self.cursors[pane.index()] = index;
+    }
+
     /// Focuses `pane`.
     pub const fn focus_on(&mut self, pane: Pane) {
         self.focus = pane;

@@ -90,7 +90,7 @@ fn mouse(kind: crossterm::event::MouseEventKind, column: u16, row: u16) -> valp_
 }
 
 #[test]
-fn the_wheel_moves_the_focused_list_and_a_click_focuses_a_pane() {
+fn the_wheel_moves_the_focused_list_and_a_click_focuses_a_pane_or_selects_a_row() {
     use crossterm::event::{MouseButton, MouseEventKind};
 
     let mut backend = Scripted::new(working());
@@ -111,5 +111,21 @@ fn the_wheel_moves_the_focused_list_and_a_click_focuses_a_pane() {
     assert_eq!(app.cursor(Pane::Items), 3, "three rows a step");
     app.handle(mouse(MouseEventKind::ScrollUp, 10, 10));
     assert_eq!(app.cursor(Pane::Items), 0);
+    // A click on a row selects it: the review task, in the Tasks pane.
+    let screen = screen_text(&app, 120, 40);
+    let review_row = screen
+        .lines()
+        .position(|line| line.contains("│  task-review-docs  "))
+        .unwrap();
+    app.handle(mouse(
+        MouseEventKind::Down(MouseButton::Left),
+        10,
+        u16::try_from(review_row).unwrap(),
+    ));
+    assert_eq!(app.focus(), Pane::Tasks);
+    assert_eq!(
+        app.view().tasks[app.cursor(Pane::Tasks)].task_id,
+        "task-review-docs"
+    );
     assert!(backend.requests.is_empty());
 }
