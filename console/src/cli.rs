@@ -92,12 +92,13 @@ pub enum Command {
     /// blob's content digest, without changing anything. Prints a table and ends with
     /// `verify: N journals ok, M problems`; exits non-zero when there are problems.
     Verify,
-    /// Convert a control root of layout 1 to layout 2 (journals with head anchors).
+    /// Convert a control root of layout 1 or 2 to layout 3 (journal lines with their time).
     ///
     /// Shows what it will do, asks you to type `upgrade` (or takes --yes), copies the whole
-    /// control root byte for byte to `.valp.layout1-backup-<n>/` beside it, verifies every
-    /// journal by replay and writes its head anchor, and sets `layout_version` 2 last. Running it
-    /// again after a crash finishes the job. Every other command refuses a layout-1 root.
+    /// control root byte for byte to `.valp.layout<N>-backup-<n>/` beside it, verifies every
+    /// journal by replay (writing the head anchors a layout-1 root lacks; lines written before
+    /// keep no time, shown as unknown), and sets `layout_version` 3 last. Running it again after
+    /// a crash finishes the job. Every other command refuses a layout-1 or layout-2 root.
     Upgrade {
         /// Do not ask for the typed confirmation.
         #[arg(long)]
@@ -117,6 +118,9 @@ pub enum Command {
         /// Recover the installation ledger instead.
         #[arg(long, conflicts_with = "task")]
         ledger: bool,
+        /// Recover the task's operator-action journal (`actions.jsonl`) instead of its journal.
+        #[arg(long, requires = "task")]
+        actions: bool,
         /// Do not ask for the typed confirmation.
         #[arg(long)]
         yes: bool,
@@ -213,8 +217,9 @@ pub enum Command {
         #[arg(long, default_value = "")]
         note: String,
         /// Also deliver SIGINT to the command of every attempt running on the process adapter
-        /// once the kernel accepted the interrupt (a command that exits on it fails its
-        /// attempt, which is retried after `valp resume` while the retry budget lasts).
+        /// (and the agent profile's interrupt keys to every tmux agent) once the kernel
+        /// accepted the interrupt (a command that exits on it fails its attempt, which is
+        /// retried after `valp resume` while the retry budget lasts).
         #[arg(long)]
         signal: bool,
     },
@@ -480,6 +485,14 @@ pub enum AdapterCommand {
     Process {
         /// The attempt folder (`runtime/process/attempts/<H>/`, holding request.json and
         /// run.json).
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// The tmux adapter's supervisor for one attempt: starts (or finds) the agent's pane,
+    /// submits the prompt with proof, watches the agent and writes its observations in the
+    /// attempt folder. valp starts it detached.
+    Tmux {
+        /// The attempt folder (`runtime/tmux/attempts/<H>/`, holding request.json and run.json).
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
     },

@@ -124,11 +124,7 @@ pub fn run(
                 .transpose()?;
             doctor::run_doctor(opened.as_ref(), &clock, &options, out)
         }
-        Command::Adapter(AdapterCommand::Process { dir }) => {
-            valp_runtime::adapter::process::supervise(&dir).map_err(|error| {
-                CommandError::Usage(format!("process adapter {}: {error}", dir.display()))
-            })
-        }
+        Command::Adapter(command) => supervise(&command),
         Command::Report(args) => report::run(&open_root(root.as_deref())?, &args, out),
         Command::Run(args) => run::run(&open_root(root.as_deref())?, &args, &clock, &options, out),
         Command::Task(command @ (TaskCommand::Status { .. } | TaskCommand::Explain(_))) => {
@@ -267,9 +263,9 @@ fn root_files(
     match command {
         Command::Init { installation_id } => init::run(&init_target(root)?, installation_id, out),
         Command::Upgrade { yes } => upgrade::run(&existing_root(root)?, yes, input, out),
-        Command::Recover { task, yes, .. } => {
-            recover::run(&open_root(root)?, task.as_deref(), yes, input, out)
-        }
+        Command::Recover {
+            task, actions, yes, ..
+        } => recover::run(&open_root(root)?, task.as_deref(), actions, yes, input, out),
         Command::Verify => verify::run(&open_root(root)?, out),
         other => Err(CommandError::Usage(format!(
             "{other:?} is not a command on the control root's files"
@@ -473,4 +469,18 @@ fn existing_root(explicit: Option<&Path>) -> Result<PathBuf, CommandError> {
             cwd.display()
         ))
     })
+}
+
+/// `valp adapter …`: an attempt's supervisor.
+fn supervise(command: &AdapterCommand) -> Result<ExitCode, CommandError> {
+    let (name, dir, result) = match command {
+        AdapterCommand::Process { dir } => (
+            "process",
+            dir,
+            valp_runtime::adapter::process::supervise(dir),
+        ),
+        AdapterCommand::Tmux { dir } => ("tmux", dir, valp_runtime::adapter::tmux::supervise(dir)),
+    };
+    result
+        .map_err(|error| CommandError::Usage(format!("{name} adapter {}: {error}", dir.display())))
 }

@@ -3,14 +3,29 @@
 //! Each line is the canonical JSON (RFC 0002 §5.3) of
 //!
 //! ```text
-//! {"entry": <payload>, "entry_digest": D, "prior_entry_digest": P, "schema_version":
-//!  "valp-store-journal.v1", "seq": N}
+//! {"entry": <payload>, "entry_digest": D, "prior_entry_digest": P, "recorded_at": T,
+//!  "schema_version": "valp-store-journal.v2", "seq": N}
 //! ```
 //!
 //! followed by one LF, where `N` counts lines from 0, `P` is the previous line's `entry_digest`
-//! (`null` on line 0) and `D = digest(line object without entry_digest)`. Because the line is
-//! canonical and `entry_digest` is its second member, `D`'s preimage is the line's own bytes with
-//! that one member cut out, so verifying a line hashes it once.
+//! (`null` on line 0), `T` is when the store wrote the line (RFC 3339 UTC with milliseconds,
+//! `YYYY-MM-DDTHH:MM:SS.mmmZ`, from the injected [`Clock`](crate::clock::Clock)) and
+//! `D = digest(line object without entry_digest)`. Because the line is canonical and
+//! `entry_digest` is its second member, `D`'s preimage is the line's own bytes with that one
+//! member cut out, so verifying a line hashes it once.
+//!
+//! **`recorded_at` is the store's, not the kernel's.** It sits beside the payload, never in it:
+//! the kernel's Event, Result and State digests (and replay) never see it, so they stay
+//! byte-identical to the reference's. It is bound by `D` like every member of the line, so
+//! editing it breaks the chain at that line (and the head anchor at the last one). It says when
+//! this store wrote the line, as the writer's clock said: nothing orders lines but `seq` (a
+//! clock stepped back gives a later line an earlier time, which is recorded as it is).
+//!
+//! **Lines without a time.** Lines written before layout 3 are `valp-store-journal.v1`: the
+//! same members without `recorded_at`. `valp upgrade` keeps them as they are (their time was
+//! never recorded and is not invented); a reader gets `recorded_at` `None` for them
+//! ([`ChainLine::recorded_at`]), which is shown as "unknown" ([`shown`]). Every line a layout-3
+//! store writes is v2, so a v1 line after a v2 line is damage.
 //!
 //! [`ChainReader`] reads and verifies lines one at a time (streaming: memory does not grow with
 //! the file) and classifies what it cannot verify: a *torn tail*, what an interrupted append can
@@ -31,34 +46,69 @@ use valp_kernel::canonical::{Canonical, decode_canonical, digest_text};
 use valp_kernel::json::Value;
 use valp_kernel::json::write::{Fields, write_int, write_str};
 
+use crate::clock::Timestamp;
 use crate::error::StoreError;
 
-/// `schema_version` of a journal line.
-pub const LINE_SCHEMA: &str = "valp-store-journal.v1";
+/// `schema_version` of a journal line (layout 3: with `recorded_at`).
+pub const LINE_SCHEMA: &str = "valp-store-journal.v2";
+/// `schema_version` of a line written before layout 3, without `recorded_at`.
+pub const UNTIMED_LINE_SCHEMA: &str = "valp-store-journal.v1";
+/// How a line without `recorded_at` shows its time.
+pub const UNKNOWN_TIME: &str = "unknown";
 
 /// Bytes of `,"entry_digest":"sha256:<64 hex>"`.
 const DIGEST_MEMBER_LEN: usize = r#","entry_digest":""#.len() + 71 + 1;
 
-/// The members after `entry_digest`, and the closing brace.
-fn write_rest(out: &mut Vec<u8>, prior: Option<&str>, seq: u64) {
+/// A line's `recorded_at` as it is shown: the RFC 3339 time, or [`UNKNOWN_TIME`] for a line
+/// written before layout 3 (never a made-up time).
+pub fn shown(recorded_at: Option<Timestamp>) -> String {
+    recorded_at.map_or_else(|| UNKNOWN_TIME.to_owned(), Timestamp::to_rfc3339)
+}
+
+/// The members after `entry_digest`, and the closing brace (`recorded_at` `None`: a v1 line).
+fn write_rest(out: &mut Vec<u8>, prior: Option<&str>, recorded_at: Option<&str>, seq: u64) {
     let mut fields = Fields::resume(out, "entry_digest");
     match prior {
         Some(digest) => fields.str("prior_entry_digest", digest),
         None => fields.key("prior_entry_digest").extend_from_slice(b"null"),
     }
-    fields.str("schema_version", LINE_SCHEMA);
+    match recorded_at {
+        Some(at) => {
+            fields.str("recorded_at", at);
+            fields.str("schema_version", LINE_SCHEMA);
+        }
+        None => fields.str("schema_version", UNTIMED_LINE_SCHEMA),
+    }
     write_int(fields.key("seq"), i128::from(seq));
     fields.end();
 }
 
-/// Encodes line `seq` holding `entry`, chained to `prior`. Returns the line (with its LF) and
-/// its `entry_digest`.
-pub fn encode_line(seq: u64, prior: Option<&str>, entry: &impl Canonical) -> (Vec<u8>, String) {
+/// Encodes line `seq` holding `entry`, chained to `prior`, recorded at `recorded_at`. Returns
+/// the line (with its LF) and its `entry_digest`.
+pub fn encode_line(
+    seq: u64,
+    prior: Option<&str>,
+    recorded_at: Timestamp,
+    entry: &impl Canonical,
+) -> (Vec<u8>, String) {
+    encode_line_at(seq, prior, Some(recorded_at), entry)
+}
+
+/// [`encode_line`], or with `recorded_at` `None` the v1 line a store before layout 3 wrote:
+/// for records converted from layout 1, whose time was never recorded, and for tests that stand
+/// for an older store.
+pub fn encode_line_at(
+    seq: u64,
+    prior: Option<&str>,
+    recorded_at: Option<Timestamp>,
+    entry: &impl Canonical,
+) -> (Vec<u8>, String) {
     let mut head = Vec::with_capacity(1024);
     head.extend_from_slice(br#"{"entry":"#);
     entry.write_canonical(&mut head);
     let mut rest = Vec::with_capacity(128);
-    write_rest(&mut rest, prior, seq);
+    let at = recorded_at.map(Timestamp::to_rfc3339);
+    write_rest(&mut rest, prior, at.as_deref(), seq);
     let mut hasher = Sha256::new();
     hasher.update(&head);
     hasher.update(&rest);
@@ -81,6 +131,9 @@ pub struct ChainLine {
     pub entry: Value,
     /// Its `entry_digest`.
     pub digest: String,
+    /// When the store wrote it; `None` for a line written before layout 3 (shown as
+    /// [`UNKNOWN_TIME`], see [`shown`]).
+    pub recorded_at: Option<Timestamp>,
     /// Byte offset of the line's first byte.
     pub start: u64,
     /// Byte offset just after its LF.
@@ -109,6 +162,8 @@ pub struct ChainReader {
     offset: u64,
     next_seq: u64,
     prior: Option<String>,
+    /// Whether a line with `recorded_at` was read (a v1 line may not follow one).
+    timed: bool,
     buffer: Vec<u8>,
     /// Set once the end of the verifiable lines is reached.
     tail: Option<Tail>,
@@ -124,18 +179,21 @@ impl ChainReader {
             offset: 0,
             next_seq: 0,
             prior: None,
+            timed: false,
             buffer: Vec::with_capacity(4096),
             tail: None,
         })
     }
 
     /// Continues reading `path` after a line already verified: the next line must be
-    /// `next_seq`, start at `offset` and chain to `prior`.
+    /// `next_seq`, start at `offset` and chain to `prior`; `prior_timed` says whether that line
+    /// had a `recorded_at` (then every later one must).
     pub fn resume(
         path: &Path,
         offset: u64,
         next_seq: u64,
         prior: &str,
+        prior_timed: bool,
     ) -> Result<Self, StoreError> {
         let mut reader = Self::open(path)?;
         reader
@@ -145,6 +203,7 @@ impl ChainReader {
         reader.offset = offset;
         reader.next_seq = next_seq;
         reader.prior = Some(prior.to_owned());
+        reader.timed = prior_timed;
         Ok(reader)
     }
 
@@ -186,6 +245,7 @@ impl ChainReader {
         self.offset += read as u64;
         self.next_seq += 1;
         self.prior = Some(line.digest.clone());
+        self.timed = line.recorded_at.is_some();
         Ok(Some(line))
     }
 
@@ -242,13 +302,25 @@ impl ChainReader {
         let Value::Object(mut members) = value else {
             return Err(self.corrupt(start, "a journal line is a JSON object".to_owned()));
         };
-        let expected = [
-            "entry",
-            "entry_digest",
-            "prior_entry_digest",
-            "schema_version",
-            "seq",
-        ];
+        let recorded_at = self.recorded_at(start, &members)?;
+        let expected: &[&str] = if recorded_at.is_some() {
+            &[
+                "entry",
+                "entry_digest",
+                "prior_entry_digest",
+                "recorded_at",
+                "schema_version",
+                "seq",
+            ]
+        } else {
+            &[
+                "entry",
+                "entry_digest",
+                "prior_entry_digest",
+                "schema_version",
+                "seq",
+            ]
+        };
         if members.len() != expected.len() || !expected.iter().all(|key| members.contains_key(*key))
         {
             let keys: Vec<&str> = members.keys().map(String::as_str).collect();
@@ -256,9 +328,6 @@ impl ChainReader {
                 start,
                 format!("members must be {expected:?}, found {keys:?}"),
             ));
-        }
-        if members.get("schema_version").and_then(Value::as_str) != Some(LINE_SCHEMA) {
-            return Err(self.corrupt(start, format!("schema_version must be {LINE_SCHEMA:?}")));
         }
         let seq = match members.get("seq") {
             Some(Value::Number(valp_kernel::json::Number::Int(seq))) => *seq,
@@ -291,7 +360,9 @@ impl ChainReader {
             return Err(self.corrupt(start, "entry_digest must be a string".to_owned()));
         };
         let mut rest = Vec::with_capacity(128);
-        write_rest(&mut rest, prior, self.next_seq);
+        // The text as read: `recorded_at` accepted it only in the one spelling the store writes.
+        let at = recorded_at.and(members.get("recorded_at").and_then(Value::as_str));
+        write_rest(&mut rest, prior, at, self.next_seq);
         let mut member = br#","entry_digest":"#.to_vec();
         write_str(&mut member, &digest);
         let cut_end = (bytes.len() - 1).saturating_sub(rest.len());
@@ -317,8 +388,49 @@ impl ChainReader {
             seq: self.next_seq,
             entry,
             digest,
+            recorded_at,
             start,
             end: start + bytes.len() as u64,
         })
+    }
+
+    /// The line's `recorded_at` as its `schema_version` says: v2 must carry one in the exact
+    /// RFC 3339 form the store writes, v1 (before layout 3) none, and only before any v2 line.
+    fn recorded_at(
+        &self,
+        start: u64,
+        members: &std::collections::BTreeMap<String, Value>,
+    ) -> Result<Option<Timestamp>, StoreError> {
+        match members.get("schema_version").and_then(Value::as_str) {
+            Some(LINE_SCHEMA) => match members.get("recorded_at") {
+                Some(Value::String(text)) => {
+                    Timestamp::parse_rfc3339(text).map(Some).ok_or_else(|| {
+                        self.corrupt(
+                            start,
+                            format!(
+                                "recorded_at {text:?} is not an RFC 3339 UTC time with \
+                                 milliseconds (YYYY-MM-DDTHH:MM:SS.mmmZ)"
+                            ),
+                        )
+                    })
+                }
+                Some(_) => Err(self.corrupt(start, "recorded_at must be a string".to_owned())),
+                None => {
+                    Err(self.corrupt(start, format!("a {LINE_SCHEMA} line must have recorded_at")))
+                }
+            },
+            Some(UNTIMED_LINE_SCHEMA) if self.timed => Err(self.corrupt(
+                start,
+                format!(
+                    "a {UNTIMED_LINE_SCHEMA} line (no recorded_at) after a {LINE_SCHEMA} line: \
+                     every line written since layout 3 has its time"
+                ),
+            )),
+            Some(UNTIMED_LINE_SCHEMA) => Ok(None),
+            _ => Err(self.corrupt(
+                start,
+                format!("schema_version must be {LINE_SCHEMA:?} (or {UNTIMED_LINE_SCHEMA:?})"),
+            )),
+        }
     }
 }

@@ -193,22 +193,24 @@ pub enum StoreError {
         /// Where its head should be.
         head: PathBuf,
     },
-    /// The control root has layout 1.
+    /// The control root has an earlier layout that `valp upgrade` converts.
     #[error(
-        "{code}: {path}: this control root has layout_version 1; this valp reads layout {current}. \
-         Run `valp upgrade` (it keeps a full backup) before anything else",
+        "{code}: {path}: this control root has layout_version {found}; this valp reads layout \
+         {current}. Run `valp upgrade` (it keeps a full backup) before anything else",
         code = StoreCode::UpgradeRequired
     )]
     UpgradeRequired {
         /// `installation.json`.
         path: PathBuf,
+        /// The layout found.
+        found: i128,
         /// The layout this valp reads.
         current: i128,
     },
     /// The control root's layout version is unknown or not supported.
     #[error(
         "{code}: {path}: layout_version {found} is not supported (this valp reads layout \
-         {current} and upgrades layout 1); use the valp that wrote it",
+         {current} and upgrades layouts 1 and 2); use the valp that wrote it",
         code = StoreCode::MigrationUnsupported
     )]
     MigrationUnsupported {

@@ -451,9 +451,11 @@ mod tests {
 
     #[test]
     fn the_head_of_encoded_lines_is_their_last_line() {
+        let at = crate::clock::Timestamp::from_millis(0);
         let (first, digest0) = crate::chain::encode_line(
             0,
             None,
+            at,
             &Head {
                 seq: 0,
                 entry_digest: String::new(),
@@ -471,6 +473,7 @@ mod tests {
         let (second, digest1) = crate::chain::encode_line(
             1,
             Some(&digest0),
+            at,
             &Head {
                 seq: 1,
                 entry_digest: String::new(),

@@ -2,10 +2,13 @@
 //! and the control-root layout it is stored in.
 //!
 //! **Layouts.** 1: the journals without head anchors. 2: every journal has its head anchor
-//! (`<stem>.head`, see [`head`](crate::head)). This valp reads layout 2 only; a root of layout 1
-//! is refused with `VALP-E-STORE-UPGRADE-REQUIRED` until `valp upgrade` converts it (see
-//! [`upgrade`](crate::upgrade)), and any other `layout_version` (a later layout, 0, a string) with
-//! `VALP-E-MIGRATION-UNSUPPORTED`, before anything else in the file is judged.
+//! (`<stem>.head`, see [`head`](crate::head)). 3: every line written has its `recorded_at`
+//! (`valp-store-journal.v2`, see [`chain`](crate::chain); lines written before keep none), and a
+//! task folder may hold its operator-action journal (`actions.jsonl`, see
+//! [`actions`](crate::actions)). This valp reads layout 3 only; a root of layout 1 or 2 is
+//! refused with `VALP-E-STORE-UPGRADE-REQUIRED` until `valp upgrade` converts it (see
+//! [`upgrade`](crate::upgrade)), and any other `layout_version` (a later layout, 0, a string)
+//! with `VALP-E-MIGRATION-UNSUPPORTED`, before anything else in the file is judged.
 
 use std::path::Path;
 
@@ -19,9 +22,9 @@ use crate::error::StoreError;
 /// `schema_version` of `installation.json`.
 pub const INSTALLATION_SCHEMA: &str = "valp-installation.v1";
 /// The control-root layout this code reads and writes.
-pub const LAYOUT_VERSION: i128 = 2;
-/// The layout `valp upgrade` converts from.
-pub const PREVIOUS_LAYOUT_VERSION: i128 = 1;
+pub const LAYOUT_VERSION: i128 = 3;
+/// The layouts `valp upgrade` converts from.
+pub const PREVIOUS_LAYOUT_VERSIONS: [i128; 2] = [1, 2];
 
 /// The installation's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,9 +117,12 @@ fn check_layout(path: &Path, found: Option<&Value>, accepted: &[i128]) -> Result
         Value::Number(valp_kernel::json::Number::Int(version)) if accepted.contains(version) => {
             Ok(())
         }
-        Value::Number(valp_kernel::json::Number::Int(PREVIOUS_LAYOUT_VERSION)) => {
+        Value::Number(valp_kernel::json::Number::Int(found))
+            if PREVIOUS_LAYOUT_VERSIONS.contains(found) =>
+        {
             Err(StoreError::UpgradeRequired {
                 path: path.to_owned(),
+                found: *found,
                 current: LAYOUT_VERSION,
             })
         }

@@ -44,6 +44,7 @@ use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
 use crate::chain::{ChainLine, ChainReader};
+use crate::clock::{Clock, SystemClock, Timestamp};
 use crate::error::StoreError;
 use crate::files::write_atomically;
 use crate::head::{self, Anchor, Head};
@@ -135,12 +136,27 @@ struct Tip {
     digest: String,
     /// Byte offset after the last line.
     offset: u64,
+    /// The last line's `recorded_at`.
+    recorded_at: Option<Timestamp>,
+}
+
+/// One entry of a chained file as a reader gets it: its line, when the store wrote it, and its
+/// payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded<T> {
+    /// Its line's sequence number (for a journal: the revision the entry produced).
+    pub seq: u64,
+    /// When the store wrote the line; `None` for a line written before layout 3, shown as
+    /// "unknown" ([`chain::shown`](crate::chain::shown)), never as a made-up time.
+    pub recorded_at: Option<Timestamp>,
+    /// The payload.
+    pub entry: T,
 }
 
 /// How opening treats the head anchor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Anchoring {
-    /// The journal must have its head and match it (layout 2).
+    /// The journal must have its head and match it (layout 2 on).
     Required,
     /// A journal of layout 1, which has none yet: an existing head is still checked
     /// ([`upgrade`](crate::upgrade) may be re-run after a crash).
@@ -169,6 +185,8 @@ pub struct Journal<M: Machine = LiveState> {
     warnings: Vec<Warning>,
     access: Access,
     lock_timeout: Duration,
+    /// Stamps each line this handle writes (`recorded_at`).
+    clock: Arc<dyn Clock>,
     appender: Option<File>,
     poisoned: Option<String>,
 }
@@ -218,14 +236,7 @@ impl<M: Machine> Journal<M> {
             Anchoring::Optional => Anchor::read(&path, false)?,
         };
         let mut reader = ChainReader::open(&path)?;
-        let genesis_line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
-            path: path.clone(),
-            line: 1,
-            byte: 0,
-            reason: "the journal has no complete genesis line".to_owned(),
-        })?;
-        let genesis = M::decode_genesis(&genesis_line.entry)
-            .map_err(|error| decode_failure(&path, &genesis_line, &error))?;
+        let (genesis_line, genesis) = read_genesis::<M>(&mut reader, &path)?;
         let live =
             M::start(&genesis).map_err(|error| replay_failure(&path, &genesis_line, &error))?;
         let mut journal = Self {
@@ -239,10 +250,12 @@ impl<M: Machine> Journal<M> {
                 next_seq: 1,
                 digest: genesis_line.digest.clone(),
                 offset: genesis_line.end,
+                recorded_at: genesis_line.recorded_at,
             },
             warnings: Vec::new(),
             access,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            clock: Arc::new(SystemClock),
             appender: None,
             poisoned: None,
             path,
@@ -300,6 +313,7 @@ impl<M: Machine> Journal<M> {
             self.tip.offset,
             self.tip.next_seq,
             &self.tip.digest,
+            self.tip.recorded_at.is_some(),
         )
     }
 
@@ -327,6 +341,7 @@ impl<M: Machine> Journal<M> {
                 next_seq: line.seq + 1,
                 digest: line.digest,
                 offset: line.end,
+                recorded_at: line.recorded_at,
             };
             applied += 1;
         }
@@ -378,13 +393,7 @@ impl<M: Machine> Journal<M> {
     /// rename too). Needs a handle opened for writing.
     pub(crate) fn anchor_under_lock(&mut self) -> Result<(), StoreError> {
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
-        let reader = ChainReader::resume(
-            &self.path,
-            self.tip.offset,
-            self.tip.next_seq,
-            &self.tip.digest,
-        )?;
-        self.follow(reader, Some(&lock))?;
+        self.follow(self.reader()?, Some(&lock))?;
         self.advance_anchor(true)
     }
 
@@ -394,6 +403,7 @@ impl<M: Machine> Journal<M> {
             next_seq,
             digest,
             offset,
+            ..
         } = &self.tip;
         self.anchor.advance(
             self.storage.as_ref(),
@@ -437,6 +447,18 @@ impl<M: Machine> Journal<M> {
     /// How long an append waits for the lock.
     pub fn set_lock_timeout(&mut self, timeout: Duration) {
         self.lock_timeout = timeout;
+    }
+
+    /// The clock that stamps the lines this handle appends (the system clock unless set; a
+    /// [`ControlRoot`](crate::ControlRoot) gives its own).
+    pub fn set_clock(&mut self, clock: Arc<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// When the store wrote the last verified line (`None`: before layout 3), for "last heard"
+    /// ages; the time of every entry is read with [`read_entries`].
+    pub fn last_recorded_at(&self) -> Option<Timestamp> {
+        self.tip.recorded_at
     }
 
     fn append_file(&mut self) -> Result<&mut File, StoreError> {
@@ -484,6 +506,47 @@ pub fn create_journal(storage: &dyn Storage, path: &Path, lines: &[u8]) -> Resul
         path,
         lines,
     )
+}
+
+/// Reads and decodes line 0 (the genesis) of the journal file `path` of machine `M` from
+/// `reader`, which has read nothing yet.
+pub(crate) fn read_genesis<M: Machine>(
+    reader: &mut ChainReader,
+    path: &Path,
+) -> Result<(ChainLine, M::Genesis), StoreError> {
+    let line = reader.next_line()?.ok_or_else(|| StoreError::Corrupt {
+        path: path.to_owned(),
+        line: 1,
+        byte: 0,
+        reason: "the journal has no complete genesis line".to_owned(),
+    })?;
+    let genesis =
+        M::decode_genesis(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+    Ok((line, genesis))
+}
+
+/// Calls `each` with every entry (line 1 on) of the journal file `path` of machine `M`, in
+/// order, with the time the store wrote it: the reader API for history (the console's activity
+/// and ages). The lines are chain-verified and decoded, not replayed and not checked against the
+/// head (opening the [`Journal`] does that); reading stops at a torn tail.
+pub fn read_entries<M: Machine>(
+    path: &Path,
+    mut each: impl FnMut(Recorded<M::Entry>),
+) -> Result<(), StoreError> {
+    let mut reader = ChainReader::open(path)?;
+    while let Some(line) = reader.next_line()? {
+        if line.seq == 0 {
+            continue;
+        }
+        let entry =
+            M::decode_entry(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+        each(Recorded {
+            seq: line.seq,
+            recorded_at: line.recorded_at,
+            entry,
+        });
+    }
+    Ok(())
 }
 
 fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {

@@ -2,19 +2,22 @@
 //!
 //! ```text
 //! .valp/
-//!   installation.json          identity of the installation and layout_version 2
+//!   installation.json          identity of the installation and layout_version 3
 //!                              (valp-installation.v1)
 //!   installation/journal.jsonl the authority lane's ledger (Leader selection, epochs), same
 //!                              format as a task journal
 //!   installation/journal.head  its head anchor (valp-store-head.v1)
 //!   leader/binding.json        projection of the active Leader binding (derived from the ledger)
-//!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained (valp-store-journal.v1)
+//!   tasks/<task>/journal.jsonl genesis + accepted entries, hash-chained, each line with its
+//!                              recorded_at (valp-store-journal.v2; v1 lines from before layout 3)
 //!   tasks/<task>/journal.head  the seq, entry digest and length the journal reached
 //!                              (valp-store-head.v1; `.journal.head.tmp` while it is rewritten)
 //!   tasks/<task>/journal.lock  the writers' lock file (never renamed or deleted)
 //!   tasks/<task>/rejections.jsonl  proposals the kernel refused (valp-store-rejection.v1)
 //!   tasks/<task>/effect-ledger.jsonl  carried-out obligations, chained (see effects)
 //!   tasks/<task>/effect-ledger.lock   the effect ledger's writers' lock
+//!   tasks/<task>/actions.jsonl  operator actions on agents and their delivery proof, chained
+//!                              (see actions; `actions.head`, `actions.lock` as for journals)
 //!   evidence/sha256/<hex>      content-addressed evidence bytes
 //!   evidence/tmp/              blobs being written (renamed into sha256/ when durable)
 //!   runtime/                   adapter observation files (untrusted input)
@@ -23,7 +26,8 @@
 //!                              files; never deleted silently
 //! ```
 //!
-//! Beside it, `valp upgrade` leaves `.valp.layout1-backup-<n>/`, the root as it was before.
+//! Beside it, `valp upgrade` leaves `.valp.layout<N>-backup-<n>/`, the root as it was before
+//! (`N` its layout then).
 
 use std::path::{Path, PathBuf};
 

@@ -9,15 +9,20 @@
 //! next writer moves to `quarantine/` and cuts off. Every journal has a head anchor
 //! ([`head`]) rewritten after each durable append, so a journal cut or rolled back is refused,
 //! not trusted; only `valp recover` ([`recover`]) cuts complete lines, with backups. Nothing is
-//! ever deleted silently. The control root's layout version is 2; [`upgrade`] converts layout 1.
+//! ever deleted silently. Every line carries the `recorded_at` of the injected [`clock`],
+//! outside the kernel's digests. The control root's layout version is 3; [`upgrade`] converts
+//! layouts 1 and 2.
 //!
 //! See [`layout`] for the folder structure, [`chain`] for the line format, [`journal`] for
-//! open/verify/append, [`effects`] for the task's effect ledger (the same line format, lock and
-//! recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
+//! open/verify/append, [`ledger`] for the chained files of records no kernel replays: the
+//! task's effect ledger ([`effects`]) and operator-action journal ([`actions`]) (the same line
+//! format, lock and recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
 //! [`fence`] for the epoch fence the store enforces on task journals.
 
+pub mod actions;
 pub mod blobs;
 pub mod chain;
+pub mod clock;
 pub mod done;
 pub mod effects;
 pub mod error;
@@ -28,6 +33,7 @@ pub mod installation;
 pub mod io;
 pub mod journal;
 pub mod layout;
+pub mod ledger;
 pub mod lock;
 pub mod machine;
 pub mod recover;

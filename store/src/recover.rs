@@ -14,17 +14,25 @@
 //!
 //! A journal whose genesis line does not verify has no prefix to keep; recovery refuses it
 //! (restore the task folder from a backup).
+//!
+//! A task's operator-action journal (`actions.jsonl`, [`actions_plan`], [`recover_actions`]) is
+//! recovered the same way: its records that verify from the first on are kept (it has no
+//! genesis, so the kept prefix may be empty, and then its head is moved to `quarantine/` with
+//! the rest). Effect ledgers are not cut: a cut one would have reconciliation carry a cancel
+//! out again (`valp verify` says to restore it from a backup).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use valp_kernel::canonical::sha256_digest;
 
+use crate::actions::{ACTIONS_FILE, ACTIONS_LOCK, ActionJournal, ActionRecord};
 use crate::error::StoreError;
 use crate::files::{create_dir_durably, write_atomically};
 use crate::head::{self, Head};
 use crate::io::Storage;
 use crate::journal::{Access, Anchoring, JOURNAL_FILE, Journal, LOCK_FILE};
+use crate::ledger::Ledger;
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::Machine;
 use crate::root::ControlRoot;
@@ -50,6 +58,9 @@ pub struct Plan {
     pub cut_lines: u64,
     /// Why reading stopped before the end of the file (`None`: it did not).
     pub stopped: Option<String>,
+    /// The seq of the first entry (1 for a journal, whose line 0 is its genesis; 0 for a
+    /// ledger of records).
+    pub first_seq: u64,
 }
 
 impl Plan {
@@ -61,9 +72,11 @@ impl Plan {
     /// Entries the head anchored that recovery does not keep (lost by the cut or by a
     /// truncation before it).
     pub fn acknowledged_lost(&self) -> u64 {
-        self.head
-            .as_ref()
-            .map_or(0, |head| head.seq.saturating_sub(self.keep_entries))
+        self.head.as_ref().map_or(0, |head| {
+            (head.seq + 1)
+                .saturating_sub(self.first_seq)
+                .saturating_sub(self.keep_entries)
+        })
     }
 
     /// The plan in words, one line each.
@@ -85,8 +98,15 @@ impl Plan {
             ),
         });
         lines.push(format!(
-            "keep: entries 1..={} (bytes 0..{}), which verify from the genesis on",
-            self.keep_entries, self.keep_bytes
+            "keep: entries {}..={} (bytes 0..{}), which verify from the {} on",
+            self.first_seq,
+            (self.first_seq + self.keep_entries).saturating_sub(1),
+            self.keep_bytes,
+            if self.first_seq == 1 {
+                "genesis"
+            } else {
+                "first line"
+            }
         ));
         let cut = self.file_bytes - self.keep_bytes;
         lines.push(if cut == 0 {
@@ -107,15 +127,20 @@ impl Plan {
             lines.push(format!(
                 "LOST: {lost} acknowledged entries (seq {}..={}) the head anchored will not be \
                  in the journal; restore them from a backup of the task folder if you have one",
-                self.keep_entries + 1,
-                self.keep_entries + lost
+                self.first_seq + self.keep_entries,
+                self.first_seq + self.keep_entries + lost - 1
             ));
         }
-        lines.push(format!(
-            "then: the journal and its head are copied to quarantine/, the journal is cut to \
-             {} bytes and anchored at seq {}",
-            self.keep_bytes, self.keep_entries
-        ));
+        lines.push(match (self.keep_entries + self.first_seq).checked_sub(1) {
+            Some(seq) => format!(
+                "then: the journal and its head are copied to quarantine/, the journal is cut \
+                 to {} bytes and anchored at seq {seq}",
+                self.keep_bytes
+            ),
+            None => "then: the journal and its head are copied to quarantine/, the journal is \
+                     cut to 0 bytes and its head removed (it holds no record)"
+                .to_owned(),
+        });
         lines
     }
 }
@@ -125,8 +150,8 @@ impl Plan {
 pub struct Recovered {
     /// The byte-for-byte copies made before anything changed (journal, then head if any).
     pub backups: Vec<PathBuf>,
-    /// The new head.
-    pub head: Head,
+    /// The new head (`None`: an operator-action journal with no record kept has none).
+    pub head: Option<Head>,
 }
 
 /// The journal of a task, by id (or by its folder name when that is hashed).
@@ -161,6 +186,55 @@ pub fn recover_ledger(root: &ControlRoot, confirmed: &Plan) -> Result<Recovered,
         &root.layout().installation_dir(),
         &Default::default,
         confirmed,
+    )
+}
+
+/// The operator-action journal of a task.
+pub fn actions_plan(root: &ControlRoot, task_id: &str) -> Result<Plan, StoreError> {
+    let dir = task_dir(root, task_id)?;
+    plan_actions(&dir, &root.layout().quarantine_dir(), root.storage())
+}
+
+/// Recovers the operator-action journal of a task as `confirmed` says (see [`apply`]).
+pub fn recover_actions(
+    root: &ControlRoot,
+    task_id: &str,
+    confirmed: &Plan,
+) -> Result<Recovered, StoreError> {
+    let dir = task_dir(root, task_id)?;
+    let quarantine = root.layout().quarantine_dir();
+    cut(
+        &dir,
+        &dir.join(ACTIONS_LOCK),
+        &quarantine,
+        root.storage(),
+        &|| plan_actions(&dir, &quarantine, root.storage()),
+        confirmed,
+    )
+}
+
+fn plan_actions(
+    dir: &Path,
+    quarantine: &Path,
+    storage: &Arc<dyn Storage>,
+) -> Result<Plan, StoreError> {
+    let refusal = ActionJournal::open(dir, quarantine, Arc::clone(storage), Access::ReadOnly)
+        .err()
+        .map(|error| error.to_string());
+    let file = dir.join(ACTIONS_FILE);
+    let salvaged = Ledger::<ActionRecord>::salvage(
+        &file,
+        &dir.join(ACTIONS_LOCK),
+        quarantine,
+        Arc::clone(storage),
+    )?;
+    finish_plan(
+        file,
+        refusal,
+        salvaged.records().all().len() as u64,
+        salvaged.verified_bytes(),
+        salvaged.damage(),
+        0,
     )
 }
 
@@ -247,14 +321,35 @@ pub fn plan<M: Machine>(
              restore its folder from a backup"
         ))
     })?;
-    let journal = salvaged.path().to_owned();
-    let bytes =
-        std::fs::read(&journal).map_err(|source| StoreError::io(&journal, "read", source))?;
-    let keep_bytes = salvaged.verified_bytes();
+    finish_plan(
+        salvaged.path().to_owned(),
+        refusal,
+        salvaged.len(),
+        salvaged.verified_bytes(),
+        salvaged.damage(),
+        1,
+    )
+}
+
+/// The plan for the chained file `journal`, refused as `refusal` says, of which
+/// `keep_entries` entries (`keep_bytes`) verify, reading having stopped at `damage`.
+fn finish_plan(
+    journal: PathBuf,
+    refusal: Option<String>,
+    keep_entries: u64,
+    keep_bytes: u64,
+    damage: Option<&StoreError>,
+    first_seq: u64,
+) -> Result<Plan, StoreError> {
+    let bytes = match std::fs::read(&journal) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => return Err(StoreError::io(&journal, "read", source)),
+    };
     let cut = bytes
         .get(usize::try_from(keep_bytes).unwrap_or(usize::MAX)..)
         .unwrap_or(&[]);
-    let stopped = salvaged.damage().map(ToString::to_string).or_else(|| {
+    let stopped = damage.map(ToString::to_string).or_else(|| {
         (!cut.is_empty())
             .then(|| "the bytes after the last line are not a complete line".to_owned())
     });
@@ -264,11 +359,12 @@ pub fn plan<M: Machine>(
         head_file,
         journal,
         refusal,
-        keep_entries: salvaged.len(),
+        keep_entries,
         keep_bytes,
         file_bytes: bytes.len() as u64,
         cut_lines: line_count(cut),
         stopped,
+        first_seq,
     })
 }
 
@@ -286,8 +382,28 @@ pub fn apply<M: Machine>(
     guard: &dyn Fn() -> M::Guard,
     confirmed: &Plan,
 ) -> Result<Recovered, StoreError> {
-    let _lock = LockGuard::acquire(&dir.join(LOCK_FILE), DEFAULT_LOCK_TIMEOUT)?;
-    let now = plan::<M>(dir, quarantine, Arc::clone(storage), guard)?;
+    cut(
+        dir,
+        &dir.join(LOCK_FILE),
+        quarantine,
+        storage,
+        &|| plan::<M>(dir, quarantine, Arc::clone(storage), guard),
+        confirmed,
+    )
+}
+
+/// Cuts the chained file of `confirmed` under its lock `lock`, if `replan` still gives that
+/// plan (see [`apply`]).
+fn cut(
+    dir: &Path,
+    lock: &Path,
+    quarantine: &Path,
+    storage: &Arc<dyn Storage>,
+    replan: &dyn Fn() -> Result<Plan, StoreError>,
+    confirmed: &Plan,
+) -> Result<Recovered, StoreError> {
+    let _lock = LockGuard::acquire(lock, DEFAULT_LOCK_TIMEOUT)?;
+    let now = replan()?;
     if &now != confirmed {
         return Err(StoreError::Invalid(format!(
             "{}: the journal or its head changed since the plan was shown; run `valp recover` \
@@ -331,6 +447,22 @@ pub fn apply<M: Machine>(
     storage
         .sync(&file)
         .map_err(|source| StoreError::io(&now.journal, "sync", source))?;
+    if now.keep_bytes == 0 && now.first_seq == 0 {
+        // A ledger with no record kept has no line to anchor; its head (copied above) would
+        // name a line that is gone.
+        match std::fs::remove_file(&now.head_file) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(StoreError::io(&now.head_file, "remove", source)),
+        }
+        storage
+            .sync_dir(dir)
+            .map_err(|source| StoreError::io(dir, "sync directory", source))?;
+        return Ok(Recovered {
+            backups,
+            head: None,
+        });
+    }
     let bytes = std::fs::read(&now.journal)
         .map_err(|source| StoreError::io(&now.journal, "read", source))?;
     let head = head::of_lines(&bytes).ok_or_else(|| {
@@ -340,5 +472,8 @@ pub fn apply<M: Machine>(
         ))
     })?;
     head::write(storage.as_ref(), &now.head_file, &head, true)?;
-    Ok(Recovered { backups, head })
+    Ok(Recovered {
+        backups,
+        head: Some(head),
+    })
 }

@@ -154,7 +154,9 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
     let mut replayer = Replayer::from_genesis(&genesis)
         .map_err(|error| corrupt(&genesis_path, 1, 0, error.to_string()))?;
     let mut guard = root.task_guard();
-    let (mut lines, mut prior) = encode_line(0, None, &genesis);
+    // Every line is recorded now, when this store writes it (the reference records no time).
+    let recorded_at = root.clock().now();
+    let (mut lines, mut prior) = encode_line(0, None, recorded_at, &genesis);
     let replay_path = dir.join(REPLAY_FILE);
     let file =
         File::open(&replay_path).map_err(|source| StoreError::io(&replay_path, "open", source))?;
@@ -195,7 +197,7 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
             evidence_set: entry.evidence_set,
             result: accepted.record(),
         };
-        let (line, digest) = encode_line(seq, Some(&prior), &compact);
+        let (line, digest) = encode_line(seq, Some(&prior), recorded_at, &compact);
         lines.extend_from_slice(&line);
         prior = digest;
         offset += read as u64;

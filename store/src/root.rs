@@ -12,6 +12,7 @@ use valp_kernel::{Identity, IdentityKind, InstallationEventKind};
 
 use crate::blobs::BlobStore;
 use crate::chain::encode_line;
+use crate::clock::{Clock, SystemClock};
 use crate::done::DoneGuard;
 use crate::error::StoreError;
 use crate::fence::EpochFence;
@@ -34,6 +35,8 @@ pub struct ControlRoot {
     installation: Installation,
     storage: Arc<dyn Storage>,
     fence: EpochFence,
+    /// Stamps every line written through this root (`recorded_at`).
+    clock: Arc<dyn Clock>,
 }
 
 impl ControlRoot {
@@ -82,12 +85,12 @@ impl ControlRoot {
         if !dir.join(JOURNAL_FILE).is_file() {
             self.create_ledger(&dir)?;
         }
-        Journal::open(
+        self.clocked(Journal::open(
             &dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
-        )
+        ))
     }
 
     /// Opens the authority ledger read-only (nothing is created or repaired).
@@ -101,14 +104,14 @@ impl ControlRoot {
         access: Access,
         anchoring: Anchoring,
     ) -> Result<Journal<InstallationLive>, StoreError> {
-        Journal::open_anchored(
+        self.clocked(Journal::open_anchored(
             &self.layout.installation_dir(),
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
             crate::machine::NoGuard,
             anchoring,
-        )
+        ))
     }
 
     fn create_ledger(&self, dir: &Path) -> Result<(), StoreError> {
@@ -122,15 +125,15 @@ impl ControlRoot {
         let genesis = InstallationGenesis {
             state: InstallationState::genesis(id.clone()),
         };
-        let (line, _) = encode_line(0, None, &genesis);
+        let (line, _) = encode_line(0, None, self.clock.now(), &genesis);
         create_journal(self.storage.as_ref(), &path, &line)?;
         drop(lock);
-        let mut ledger: Journal<InstallationLive> = Journal::open(
+        let mut ledger: Journal<InstallationLive> = self.clocked(Journal::open(
             dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
-        )?;
+        ))?;
         let event_id = Identity::new(IdentityKind::Event, "installation-initialized")
             .map_err(|error| StoreError::Invalid(error.to_string()))?;
         let initialized = InstallationEvent::new(
@@ -187,7 +190,37 @@ impl ControlRoot {
             installation,
             storage,
             fence,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// This root with `clock` stamping every line written through it and through the journals
+    /// and ledgers it opens (`recorded_at`; tests pass a
+    /// [`FixedClock`](crate::clock::FixedClock)).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The installation's epoch fence (shared by the clones of this root).
+    pub fn epoch_fence(&self) -> &EpochFence {
+        &self.fence
+    }
+
+    /// The clock that stamps the lines written through this root.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// `journal` (opened from this root) stamping its lines with the root's clock.
+    fn clocked<M: crate::machine::Machine>(
+        &self,
+        journal: Result<Journal<M>, StoreError>,
+    ) -> Result<Journal<M>, StoreError> {
+        let mut journal = journal?;
+        journal.set_clock(Arc::clone(&self.clock));
+        Ok(journal)
     }
 
     /// The folder layout.
@@ -251,7 +284,7 @@ impl ControlRoot {
     /// Task State of this installation. Refuses a task that already has a journal. Task
     /// journals enforce the epoch fence and the Done gate ([`ControlRoot::task_guard`]).
     pub fn create_task(&self, genesis: &GenesisRoot) -> Result<Journal, StoreError> {
-        let (line, _) = encode_line(0, None, genesis);
+        let (line, _) = encode_line(0, None, self.clock.now(), genesis);
         self.create_task_with_lines(genesis, &line)
     }
 
@@ -275,13 +308,13 @@ impl ControlRoot {
             )));
         }
         create_journal(self.storage.as_ref(), &path, lines)?;
-        Journal::open_guarded(
+        self.clocked(Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
             self.task_guard(),
-        )
+        ))
     }
 
     /// The guard every task journal of this root is opened with: the epoch fence over the
@@ -313,13 +346,13 @@ impl ControlRoot {
                 self.layout.root().display()
             )));
         }
-        Journal::open_guarded(
+        self.clocked(Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
             self.task_guard(),
-        )
+        ))
     }
 
     /// The task folders that hold a journal, sorted.
@@ -352,13 +385,13 @@ impl ControlRoot {
         access: Access,
         anchoring: Anchoring,
     ) -> Result<Journal, StoreError> {
-        Journal::open_anchored(
+        self.clocked(Journal::open_anchored(
             dir,
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
             self.task_guard(),
             anchoring,
-        )
+        ))
     }
 }

@@ -1,24 +1,29 @@
-//! `valp upgrade`: converting a control root of layout 1 to layout 2 (see
-//! [`installation`](crate::installation) for the layouts).
+//! `valp upgrade`: converting a control root of layout 1 or 2 to layout 3 (see
+//! [`installation`](crate::installation) for the layouts), one [`TRANSITIONS`] entry per layout
+//! on the way (1 → 2 → 3).
 //!
 //! **Order, and why it is crash-safe.**
-//! 1. A full copy of the root is made beside it, `<root>.layout1-backup-<n>/` (for `.valp/`:
-//!    `.valp.layout1-backup-<n>/`, `n` the first free number from 1): every file byte for byte,
-//!    each made durable, written under `<name>.partial/` and renamed to its name once complete
-//!    (a crash leaves a `.partial` folder, never a backup that looks complete but is not).
-//! 2. The [`ROOT_STEPS`], then the [`TASK_STEPS`] for every task folder holding a journal. Each
-//!    step only adds files (the head anchors) and is idempotent: a journal is verified by
-//!    replay first (an existing head is checked, so a re-run checks what the crashed run wrote),
-//!    then anchored at its verified tip under its lock.
+//! 1. A full copy of the root is made beside it, `<root>.layout<N>-backup-<n>/` (`N` the layout
+//!    found; for `.valp/` of layout 2: `.valp.layout2-backup-<n>/`, `n` the first free number
+//!    from 1): every file byte for byte, each made durable, written under `<name>.partial/` and
+//!    renamed to its name once complete (a crash leaves a `.partial` folder, never a backup that
+//!    looks complete but is not).
+//! 2. For each transition from the layout found on: its root steps, then its task steps for every
+//!    task folder holding a journal. Each step only adds files and is idempotent. 1 → 2 anchors
+//!    every journal (verified by replay first; an existing head is checked, so a re-run checks
+//!    what the crashed run wrote) and converts the effect ledger. 2 → 3 changes no file: the
+//!    lines written before keep no `recorded_at` (their time was never recorded and is not
+//!    invented; readers show it as "unknown"), so the step only verifies each task journal.
 //! 3. Every journal is opened again with its head required.
-//! 4. `installation.json` gets `layout_version` 2, atomically, last. Until then every other
+//! 4. `installation.json` gets `layout_version` 3, atomically, last. Until then every other
 //!    command refuses the root (`VALP-E-STORE-UPGRADE-REQUIRED`), so nothing but this upgrade
 //!    runs on a half-converted root, and running `valp upgrade` again after a crash finishes the
-//!    job (with a new backup of the root as it was then). A root already at layout 2 is left
-//!    alone.
+//!    job (with a new backup of the root as it was then). A root already at layout 3 is left
+//!    alone. The bump is what keeps a layout-2 valp off a layout-3 root: it would take the
+//!    timed lines for damage, and it refuses the root instead.
 //!
 //! A journal that does not verify stops the upgrade before the version is bumped, naming it;
-//! the root stays at layout 1 with its backup.
+//! the root stays at its layout with its backup.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -28,7 +33,7 @@ use valp_kernel::canonical::Canonical;
 
 use crate::error::StoreError;
 use crate::files::write_atomically;
-use crate::installation::{Installation, LAYOUT_VERSION, PREVIOUS_LAYOUT_VERSION};
+use crate::installation::{Installation, LAYOUT_VERSION, PREVIOUS_LAYOUT_VERSIONS};
 use crate::io::Storage;
 use crate::journal::{Access, Anchoring};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
@@ -39,14 +44,33 @@ pub type RootStep = fn(&ControlRoot) -> Result<String, StoreError>;
 /// A step on one task folder (`tasks/<task>/`); returns what it did, in words.
 pub type TaskStep = fn(&ControlRoot, &Path) -> Result<String, StoreError>;
 
-/// The steps on the whole root, in order.
-pub const ROOT_STEPS: &[(&str, RootStep)] = &[("anchor the installation ledger", anchor_ledger)];
+/// The steps from one layout to the next.
+#[derive(Debug)]
+pub struct Transition {
+    /// The layout converted from (to `from + 1`).
+    pub from: i128,
+    /// The steps on the whole root, in order.
+    pub root_steps: &'static [(&'static str, RootStep)],
+    /// The steps on every task folder, in order. A conversion of another per-task file is one
+    /// more line here.
+    pub task_steps: &'static [(&'static str, TaskStep)],
+}
 
-/// The steps on every task folder, in order. A conversion of another per-task file is one more
-/// line here.
-pub const TASK_STEPS: &[(&str, TaskStep)] = &[
-    ("anchor the task journal", anchor_task),
-    ("convert the effect ledger", convert_effects),
+/// Every transition, in order.
+pub const TRANSITIONS: &[Transition] = &[
+    Transition {
+        from: 1,
+        root_steps: &[("anchor the installation ledger", anchor_ledger)],
+        task_steps: &[
+            ("anchor the task journal", anchor_task),
+            ("convert the effect ledger", convert_effects),
+        ],
+    },
+    Transition {
+        from: 2,
+        root_steps: &[],
+        task_steps: &[("keep the recorded times unknown", times_unknown)],
+    },
 ];
 
 /// What an upgrade will do.
@@ -86,7 +110,7 @@ pub fn plan(root: &Path, storage: Arc<dyn Storage>) -> Result<Plan, StoreError> 
     Ok(Plan {
         root: root.to_owned(),
         layout_version,
-        backup: Some(free_backup_path(root)?),
+        backup: Some(free_backup_path(root, layout_version)?),
         task_dirs: opened.task_dirs()?,
     })
 }
@@ -94,7 +118,7 @@ pub fn plan(root: &Path, storage: Arc<dyn Storage>) -> Result<Plan, StoreError> 
 /// Upgrades the root at `root` (see the module documentation).
 pub fn upgrade(root: &Path, storage: &Arc<dyn Storage>) -> Result<Upgraded, StoreError> {
     // Two upgrades of one root are kept apart by a lock on its installation.json (not a new
-    // file, which the backup would copy); the one that waited then finds layout 2.
+    // file, which the backup would copy); the one that waited then finds layout 3.
     let _lock = LockGuard::acquire(
         &root.join(crate::layout::INSTALLATION_FILE),
         DEFAULT_LOCK_TIMEOUT,
@@ -106,20 +130,23 @@ pub fn upgrade(root: &Path, storage: &Arc<dyn Storage>) -> Result<Upgraded, Stor
             steps: Vec::new(),
         });
     }
-    let backup = free_backup_path(root)?;
+    let found = opened.installation().layout_version;
+    let backup = free_backup_path(root, found)?;
     copy_tree(root, &backup, storage.as_ref())?;
     let mut steps = Vec::new();
-    for (name, step) in ROOT_STEPS {
-        steps.push(format!("{name}: root: {}", step(&opened)?));
-    }
     let task_dirs = opened.task_dirs()?;
-    for dir in &task_dirs {
-        let folder = folder_name(dir);
-        for (name, step) in TASK_STEPS {
-            steps.push(format!("{name}: {folder}: {}", step(&opened, dir)?));
+    for transition in TRANSITIONS.iter().filter(|step| step.from >= found) {
+        for (name, step) in transition.root_steps {
+            steps.push(format!("{name}: root: {}", step(&opened)?));
+        }
+        for dir in &task_dirs {
+            let folder = folder_name(dir);
+            for (name, step) in transition.task_steps {
+                steps.push(format!("{name}: {folder}: {}", step(&opened, dir)?));
+            }
         }
     }
-    // Every journal again, with its head required, before the version says layout 2.
+    // Every journal again, with its head required, before the version says layout 3.
     if opened
         .layout()
         .installation_dir()
@@ -149,7 +176,19 @@ pub fn upgrade(root: &Path, storage: &Arc<dyn Storage>) -> Result<Upgraded, Stor
 }
 
 fn open(root: &Path, storage: Arc<dyn Storage>) -> Result<ControlRoot, StoreError> {
-    ControlRoot::open_layouts(root, storage, &[PREVIOUS_LAYOUT_VERSION, LAYOUT_VERSION])
+    let mut accepted = PREVIOUS_LAYOUT_VERSIONS.to_vec();
+    accepted.push(LAYOUT_VERSION);
+    ControlRoot::open_layouts(root, storage, &accepted)
+}
+
+/// Task step (2 → 3): verifies the task journal in `dir` against its head; its lines keep no
+/// `recorded_at` (nothing is written).
+fn times_unknown(root: &ControlRoot, dir: &Path) -> Result<String, StoreError> {
+    let journal = root.open_task_dir_anchored(dir, Access::ReadOnly, Anchoring::Required)?;
+    Ok(format!(
+        "verified {} entries; the time of the lines written so far stays unknown",
+        journal.len()
+    ))
 }
 
 /// Root step: verifies the installation ledger (if the root has one yet) and anchors it.
@@ -205,13 +244,13 @@ fn folder_name(dir: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// `<root>.layout1-backup-<n>` beside the root, `n` the first number from 1 for which neither
-/// it nor its `.partial` folder exists.
-fn free_backup_path(root: &Path) -> Result<PathBuf, StoreError> {
+/// `<root>.layout<layout>-backup-<n>` beside the root, `n` the first number from 1 for which
+/// neither it nor its `.partial` folder exists.
+fn free_backup_path(root: &Path, layout: i128) -> Result<PathBuf, StoreError> {
     let name = folder_name(root);
     let parent = root.parent().unwrap_or(Path::new("."));
     (1_u32..10_000)
-        .map(|n| parent.join(format!("{name}.layout1-backup-{n}")))
+        .map(|n| parent.join(format!("{name}.layout{layout}-backup-{n}")))
         .find(|path| !path.exists() && !partial(path).exists())
         .ok_or_else(|| {
             StoreError::Invalid(format!(

@@ -1,6 +1,7 @@
 //! Verifying a whole control root: every task journal (full replay, against its head anchor),
 //! every effect ledger (its chain, its records, that each answers an obligation of its task
-//! journal, and against its head anchor like a journal) and every evidence blob. A head that
+//! journal, and against its head anchor like a journal), every operator-action journal (its
+//! chain, its records' rules, against its head) and every evidence blob. A head that
 //! lags its journal or ledger (a crash between an append's line and its head; the next append
 //! catches it up) is a warning, not a problem; a file shorter than its head, or with another
 //! line at the anchored seq, is a problem naming the file and the anchored seq.
@@ -8,6 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::actions::{ACTIONS_FILE, ActionJournal};
 use crate::effects::{EFFECT_LEDGER_FILE, EffectLedger, LAYOUT1_EFFECTS_FILE, verify_against};
 use crate::error::StoreError;
 use crate::journal::Access;
@@ -16,7 +18,7 @@ use crate::root::ControlRoot;
 /// One line of the verification table.
 #[derive(Debug)]
 pub struct Check {
-    /// `ledger`, `journal`, `effects`, `blobs` or `blob`.
+    /// `ledger`, `journal`, `effects`, `actions`, `blobs` or `blob`.
     pub kind: &'static str,
     /// The task folder or blob name.
     pub name: String,
@@ -41,7 +43,8 @@ impl Verification {
         self.checks
             .iter()
             .filter(|check| {
-                matches!(check.kind, "journal" | "ledger" | "effects") && check.problem.is_none()
+                matches!(check.kind, "journal" | "ledger" | "effects" | "actions")
+                    && check.problem.is_none()
             })
             .count()
     }
@@ -125,6 +128,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
         let effects = verify_effects(root, &dir, &name);
+        let actions = verify_actions(root, &dir, &name);
         let check = match root.open_task_dir(&dir, Access::ReadOnly) {
             Ok(journal) => {
                 let mut warnings = journal_warnings(&journal);
@@ -153,6 +157,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         };
         verification.checks.push(check);
         verification.checks.extend(effects);
+        verification.checks.extend(actions);
     }
     let (good, problems) = root.blobs().verify_all()?;
     verification.checks.push(Check {
@@ -214,5 +219,39 @@ fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
             }
         }
         Err(problem) => check(0, Vec::new(), Some(problem)),
+    })
+}
+
+/// The check of a task folder's operator-action journal, when it has one.
+fn verify_actions(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
+    if !dir.join(ACTIONS_FILE).exists() {
+        return None;
+    }
+    let opened = ActionJournal::open(
+        dir,
+        &root.layout().quarantine_dir(),
+        Arc::clone(root.storage()),
+        Access::ReadOnly,
+    );
+    Some(match opened {
+        Ok(actions) => Check {
+            kind: "actions",
+            name: name.to_owned(),
+            entries: actions.len() as u64,
+            warnings: with_lag(
+                actions.warnings(),
+                actions.head().map(|head| head.seq + 1),
+                actions.len() as u64,
+                "record",
+            ),
+            problem: None,
+        },
+        Err(problem) => Check {
+            kind: "actions",
+            name: name.to_owned(),
+            entries: 0,
+            warnings: Vec::new(),
+            problem: Some(problem),
+        },
     })
 }

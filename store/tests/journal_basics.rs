@@ -6,12 +6,18 @@ use std::sync::Arc;
 
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{Identity, IdentityKind};
+use valp_store::clock::{FixedClock, Timestamp};
 use valp_store::io::OsStorage;
 use valp_store::{Access, Appended, ControlRoot, reference};
 
 fn root_in(dir: &std::path::Path) -> ControlRoot {
     let id = Identity::new(IdentityKind::Installation, "inst-1").unwrap();
-    ControlRoot::init(&dir.join(".valp"), id, Arc::new(OsStorage)).unwrap()
+    // One stopped clock: the import below writes its lines at the clock's time, so it can
+    // reproduce the journal byte for byte only if both roots stamp the same time.
+    let clock = FixedClock::new(Timestamp::from_millis(1_796_042_096_789));
+    ControlRoot::init(&dir.join(".valp"), id, Arc::new(OsStorage))
+        .unwrap()
+        .with_clock(Arc::new(clock))
 }
 
 #[test]

@@ -13,6 +13,10 @@ use valp_kernel::live::{LiveState, Verdict};
 use valp_kernel::replay::GenesisRoot;
 use valp_kernel::walk::{Walk, WalkConfig, WalkStep};
 use valp_kernel::{Identity, IdentityKind, State};
+use valp_store::actions::{
+    ActionJournal, ActionKind, ActionRecord, Delivery, Outcome as DeliveryOutcome,
+};
+use valp_store::clock::{FixedClock, Timestamp};
 use valp_store::effects::{EffectLedger, Outcome};
 use valp_store::io::{OsStorage, Storage};
 use valp_store::{Access, Appended, ControlRoot, Journal, StoreError, Warning};
@@ -81,6 +85,10 @@ impl History {
     }
 }
 
+/// The time the roots of these tests stamp on every line they write (a stopped clock: a line
+/// appended twice is the same bytes).
+pub const RECORDED_AT: Timestamp = Timestamp::from_millis(1_796_042_096_789);
+
 /// The installation identity of the walk tasks.
 pub fn installation_id() -> Identity {
     Identity::new(IdentityKind::Installation, INSTALLATION_ID).unwrap()
@@ -88,7 +96,9 @@ pub fn installation_id() -> Identity {
 
 /// Creates the control root `dir/.valp` of installation `inst-1` over `storage`.
 pub fn init_root_with(dir: &Path, storage: Arc<dyn Storage>) -> ControlRoot {
-    ControlRoot::init(&dir.join(".valp"), installation_id(), storage).unwrap()
+    ControlRoot::init(&dir.join(".valp"), installation_id(), storage)
+        .unwrap()
+        .with_clock(Arc::new(FixedClock::new(RECORDED_AT)))
 }
 
 /// Creates the control root `dir/.valp` of installation `inst-1` on the real file system.
@@ -114,6 +124,47 @@ pub fn append_step(journal: &mut Journal, history: &mut History, index: usize) {
         Appended::Accepted { seq, .. } => assert_eq!(seq, index as u64 + 1, "sequence number"),
         other => panic!("step {index} was not accepted: {other:?}"),
     }
+}
+
+/// An operator action on the walk task: `kind` (with the decision or delivery its kind needs,
+/// allowing and delivered), decided at Leader epoch `epoch` against revision 3 by the local
+/// operator.
+pub fn action(action_id: &str, kind: ActionKind, epoch: i128) -> ActionRecord {
+    ActionRecord {
+        action_id: action_id.to_owned(),
+        kind,
+        principal_id: "user:local".to_owned(),
+        leader_epoch: epoch,
+        task_revision: 3,
+        attempt_id: Some(format!("{TASK_ID}:wi-a:a1")),
+        work_item_id: Some("wi-a".to_owned()),
+        answers: (kind == ActionKind::ApprovalDecision).then(|| "toolu_01".to_owned()),
+        payload_digest: valp_kernel::canonical::sha256_digest(action_id.as_bytes()),
+        summary: format!("{} for wi-a", kind.as_str()),
+        allow: (kind == ActionKind::ApprovalDecision).then_some(true),
+        delivery: None,
+    }
+}
+
+/// A `delivery` record `delivery_id` proving (as `outcome`) the delivery of `delivered`.
+pub fn delivery(delivery_id: &str, delivered: &str, outcome: DeliveryOutcome) -> ActionRecord {
+    let proof = valp_kernel::canonical::sha256_digest(b"pane read-back");
+    ActionRecord {
+        principal_id: "adapter:tmux".to_owned(),
+        summary: format!("delivery of {delivered}: {}", outcome.as_str()),
+        delivery: Some(Delivery {
+            action_id: delivered.to_owned(),
+            adapter: "tmux".to_owned(),
+            outcome,
+            proof: Some((format!("tmux-readback-{}", &proof[7..23]), proof)),
+        }),
+        ..action(delivery_id, ActionKind::Delivery, 1)
+    }
+}
+
+/// Opens the walk task's operator-action journal in `root`.
+pub fn open_actions(root: &ControlRoot, access: Access) -> Result<ActionJournal, StoreError> {
+    ActionJournal::of_task(root, TASK_ID, access)
 }
 
 /// Opens the walk task of `root`.

@@ -954,9 +954,15 @@ fn broken_ledger_lines_are_refused() {
         ),
         (
             "another envelope version",
-            set("/schema_version", "valp-store-journal.v2"),
+            set("/schema_version", "valp-store-journal.v3"),
             "/schema_version",
-            "const",
+            "enum",
+        ),
+        (
+            "a recorded_at in seconds",
+            set("/recorded_at", "2026-12-02T06:25:44Z"),
+            "/recorded_at",
+            "pattern",
         ),
         (
             "an unknown event kind",

@@ -54,7 +54,12 @@ fn a_cancel_after_a_reconciler_killed_creating_the_ledger_is_carried_out_and_rec
         },
         None,
     );
-    let (line, _) = valp_store::chain::encode_line(0, None, &record);
+    let (line, _) = valp_store::chain::encode_line(
+        0,
+        None,
+        valp_store::clock::Timestamp::from_millis(1_796_042_096_789),
+        &record,
+    );
     let ledger = project.control_root().join("tasks/nap/effect-ledger.jsonl");
     let crashed = valp_store::head::of_lines(&line).unwrap();
     std::fs::write(

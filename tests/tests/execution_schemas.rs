@@ -26,8 +26,8 @@ const POLICY: &str = "valp-kernel-done-policy.v1";
 const CLOSURE: &str = "valp-kernel-done-closure.v1";
 const ACTION: &str = "valp-operator-action.v1";
 const EFFECT: &str = "valp-kernel-effect-record.v1";
-/// An effect ledger's line: the store's journal line.
-const EFFECT_LINE: &str = "valp-store-journal.v1";
+/// An effect ledger's line: the store's journal line (layout 3: with `recorded_at`).
+const EFFECT_LINE: &str = "valp-store-journal.v2";
 
 /// The schema of each format, by `schema_version`.
 const SCHEMAS: [(&str, &str); 5] = [
@@ -464,6 +464,18 @@ fn broken_effect_ledger_lines_are_refused() {
             }),
             ("a task journal entry instead of a record", |v| {
                 v["entry"] = json!({"event": {}});
+            }),
+            ("a v2 line without recorded_at", |v| {
+                remove(v, "recorded_at");
+            }),
+            ("a recorded_at without milliseconds", |v| {
+                v["recorded_at"] = "2026-12-02T06:25:44Z".into();
+            }),
+            ("a recorded_at with an offset", |v| {
+                v["recorded_at"] = "2026-12-02T06:25:44.000+00:00".into();
+            }),
+            ("a v1 line with recorded_at", |v| {
+                v["schema_version"] = "valp-store-journal.v1".into();
             }),
         ],
     );

@@ -968,9 +968,8 @@ fn the_example_plans_really_run() {
     }
     copy_tree(&root.join("schemas"), &project.path().join("schemas"));
     // The demo plan sleeps two minutes on purpose (something to cancel in the console);
-    // tests/tests/console_e2e.rs runs it through the real console. The agents plan needs the
-    // tmux adapter's supervisor, which is not built yet (tests/tests/cli_publish.rs checks
-    // that `valp run` refuses it whole).
+    // tests/tests/console_e2e.rs runs it through the real console. The agents plan's items are
+    // terminal agents in tmux, not commands: tests/tests/tmux_adapter.rs runs it to done.
     for path in EXAMPLES
         .iter()
         .filter(|path| !path.ends_with("demo.toml") && !path.ends_with("agents.toml"))

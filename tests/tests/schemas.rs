@@ -67,7 +67,7 @@ fn every_schema_is_a_valid_draft_2020_12_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 47);
+    assert_eq!(checked, 48);
 }
 
 #[test]
@@ -211,6 +211,41 @@ fn lines_of(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A journal line written since layout 3 (`timed`) validates, so does the same line as layout 2
+/// wrote it (v1, no time), and every broken `recorded_at` is refused.
+fn timed_lines_validate(line: &jsonschema::Validator, timed: &Value) {
+    assert_eq!(timed["schema_version"], "valp-store-journal.v2");
+    // A line written before layout 3: v1, no recorded_at.
+    let mut untimed = timed.clone();
+    untimed["schema_version"] = "valp-store-journal.v1".into();
+    untimed.as_object_mut().unwrap().remove("recorded_at");
+    assert_eq!(errors(line, &untimed), Vec::<String>::new());
+    for (name, break_it) in [
+        (
+            "v2 without recorded_at",
+            (|line: &mut Value| {
+                line.as_object_mut().unwrap().remove("recorded_at");
+            }) as fn(&mut Value),
+        ),
+        ("v1 with recorded_at", |line| {
+            line["schema_version"] = "valp-store-journal.v1".into();
+        }),
+        ("recorded_at in seconds", |line| {
+            line["recorded_at"] = "2026-12-02T06:25:44Z".into();
+        }),
+        ("recorded_at as a number", |line| {
+            line["recorded_at"] = 1_796_042_096_789_i64.into();
+        }),
+        ("recorded_at in another zone", |line| {
+            line["recorded_at"] = "2026-12-02T06:25:44.000+01:00".into();
+        }),
+    ] {
+        let mut bad = timed.clone();
+        break_it(&mut bad);
+        assert!(!line.is_valid(&bad), "{name} must be refused");
+    }
+}
+
 #[test]
 fn control_root_files_validate() {
     use std::sync::Arc;
@@ -248,11 +283,11 @@ fn control_root_files_validate() {
         Vec::<String>::new()
     );
     let mut layout_1 = read_json(&layout.installation_file());
-    for other in [1, 3] {
+    for other in [1, 2, 4] {
         layout_1["layout_version"] = other.into();
         assert!(
             !installation.is_valid(&layout_1),
-            "layout_version {other} is not layout 2"
+            "layout_version {other} is not layout 3"
         );
     }
     let head = validator("store/head.schema.json");
@@ -296,6 +331,7 @@ fn control_root_files_validate() {
         !line.is_valid(&genesis_as_entry),
         "line 0 alone holds a GenesisRoot"
     );
+    timed_lines_validate(&line, &journal_lines[3]);
     let rejection = validator("store/rejection.schema.json");
     let rejections = lines_of(&journal.dir().join("rejections.jsonl"));
     assert_eq!(rejections.len(), 1);

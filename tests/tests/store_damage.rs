@@ -285,6 +285,7 @@ fn a_forged_line_appended_under_a_writer_poisons_its_handle() {
     let (line, _) = valp_store::chain::encode_line(
         ENTRIES as u64 + 1,
         Some(prior["entry_digest"].as_str().unwrap()),
+        valp_store::clock::Timestamp::from_millis(1_796_042_096_789),
         &entry,
     );
     let mut damaged = fixture.journal(ENTRIES).to_vec();

@@ -31,6 +31,8 @@ fn id(kind: IdentityKind, value: &str) -> Identity {
     Identity::new(kind, value).unwrap()
 }
 
+/// A root stamping every line with one stopped clock (an import reproduces a journal byte for
+/// byte only under the same time).
 fn init_root(dir: &Path) -> ControlRoot {
     ControlRoot::init(
         &dir.join(".valp"),
@@ -38,6 +40,9 @@ fn init_root(dir: &Path) -> ControlRoot {
         Arc::new(OsStorage),
     )
     .unwrap()
+    .with_clock(Arc::new(valp_store::clock::FixedClock::new(
+        valp_tests::store::RECORDED_AT,
+    )))
 }
 
 /// Stores `bytes` in the root's evidence store as evidence `<prefix><first 16 hex digits>`.
@@ -630,6 +635,7 @@ fn a_forged_ungated_done_line_refuses_the_journal() {
     let (line, _) = valp_store::chain::encode_line(
         len + 1,
         Some(member(&last, "entry_digest").as_str().unwrap()),
+        valp_store::clock::Timestamp::from_millis(1_796_042_096_789),
         &entry,
     );
     let mut forged = bytes;

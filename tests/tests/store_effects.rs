@@ -25,6 +25,10 @@ use valp_store::head::head_path;
 use valp_store::io::{Fault, FaultyStorage, Operation, OsStorage, Storage};
 use valp_store::{Access, ControlRoot, StoreCode, StoreError, Warning};
 use valp_tests::child::Reporter;
+
+/// The `recorded_at` of the lines these tests write by hand.
+const AT: valp_store::clock::Timestamp =
+    valp_store::clock::Timestamp::from_millis(1_796_042_096_789);
 use valp_tests::cli::valp_in;
 use valp_tests::store::{
     History, Rng, assert_repaired, clear_quarantine, corrupt_location, create_journal,
@@ -150,7 +154,8 @@ fn records_round_trip_and_an_obligation_is_recorded_once() {
         assert_eq!(record.ledger_revision, number as u64 + 1);
         // The line is the store's journal line wrapping the record's canonical bytes.
         let line: serde_json::Value = serde_json::from_slice(&fixture.full[range.clone()]).unwrap();
-        assert_eq!(line["schema_version"], "valp-store-journal.v1");
+        assert_eq!(line["schema_version"], "valp-store-journal.v2");
+        assert_eq!(line["recorded_at"], "2026-11-30T12:34:56.789Z");
         assert_eq!(line["seq"], number);
         let entry = serde_json::to_vec(&line["entry"]).unwrap();
         assert_eq!(
@@ -316,7 +321,7 @@ fn write_ledger(path: &Path, records: &[EffectRecord]) {
     let mut bytes = Vec::new();
     let mut prior: Option<String> = None;
     for (seq, record) in (0_u64..).zip(records) {
-        let (line, digest) = valp_store::chain::encode_line(seq, prior.as_deref(), record);
+        let (line, digest) = valp_store::chain::encode_line(seq, prior.as_deref(), AT, record);
         bytes.extend_from_slice(&line);
         prior = Some(digest);
     }
@@ -396,7 +401,7 @@ fn records_are_checked_strictly_with_exact_errors() {
         )
     );
     // A payload that is not a record at all.
-    let (line, _) = valp_store::chain::encode_line(0, None, &Text);
+    let (line, _) = valp_store::chain::encode_line(0, None, AT, &Text);
     write_anchored(&fixture.path, &line, b"");
     assert!(matches!(
         open_effects(&fixture.root, Access::ReadOnly).unwrap_err(),

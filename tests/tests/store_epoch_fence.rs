@@ -452,3 +452,50 @@ fn demo_after_a_rotation_binds_its_task_to_the_active_epoch() {
         (1, 1, 2)
     );
 }
+
+#[test]
+fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
+    use valp_store::actions::{ActionAppended, ActionKind};
+    use valp_tests::store::{action, open_actions};
+
+    let lab = Lab::new();
+    let mut history = History::new(7, 3);
+    lab.select();
+    drop(create_journal(&lab.root(), &mut history, 4));
+    let mut actions = open_actions(&lab.root(), Access::Write).unwrap();
+    assert!(matches!(
+        actions
+            .append(&action("msg-1", ActionKind::Message, 1))
+            .unwrap(),
+        ActionAppended::Recorded { .. }
+    ));
+    let path = actions.path().to_owned();
+    let bytes = std::fs::read(&path).unwrap();
+
+    // The Leader rotates to epoch 2: the handle opened at epoch 1 catches up with the ledger
+    // and refuses, with the journals' fence error, and writes nothing.
+    lab.rotate();
+    let error = actions
+        .append(&action("msg-2", ActionKind::Message, 1))
+        .unwrap_err();
+    assert_eq!(error.code(), StoreCode::EpochFenced);
+    assert_eq!(error.to_string(), fenced_message(&path, 1, 2));
+    // A record claiming the new epoch on the task of epoch 1 is not the task's.
+    assert_eq!(
+        open_actions(&lab.root(), Access::Write)
+            .unwrap()
+            .append(&action("msg-3", ActionKind::Message, 2))
+            .unwrap_err()
+            .to_string(),
+        format!(
+            "{}: the action names Leader epoch 2, the task is bound to epoch 1",
+            path.display()
+        )
+    );
+    assert!(std::fs::read(&path).unwrap() == bytes, "nothing written");
+    // Opening does not re-judge history.
+    assert_eq!(
+        open_actions(&lab.root(), Access::ReadOnly).unwrap().len(),
+        1
+    );
+}

@@ -1,9 +1,11 @@
-//! Layout 2 and `valp upgrade`, on a real control root of layout 1 made by the code before the
-//! change (`tests/fixtures/roots/layout-1/`, see its PROVENANCE.md): every command but the
-//! upgrade refuses it and says to run `valp upgrade`; the upgrade keeps a byte-identical backup,
-//! anchors every journal (and writes the converted effect ledger with its head), bumps the version last and can be re-run after a crash; afterwards the
-//! root verifies and runs. Any other `layout_version` is refused with
-//! `VALP-E-MIGRATION-UNSUPPORTED`.
+//! Layout 3 and `valp upgrade`, on real control roots of layouts 1 and 2 made by the code
+//! before each change (`tests/fixtures/roots/layout-1/` and `layout-2/`, see their
+//! PROVENANCE.md): every command but the upgrade refuses them and says to run `valp upgrade`;
+//! the upgrade keeps a byte-identical backup, anchors every journal of a layout-1 root (and
+//! writes the converted effect ledger with its head), leaves every existing line without a
+//! time (shown as unknown), bumps the version last and can be re-run after a crash; afterwards
+//! the root verifies and runs, and new lines carry their time. Any other `layout_version` is
+//! refused with `VALP-E-MIGRATION-UNSUPPORTED`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -16,14 +18,64 @@ use valp_store::{ControlRoot, StoreCode, StoreError};
 use valp_tests::cli::{Run, valp_in};
 use valp_tests::workspace_root;
 
-/// A temporary project holding a copy of the layout-1 fixture root.
-fn layout_1_project() -> tempfile::TempDir {
+/// A temporary project holding a copy of the layout-`layout` fixture root.
+fn fixture_project(layout: u32) -> tempfile::TempDir {
     let temp = tempfile::tempdir().unwrap();
     copy_tree(
-        &workspace_root().join("tests/fixtures/roots/layout-1/.valp"),
+        &workspace_root().join(format!("tests/fixtures/roots/layout-{layout}/.valp")),
         &temp.path().join(".valp"),
     );
     temp
+}
+
+/// A temporary project holding a copy of the layout-1 fixture root.
+fn layout_1_project() -> tempfile::TempDir {
+    fixture_project(1)
+}
+
+/// The `recorded_at` of every entry of the demo task's journal in `root`.
+fn entry_times(root: &Path) -> Vec<Option<valp_store::clock::Timestamp>> {
+    let mut times = Vec::new();
+    valp_store::journal::read_entries::<valp_kernel::live::LiveState>(
+        &root.join("tasks/demo-build/journal.jsonl"),
+        |entry| times.push(entry.recorded_at),
+    )
+    .unwrap();
+    times
+}
+
+/// What every command but `valp upgrade` answers on a root of layout `found`.
+fn upgrade_required(root: &Path, found: u32) -> String {
+    format!(
+        "valp: VALP-E-STORE-UPGRADE-REQUIRED: {}: this control root has layout_version {found}; \
+         this valp reads layout 3. Run `valp upgrade` (it keeps a full backup) before anything \
+         else",
+        root.join("installation.json").display()
+    )
+}
+
+/// Continues the fixture's demo task after an upgrade: as the fixture's Leader (uid 0) it is
+/// reviewed and closed through the Done gate; as any other account the Leader is rotated to
+/// this account and a new plan is published and run.
+fn runs_after_upgrade(dir: &Path) {
+    let status = ok(dir, &["task", "status", "demo-build"]);
+    assert!(
+        status.starts_with("task demo-build  reviewing  revision 30"),
+        "{status}"
+    );
+    if uid() == Some(0) {
+        ok(dir, &["review", "demo-build", "pass"]);
+        let run = ok(dir, &["run", "--timeout", "60"]);
+        assert!(run.contains("demo-build: done at revision 32"), "{run}");
+    } else {
+        let me = format!("human:uid-{}", uid().unwrap());
+        ok(dir, &["leader", "rotate", &me, "--yes"]);
+        let plan = workspace_root().join("examples/plans/minimal.toml");
+        ok(dir, &["task", "publish", plan.to_str().unwrap()]);
+        let run = ok(dir, &["run", "hello", "--timeout", "60"]);
+        assert!(run.contains("hello: done"), "{run}");
+    }
+    assert!(ok(dir, &["verify"]).contains(" 0 problems"));
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -101,12 +153,7 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
         assert_eq!(
             refused.stderr.trim_end(),
-            format!(
-                "valp: VALP-E-STORE-UPGRADE-REQUIRED: {}: this control root has layout_version \
-                 1; this valp reads layout 2. Run `valp upgrade` (it keeps a full backup) \
-                 before anything else",
-                root.join("installation.json").display()
-            ),
+            upgrade_required(&root, 1),
             "{args:?}"
         );
     }
@@ -132,6 +179,9 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         "anchor the installation ledger: root: verified 15 entries, anchored at seq 15".to_owned(),
         "anchor the task journal: demo-build: verified 30 entries, anchored at seq 30".to_owned(),
         "convert the effect ledger: demo-build: converted 1 effect records".to_owned(),
+        "keep the recorded times unknown: demo-build: verified 30 entries; the time of the \
+         lines written so far stays unknown"
+            .to_owned(),
         "upgraded".to_owned(),
         "effects   demo-build              1  ok".to_owned(),
         "verify: 3 journals ok, 0 problems".to_owned(),
@@ -165,33 +215,103 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
     assert_eq!(opened.records().len() as u64, head.seq + 1);
     let installation = String::from_utf8(now[Path::new("installation.json")].clone()).unwrap();
     assert!(
-        installation.contains(r#""layout_version":2,"#),
+        installation.contains(r#""layout_version":3,"#),
         "{installation}"
     );
+    // The effect records converted from layout 1 keep no time either.
+    assert!(!String::from_utf8_lossy(ledger).contains("recorded_at"));
+    assert_eq!(entry_times(&root), vec![None; 30]);
     assert!(ok(dir, &["verify"]).contains("verify: 3 journals ok, 0 problems"));
-    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 2: nothing to upgrade"));
+    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 3: nothing to upgrade"));
+    runs_after_upgrade(dir);
+}
 
-    // The root runs: the task waits for the Leader's review. The fixture's Leader is the OS
-    // account uid 0; as that account the task is reviewed and closed through the Done gate,
-    // as any other the Leader is rotated to this account and a new plan is published and run.
-    let status = ok(dir, &["task", "status", "demo-build"]);
+#[test]
+fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
+    let project = fixture_project(2);
+    let dir = project.path();
+    let root = dir.join(".valp");
+    let original = files(&root);
+    assert!(original.contains_key(Path::new("tasks/demo-build/journal.head")));
+    // It opens at layout 2 only through the upgrade: its lines have no time.
     assert!(
-        status.starts_with("task demo-build  reviewing  revision 30"),
-        "{status}"
+        !String::from_utf8_lossy(&original[Path::new("tasks/demo-build/journal.jsonl")])
+            .contains("recorded_at")
     );
-    if uid() == Some(0) {
-        ok(dir, &["review", "demo-build", "pass"]);
-        let run = ok(dir, &["run", "--timeout", "60"]);
-        assert!(run.contains("demo-build: done at revision 32"), "{run}");
-    } else {
-        let me = format!("human:uid-{}", uid().unwrap());
-        ok(dir, &["leader", "rotate", &me, "--yes"]);
-        let plan = workspace_root().join("examples/plans/minimal.toml");
-        ok(dir, &["task", "publish", plan.to_str().unwrap()]);
-        let run = ok(dir, &["run", "hello", "--timeout", "60"]);
-        assert!(run.contains("hello: done"), "{run}");
+    for args in [
+        &["task", "status"][..],
+        &["verify"],
+        &["run", "--once"],
+        &["recover", "demo-build"],
+    ] {
+        let refused = valp(dir, args);
+        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
+        assert_eq!(
+            refused.stderr.trim_end(),
+            upgrade_required(&root, 2),
+            "{args:?}"
+        );
     }
-    assert!(ok(dir, &["verify"]).contains(" 0 problems"));
+    let refusal = ControlRoot::open(&root, Arc::new(OsStorage)).unwrap_err();
+    assert!(
+        matches!(
+            refusal,
+            StoreError::UpgradeRequired {
+                found: 2,
+                current: 3,
+                ..
+            }
+        ),
+        "{refusal:?}"
+    );
+    assert!(
+        files(&root) == original,
+        "a refused command changed the root"
+    );
+
+    let upgraded = ok(dir, &["upgrade", "--yes"]);
+    let backup = dir.join(".valp.layout2-backup-1");
+    for needle in [
+        format!("backup: {}", backup.display()),
+        "keep the recorded times unknown: demo-build: verified 30 entries; the time of the \
+         lines written so far stays unknown"
+            .to_owned(),
+        "upgraded".to_owned(),
+        "effects   demo-build              1  ok".to_owned(),
+        "verify: 3 journals ok, 0 problems".to_owned(),
+    ] {
+        assert!(upgraded.contains(&needle), "{needle:?} in\n{upgraded}");
+    }
+    assert!(
+        !upgraded.contains("anchor the"),
+        "a layout-2 root is anchored already:\n{upgraded}"
+    );
+    assert!(
+        files(&backup) == original,
+        "the backup is the layout-2 root byte for byte"
+    );
+    // Nothing but installation.json changed: no time was invented for an existing line.
+    let now = files(&root);
+    let changed: Vec<&PathBuf> = now
+        .iter()
+        .filter(|(path, bytes)| original.get(*path) != Some(bytes))
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(changed, [Path::new("installation.json")]);
+    assert!(
+        String::from_utf8_lossy(&now[Path::new("installation.json")])
+            .contains(r#""layout_version":3,"#)
+    );
+    assert_eq!(entry_times(&root), vec![None; 30]);
+    assert_eq!(valp_store::chain::shown(entry_times(&root)[0]), "unknown");
+    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 3: nothing to upgrade"));
+
+    runs_after_upgrade(dir);
+    // The lines written since carry their time, after the 30 that have none.
+    let times = entry_times(&root);
+    assert!(times.len() > 30 || uid() != Some(0), "{times:?}");
+    assert!(times[..30].iter().all(Option::is_none));
+    assert!(times[30..].iter().all(Option::is_some), "{times:?}");
 }
 
 #[test]
@@ -233,7 +353,7 @@ fn other_layout_versions_are_refused_as_unsupported() {
     let root = dir.join(".valp");
     let file = root.join("installation.json");
     let text = std::fs::read_to_string(&file).unwrap();
-    for found in ["3", "0", "-1", r#""2""#, "null", "2.5"] {
+    for found in ["4", "0", "-1", r#""2""#, "null", "2.5"] {
         std::fs::write(
             &file,
             text.replace(
@@ -249,13 +369,13 @@ fn other_layout_versions_are_refused_as_unsupported() {
             continue;
         }
         assert!(
-            matches!(&refusal, StoreError::MigrationUnsupported { path, found: text, current: 2 }
+            matches!(&refusal, StoreError::MigrationUnsupported { path, found: text, current: 3 }
                 if path == &file && text == found),
             "{found}: {refusal:?}"
         );
         let message = format!(
             "VALP-E-MIGRATION-UNSUPPORTED: {}: layout_version {found} is not supported (this \
-             valp reads layout 2 and upgrades layout 1); use the valp that wrote it",
+             valp reads layout 3 and upgrades layouts 1 and 2); use the valp that wrote it",
             file.display()
         );
         assert_eq!(refusal.to_string(), message);

@@ -5,9 +5,10 @@
 //! terminal agents, unconfirmed submissions, correction rounds) is a [`NeedKind`] variant in
 //! valp-view and one function in [`SOURCES`].
 //!
-//! [`Queue`] turns what the sources find into [`NeedRow`]s: it remembers when the System first
-//! saw each need (its injected clock; journal lines carry no time yet, so an age starts at
-//! this console's start for needs that were already there) and marks the ones the Leader
+//! [`Queue`] turns what the sources find into [`NeedRow`]s: a need that arose with the task's
+//! current revision is as old as that journal line (`recorded_at`, layout 3); any other need
+//! is as old as the System's first sight of it (its injected clock: an age then starts at this
+//! console's start for needs that were already there). It marks the ones the Leader
 //! acknowledged, which `acks` keeps in `console/acknowledged.json` under the control root.
 
 pub mod acks;
@@ -29,6 +30,9 @@ pub struct TaskFacts<'a> {
     pub body: &'a StateBody,
     /// Its dimension gates now (empty without a dimension section).
     pub gates: &'a [GateResult],
+    /// When the store wrote the journal's last line (`recorded_at`, layout 3; `None` for a
+    /// line written before): the time a need that arose with the current revision arose.
+    pub last_recorded_ms: Option<i64>,
 }
 
 /// A need a source found, before it has an age or an acknowledgement.
@@ -42,6 +46,9 @@ pub struct Found {
     pub occurrence: String,
     /// One line of what is needed (raw: the queue sanitizes it).
     pub summary: String,
+    /// When it arose, when the journal says (a need of the current revision: its line's
+    /// `recorded_at`); otherwise the age runs from when the System first saw it.
+    pub at_ms: Option<i64>,
 }
 
 /// A source of needs.
@@ -77,6 +84,8 @@ fn failed_attempts(facts: &TaskFacts) -> Vec<Found> {
                     item.status.as_str()
                 ),
                 occurrence: attempt,
+                // The failure's line is not necessarily the last one.
+                at_ms: None,
             }
         })
         .collect()
@@ -107,6 +116,7 @@ fn evidence_missing(facts: &TaskFacts) -> Vec<Found> {
                 gate.dimension.as_str(),
                 gate.reasons.join(", ")
             ),
+            at_ms: facts.last_recorded_ms,
         })
         .collect()
 }
@@ -126,6 +136,7 @@ fn decisions(facts: &TaskFacts) -> Vec<Found> {
         work_item_id: None,
         occurrence: format!("r{}", facts.body.revision),
         summary: summary.to_owned(),
+        at_ms: facts.last_recorded_ms,
     }]
 }
 
@@ -156,6 +167,7 @@ fn nothing_to_run(facts: &TaskFacts) -> Vec<Found> {
             "the task is {} and nothing is left to run",
             facts.body.status.as_str()
         ),
+        at_ms: facts.last_recorded_ms,
     }]
 }
 
@@ -220,7 +232,8 @@ impl Queue {
             .flat_map(|(task, needs)| needs.into_iter().map(move |need| (task.clone(), need)))
             .map(|(task, need)| {
                 let key = NeedRow::key_of(need.kind, &task, &need.occurrence);
-                let since_ms = self.first_seen.stamp(&key, now);
+                let seen = self.first_seen.stamp(&key, now);
+                let since_ms = need.at_ms.unwrap_or(seen);
                 NeedRow {
                     acknowledged: acknowledged.contains_key(&key),
                     key: display_text(&key),

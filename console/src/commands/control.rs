@@ -21,19 +21,24 @@ use valp_view::sanitize::display_text;
 /// How long a cancel waits for the adapter to confirm before recording it as blocked.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
 
-/// `--signal`: asks the supervisor of every attempt of the task still in flight on the process
-/// adapter to deliver SIGINT to its command, and says which ones were asked.
+/// `--signal`: asks the supervisor of every attempt of the task still in flight to interrupt it
+/// (SIGINT to a command, the interrupt keys to a tmux agent), and says which ones were asked.
 pub(super) fn signal_running(
     root: &ControlRoot,
     task_id: &str,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
     let journal = root.open_task(task_id, Access::ReadOnly)?;
-    for (attempt_id, outcome) in control::signal_running(root, journal.live().body()) {
+    for (attempt_id, adapter, outcome) in control::signal_running(root, journal.live().body()) {
+        let what = if adapter == valp_runtime::adapter::tmux::ADAPTER_ID {
+            "the agent's interrupt keys"
+        } else {
+            "SIGINT"
+        };
         match outcome {
             Ok(()) => writeln!(
                 out,
-                "signal: SIGINT requested for {}",
+                "signal: {what} requested for {}",
                 display_text(&attempt_id)
             )?,
             Err(error) => writeln!(

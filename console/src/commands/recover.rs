@@ -5,20 +5,25 @@ use std::process::ExitCode;
 
 use valp_store::ControlRoot;
 
-use valp_store::recover::{ledger_plan, recover_ledger, recover_task, task_plan};
+use valp_store::recover::{
+    actions_plan, ledger_plan, recover_actions, recover_ledger, recover_task, task_plan,
+};
 use valp_view::sanitize::display_text;
 
 use super::{CommandError, confirm};
 
-/// What to recover: a task's journal, or the ledger (`None`).
+/// What to recover: a task's journal (its operator-action journal with `actions`), or the
+/// ledger (`None`).
 pub(super) fn run(
     root: &ControlRoot,
     task: Option<&str>,
+    actions: bool,
     yes: bool,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
     let plan = match task {
+        Some(task) if actions => actions_plan(root, task)?,
         Some(task) => task_plan(root, task)?,
         None => ledger_plan(root)?,
     };
@@ -39,16 +44,20 @@ pub(super) fn run(
         )?;
     }
     let recovered = match task {
+        Some(task) if actions => recover_actions(root, task, &plan)?,
         Some(task) => recover_task(root, task, &plan)?,
         None => recover_ledger(root, &plan)?,
     };
     for backup in &recovered.backups {
         writeln!(out, "backup: {}", backup.display())?;
     }
-    writeln!(
-        out,
-        "recovered: {} entries, anchored at seq {}",
-        recovered.head.seq, recovered.head.seq
-    )?;
+    match &recovered.head {
+        Some(head) => writeln!(
+            out,
+            "recovered: {} entries, anchored at seq {}",
+            plan.keep_entries, head.seq
+        )?,
+        None => writeln!(out, "recovered: no record kept, no head")?,
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! that cannot be read is listed as `problem: task folder tasks/<folder>: <error>` in its
 //! place, the others are shown, and the command exits with 3 at the end. Per task: status,
 //! revision, epoch (and whether it is fenced), control, every work item with its attempt and
-//! frontier position, effects, the four dimension gates of a task frozen with them
+//! frontier position (and, for a live tmux attempt, its agent's state: `    agent …`), effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects (`  rejected <file>: <reason>`, sorted out exactly as the runtime
 //! does it; see [`valp_runtime::adapter::external`]).
@@ -113,6 +113,9 @@ fn write_task(
             position,
             display_text(&attempt)
         )?;
+        if let Some(agent) = agent_state(root, body, &item.work_item_id) {
+            writeln!(out, "    {agent}")?;
+        }
     }
     match effects::read_ledger(root, task) {
         Ok(records) => {
@@ -123,6 +126,26 @@ fn write_task(
         Err(error) => writeln!(out, "  effects: {}", display_text(&error.to_string()))?,
     }
     write_inbox_rejections(root, body, out)
+}
+
+/// The state of the terminal agent of a work item's live tmux attempt, as its supervisor last
+/// wrote it ([`valp_runtime::adapter::tmux::state_line`]).
+fn agent_state(
+    root: &ControlRoot,
+    body: &StateBody,
+    work_item: &valp_kernel::Identity,
+) -> Option<String> {
+    use valp_runtime::adapter::tmux;
+    use valp_runtime::clock::Clock as _;
+    let attempt = body.work_item(work_item)?.current_attempt.as_ref()?;
+    if !attempt.status.is_live() {
+        return None;
+    }
+    let dir = root
+        .layout()
+        .root()
+        .join(tmux::attempt_ref(attempt.attempt_id.value()));
+    tmux::state_line(&dir, valp_runtime::clock::SystemClock.now())
 }
 
 /// The four dimension gates of a task whose frozen Done policy has them (v2), as the Done gate

@@ -1,4 +1,4 @@
-//! `valp upgrade`: a control root of layout 1 to layout 2 (see `valp_store::upgrade`).
+//! `valp upgrade`: a control root of layout 1 or 2 to layout 3 (see `valp_store::upgrade`).
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -36,9 +36,14 @@ pub(super) fn run(
     writeln!(out, "  1. copy it byte for byte to {}", backup.display())?;
     writeln!(
         out,
-        "  2. verify the installation ledger and {} task journals by replay and write their \
-         head anchors",
-        planned.task_dirs.len()
+        "  2. verify the installation ledger and {} task journals by replay{}; the lines \
+         written so far keep no time (shown as unknown)",
+        planned.task_dirs.len(),
+        if planned.layout_version == 1 {
+            " and write their head anchors"
+        } else {
+            ""
+        }
     )?;
     writeln!(
         out,

@@ -41,6 +41,11 @@ pub(super) fn run(root: &ControlRoot, out: &mut dyn Write) -> Result<ExitCode, C
                 "to see what can be kept of {}: valp recover {}",
                 check.name, check.name
             )?,
+            ("actions", Some(_)) => writeln!(
+                out,
+                "to see what can be kept of the operator actions of {}: valp recover {} --actions",
+                check.name, check.name
+            )?,
             ("ledger", Some(_)) => writeln!(
                 out,
                 "to see what can be kept of the ledger: valp recover --ledger"

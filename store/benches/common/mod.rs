@@ -24,12 +24,17 @@ use tempfile::TempDir;
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{Identity, IdentityKind};
 use valp_store::chain::encode_line;
+use valp_store::clock::Timestamp;
 use valp_store::io::OsStorage;
 use valp_store::journal::JOURNAL_FILE;
 use valp_store::{Access, ControlRoot, Journal};
 
 /// Seed of every walk the benchmarks use (the kernel benchmarks use the same one).
 pub const SEED: u64 = 0x0003_5EED;
+
+/// The `recorded_at` of the lines the fixtures write (an append stamps the clock's time; the
+/// line's size does not depend on which).
+pub const RECORDED_AT: Timestamp = Timestamp::from_millis(1_796_042_096_789);
 
 /// Work items of the "realistic" task size.
 pub const WORK_ITEMS: usize = 20;
@@ -156,7 +161,7 @@ pub fn as_f64(value: u64) -> f64 {
 pub fn build_journals(work_items: usize, lens: &[usize]) -> Vec<Built> {
     let started = Instant::now();
     let mut walk = walk(work_items);
-    let (genesis_line, mut prior) = encode_line(0, None, walk.genesis());
+    let (genesis_line, mut prior) = encode_line(0, None, RECORDED_AT, walk.genesis());
     let mut outputs: Vec<(TempDir, ControlRoot, BufWriter<std::fs::File>, usize)> = lens
         .iter()
         .map(|&len| {
@@ -178,7 +183,7 @@ pub fn build_journals(work_items: usize, lens: &[usize]) -> Vec<Built> {
     let longest = lens.iter().copied().max().unwrap_or(0);
     for (index, step) in walk.by_ref().take(longest).enumerate() {
         let seq = index as u64 + 1;
-        let (line, digest) = encode_line(seq, Some(&prior), &step.into_compact());
+        let (line, digest) = encode_line(seq, Some(&prior), RECORDED_AT, &step.into_compact());
         for (_, _, writer, len) in &mut outputs {
             if index < *len {
                 writer.write_all(&line).unwrap();

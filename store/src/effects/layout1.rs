@@ -6,7 +6,7 @@ use std::path::Path;
 use valp_kernel::canonical::decode_canonical;
 
 use super::{EFFECT_LEDGER_FILE, EFFECT_LEDGER_LOCK, EffectRecord, LAYOUT1_EFFECTS_FILE};
-use crate::chain::encode_line;
+use crate::chain::encode_line_at;
 use crate::error::StoreError;
 use crate::files::write_atomically;
 use crate::io::Storage;
@@ -59,7 +59,8 @@ pub fn convert_layout1(task_dir: &Path, storage: &dyn Storage) -> Result<Convers
     let mut converted = Vec::new();
     let mut prior: Option<String> = None;
     for (seq, record) in (0_u64..).zip(&records) {
-        let (line, digest) = encode_line(seq, prior.as_deref(), record);
+        // Written before layout 3, these records keep no time: v1 lines, not an invented one.
+        let (line, digest) = encode_line_at(seq, prior.as_deref(), None, record);
         converted.extend_from_slice(&line);
         prior = Some(digest);
     }

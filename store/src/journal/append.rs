@@ -139,7 +139,8 @@ impl<M: Machine> Journal<M> {
     ) -> Result<Appended, StoreError> {
         let seq = self.tip.next_seq;
         let entry = M::entry(event, evidence_set, record.clone());
-        let (line, digest) = encode_line(seq, Some(&self.tip.digest), &entry);
+        let recorded_at = self.clock.now();
+        let (line, digest) = encode_line(seq, Some(&self.tip.digest), recorded_at, &entry);
         let storage = std::sync::Arc::clone(&self.storage);
         let path = self.path.clone();
         let file = match self.append_file() {
@@ -158,6 +159,7 @@ impl<M: Machine> Journal<M> {
             next_seq: seq + 1,
             digest,
             offset: self.tip.offset + line.len() as u64,
+            recorded_at: Some(recorded_at),
         };
         self.guard.observe(seq, event, evidence_set);
         // The entry is durable: from here on it is acknowledged whatever happens to the head.

@@ -33,10 +33,12 @@
 //! expected reference among the evidence references of a completed observation) holds.
 
 mod capture;
-mod os;
+pub(crate) mod os;
 pub mod records;
 pub mod spec;
 mod supervisor;
+
+pub(crate) use supervisor::{Claimed, Control, Writer, claim_folder};
 
 use std::fs::OpenOptions;
 use std::io;
@@ -153,20 +155,37 @@ pub fn attempt_ref(attempt_id: &str) -> String {
     format!("runtime/process/attempts/{}", attempt_folder(attempt_id))
 }
 
-/// Checks that `dir` is `…/runtime/process/attempts/<attempt_folder(attempt_id)>` and returns
-/// [`attempt_ref`].
-pub(crate) fn check_attempt_folder(dir: &Path, attempt_id: &str) -> Result<String, ProcessError> {
-    let folder = attempt_folder(attempt_id);
+/// The adapters whose attempt folders have this layout (a detached supervisor, observations,
+/// proofs and control files): `runtime/<adapter>/attempts/<H>/`.
+pub(crate) const SUPERVISED: [&str; 2] = [ADAPTER_ID, crate::adapter::tmux::ADAPTER_ID];
+
+/// The supervised adapter whose folder `dir` is (`…/runtime/<adapter>/attempts/<H>`), if any.
+pub(crate) fn folder_adapter(dir: &Path) -> Option<&'static str> {
     let names: Vec<_> = dir
         .components()
         .rev()
-        .take(4)
+        .skip(1)
+        .take(3)
         .map(|component| component.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if names != [folder.as_str(), "attempts", "process", "runtime"] {
-        return Err(ProcessError::NotAttemptFolder(dir.to_owned()));
+    SUPERVISED
+        .into_iter()
+        .find(|adapter| names == ["attempts", *adapter, "runtime"])
+}
+
+/// Checks that `dir` is `…/runtime/<adapter>/attempts/<attempt_folder(attempt_id)>` for a
+/// supervised adapter and returns the attempt's reference there (`runtime/<adapter>/attempts/<H>`).
+pub(crate) fn check_attempt_folder(dir: &Path, attempt_id: &str) -> Result<String, ProcessError> {
+    let named = dir
+        .file_name()
+        .is_some_and(|name| name.to_string_lossy() == attempt_folder(attempt_id));
+    match folder_adapter(dir) {
+        Some(adapter) if named => Ok(format!(
+            "runtime/{adapter}/attempts/{}",
+            attempt_folder(attempt_id)
+        )),
+        _ => Err(ProcessError::NotAttemptFolder(dir.to_owned())),
     }
-    Ok(attempt_ref(attempt_id))
 }
 
 fn canonical_dir(dir: &Path) -> Result<PathBuf, ProcessError> {
@@ -206,7 +225,18 @@ pub fn prepare(
             "the request and the run spec expect different evidence".to_owned(),
         ));
     }
-    let dir = process_root
+    write_folder(process_root, request, &spec.canonical_bytes())
+}
+
+/// Writes `attempts/<H>/` under `adapter_root` (`<control root>/runtime/<adapter>`) with
+/// `request.json`, `run.json` (`spec`, already checked against the request) and the empty
+/// `observations/`, `proofs/` and `control/` folders; the same files again are a no-op.
+pub(crate) fn write_folder(
+    adapter_root: &Path,
+    request: &AdapterRequest,
+    spec: &[u8],
+) -> Result<PathBuf, ProcessError> {
+    let dir = adapter_root
         .join("attempts")
         .join(attempt_folder(&request.attempt_id));
     check_attempt_folder(&dir, &request.attempt_id)?;
@@ -216,7 +246,7 @@ pub fn prepare(
     }
     for (name, bytes) in [
         (REQUEST_FILE, request.canonical_bytes()),
-        (RUN_FILE, spec.canonical_bytes()),
+        (RUN_FILE, spec.to_vec()),
     ] {
         let path = dir.join(name);
         files::write_new_or_same(&path, &bytes).map_err(io_error(&path, "write"))?;
@@ -266,7 +296,8 @@ impl Supervisor {
     }
 }
 
-/// Starts `valp adapter process --dir DIR` (with `valp_binary`) detached: its own process
+/// Starts `valp adapter <adapter> --dir DIR` (with `valp_binary`; the adapter whose folder `DIR`
+/// is) detached: its own process
 /// group (so the console's terminal signals do not reach it), stdin null, stdout and stderr
 /// appended to `DIR/supervisor.log`, working folder `DIR`. Does not wait for it. Writes
 /// `DIR/supervisor.json` before returning, so [`supervisor_state`] knows the supervisor at once.
@@ -276,6 +307,8 @@ pub fn launch(dir: &Path, valp_binary: &Path) -> Result<Supervisor, ProcessError
     let dir = canonical_dir(dir)?;
     let request = read_request(&dir)?;
     check_attempt_folder(&dir, &request.attempt_id)?;
+    let adapter =
+        folder_adapter(&dir).ok_or_else(|| ProcessError::NotAttemptFolder(dir.clone()))?;
     let record_path = dir.join(SUPERVISOR_FILE);
     if let Some(existing) = read_supervisor_record(&dir)? {
         return Err(ProcessError::AlreadySupervised { pid: existing.pid });
@@ -288,7 +321,7 @@ pub fn launch(dir: &Path, valp_binary: &Path) -> Result<Supervisor, ProcessError
         .map_err(io_error(&log_path, "open"))?;
     let log_err = log.try_clone().map_err(io_error(&log_path, "open"))?;
     let mut child = Command::new(valp_binary)
-        .args(["adapter", "process", "--dir"])
+        .args(["adapter", adapter, "--dir"])
         .arg(&dir)
         .current_dir(&dir)
         .stdin(Stdio::null())
@@ -494,8 +527,13 @@ fn read_observation_file(
     if observation.canonical_bytes() != bytes {
         return Err(invalid(path, "not the observation's canonical encoding"));
     }
+    let adapter = path
+        .parent()
+        .and_then(Path::parent)
+        .and_then(folder_adapter)
+        .unwrap_or(ADAPTER_ID);
     observation
-        .check(ADAPTER_ID)
+        .check(adapter)
         .map_err(|error| invalid(path, error.to_string()))?;
     if observation.sequence != sequence {
         return Err(invalid(path, "the sequence is not the file's"));

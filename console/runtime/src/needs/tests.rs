@@ -56,7 +56,11 @@ fn kinds(found: &[Found]) -> Vec<(NeedKind, String)> {
 }
 
 fn facts_find(body: &StateBody, gates: &[GateResult]) -> Vec<Found> {
-    find(&TaskFacts { body, gates })
+    find(&TaskFacts {
+        body,
+        gates,
+        last_recorded_ms: None,
+    })
 }
 
 #[test]
@@ -242,5 +246,43 @@ fn a_malformed_acknowledgements_file_is_listed_and_never_overwritten() {
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "{\"schema_version\":\"nope\",\"acknowledged\":[]}\n"
+    );
+}
+
+#[test]
+fn a_need_of_the_current_revision_is_as_old_as_its_journal_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = ControlRoot::init(
+        temp.path(),
+        id(IdentityKind::Installation, "inst"),
+        Arc::new(OsStorage),
+    )
+    .unwrap();
+    let clock = FixedClock::new(Timestamp::from_millis(1_000_000));
+    let reviewing = body(
+        TaskStatus::Reviewing,
+        9,
+        vec![item(
+            "b",
+            WorkItemStatus::Blocked,
+            Some(AttemptStatus::Failed),
+        )],
+    );
+    let found = find(&TaskFacts {
+        body: &reviewing,
+        gates: &[],
+        last_recorded_ms: Some(400_000),
+    });
+    let (rows, _) = Queue::new(&root).rows(vec![("t".to_owned(), found)], &clock);
+    let since = |kind| rows.iter().find(|row| row.kind == kind).unwrap().since_ms;
+    // The review came with the last line; the failure's line is not known to be the last.
+    assert_eq!(since(NeedKind::Review), 400_000);
+    assert_eq!(since(NeedKind::FailedAttempt), 1_000_000);
+    assert_eq!(
+        rows.iter()
+            .find(|row| row.kind == NeedKind::Review)
+            .unwrap()
+            .since_at,
+        "1970-01-01T00:06:40.000Z"
     );
 }

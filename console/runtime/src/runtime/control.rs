@@ -22,7 +22,7 @@ use valp_kernel::{
 };
 use valp_store::{Appended, ControlRoot, Journal};
 
-use crate::adapter::process;
+use crate::adapter::{process, tmux};
 use crate::clock::Timestamp;
 use crate::evidence;
 
@@ -155,13 +155,15 @@ fn identity(kind: IdentityKind, value: impl Into<String>) -> Result<Identity, Co
     Identity::new(kind, value).map_err(|error| ControlError::Invalid(error.to_string()))
 }
 
-/// Asks the supervisor of every attempt of `body` still in flight (submitted or running) on the
-/// process adapter to deliver SIGINT to its command once ([`process::request_interrupt`]).
-/// Attempts on other adapters have no process folder and are left alone.
+/// Asks the supervisor of every attempt of `body` still in flight (submitted or running) on a
+/// supervised adapter to interrupt it once ([`process::request_interrupt`]): SIGINT to a
+/// process adapter's command, the agent profile's interrupt keys (Escape, C-c) to a tmux
+/// adapter's agent. Each is named with its adapter. External attempts have no supervisor and
+/// are left alone.
 pub fn signal_running(
     root: &ControlRoot,
     body: &valp_kernel::StateBody,
-) -> Vec<(String, Result<(), process::ProcessError>)> {
+) -> Vec<(String, &'static str, Result<(), process::ProcessError>)> {
     body.work_items
         .iter()
         .filter_map(|item| item.current_attempt.as_ref())
@@ -173,10 +175,14 @@ pub fn signal_running(
         })
         .filter_map(|attempt| {
             let id = attempt.attempt_id.value();
-            let dir = root.layout().root().join(process::attempt_ref(id));
-            dir.join(process::REQUEST_FILE)
-                .is_file()
-                .then(|| (id.to_owned(), process::request_interrupt(&dir)))
+            [
+                (tmux::ADAPTER_ID, tmux::attempt_ref(id)),
+                (process::ADAPTER_ID, process::attempt_ref(id)),
+            ]
+            .into_iter()
+            .map(|(adapter, relative)| (adapter, root.layout().root().join(relative)))
+            .find(|(_, dir)| dir.join(process::REQUEST_FILE).is_file())
+            .map(|(adapter, dir)| (id.to_owned(), adapter, process::request_interrupt(&dir)))
         })
         .collect()
 }

@@ -51,7 +51,7 @@ use crate::adapter::process::{
 };
 use crate::adapter::tmux;
 use crate::evidence;
-use crate::plan::{self, Adapter, Plan, PlanItem};
+use crate::plan::{self, Adapter, Plan, PlanItem, TmuxPane};
 use valp_view::sanitize::display_text;
 
 /// Why the runtime could not take a step.
@@ -81,19 +81,6 @@ pub enum RuntimeError {
     /// Something on disk is not what the ledger or a proof says it is.
     #[error("{0}")]
     Integrity(String),
-    /// The plan has a work item on an adapter this build cannot run yet.
-    #[error(
-        "work item {work_item} runs on the {adapter} adapter, whose supervisor is not built yet; \
-         nothing of task {task} was started"
-    )]
-    Unsupported {
-        /// The task.
-        task: String,
-        /// The first such work item.
-        work_item: String,
-        /// Its adapter.
-        adapter: &'static str,
-    },
 }
 
 /// What one step did.
@@ -174,19 +161,6 @@ impl Driver {
             .root()
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        // A tmux item needs the supervisor that submits with proof and records it; without
-        // it the task is refused whole, before any event, rather than run in part.
-        if let Some(item) = plan
-            .work_items
-            .iter()
-            .find(|item| item.run.adapter == Adapter::Tmux)
-        {
-            return Err(RuntimeError::Unsupported {
-                task: task_id.to_owned(),
-                work_item: item.id.clone(),
-                adapter: item.run.adapter.as_str(),
-            });
-        }
         let external = plan
             .work_items
             .iter()
@@ -412,8 +386,19 @@ impl Driver {
                 reports.insert(id, report);
                 continue;
             }
-            let dir = self.dir_of(Adapter::Process, &id);
+            let adapter = self.adapter_of(&slots.work_item_id);
+            let dir = self.dir_of(adapter, &id);
             let state = state_of(&dir);
+            if adapter == Adapter::Tmux && matches!(state, SupervisorState::Dead { .. }) {
+                // Nobody watches the agent any more: close the window valp opened for it (a
+                // targeted pane is left alone), so it does not work on unrecorded.
+                if let Err(error) = tmux::terminate_orphan(&dir) {
+                    self.rejections.insert(
+                        display_text(&dir.display().to_string()),
+                        display_text(&error.to_string()),
+                    );
+                }
+            }
             let observations = self.observations(body, &dir, &slots);
             let last = observations
                 .iter()
@@ -581,15 +566,25 @@ impl Driver {
                     EvidenceNeed::Accepted => observation.status == ObservationStatus::Accepted,
                     _ => true,
                 };
-                if let Some(observation) = observations.iter().rev().find(wanted) {
+                let observation = observations.iter().rev().find(wanted);
+                if let Some(observation) = observation {
                     evidence.push(self.store("observation-", &observation.canonical_bytes())?);
                 }
-                let proof = dir.join(PROCESS_BOUND_FILE);
-                if proof.is_file() {
-                    evidence.push(self.store("proof-", &Self::read(&proof)?)?);
-                }
-                if *need == EvidenceNeed::Final {
-                    evidence.extend(self.final_evidence(dir, cwd)?);
+                if process::folder_adapter(dir) == Some(tmux::ADAPTER_ID) {
+                    // The tmux proofs are the files the observation's segments name (the
+                    // paste, the submission, the completion), inside this attempt's folder.
+                    evidence.extend(self.segment_files(dir, observation)?);
+                    if *need == EvidenceNeed::Final {
+                        evidence.extend(self.tmux_final_evidence(dir, cwd)?);
+                    }
+                } else {
+                    let proof = dir.join(PROCESS_BOUND_FILE);
+                    if proof.is_file() {
+                        evidence.push(self.store("proof-", &Self::read(&proof)?)?);
+                    }
+                    if *need == EvidenceNeed::Final {
+                        evidence.extend(self.final_evidence(dir, cwd)?);
+                    }
                 }
             }
         }
@@ -670,7 +665,19 @@ impl Driver {
                 evidence.push(self.store("output-", &Self::read(&output)?)?);
             }
         }
-        for file in &proof.expected_evidence {
+        evidence.extend(self.artifacts(cwd, &proof.expected_evidence)?);
+        Ok(evidence)
+    }
+
+    /// Every expected evidence file a proof found, checked against the digest it recorded (a
+    /// file changed since is an integrity failure, not evidence).
+    fn artifacts(
+        &self,
+        cwd: &Path,
+        records: &[process::EvidenceRecord],
+    ) -> Result<Vec<Evidence>, RuntimeError> {
+        let mut evidence = Vec::new();
+        for file in records {
             let Some(recorded) = &file.digest else {
                 continue;
             };
@@ -686,6 +693,38 @@ impl Driver {
             evidence.push(self.store("artifact-", &bytes)?);
         }
         Ok(evidence)
+    }
+
+    /// The proof files `observation`'s segments name, when they are in the attempt folder
+    /// `dir` (a reference elsewhere is not read: the observation is untrusted).
+    fn segment_files(
+        &self,
+        dir: &Path,
+        observation: Option<&AdapterObservation>,
+    ) -> Result<Vec<Evidence>, RuntimeError> {
+        let Some(observation) = observation else {
+            return Ok(Vec::new());
+        };
+        let prefix = tmux::attempt_ref(&observation.request.attempt_id) + "/";
+        let mut evidence = Vec::new();
+        for reference in observation
+            .provenance
+            .iter()
+            .flat_map(|segment| &segment.evidence_refs)
+        {
+            if let Some(file) = reference.strip_prefix(&prefix) {
+                evidence.push(self.store("proof-", &Self::read(&dir.join(file))?)?);
+            }
+        }
+        Ok(evidence)
+    }
+
+    /// A tmux attempt's expected evidence, as its completion proof found it.
+    fn tmux_final_evidence(&self, dir: &Path, cwd: &Path) -> Result<Vec<Evidence>, RuntimeError> {
+        match tmux::read_record::<tmux::CompletionProof>(dir, tmux::COMPLETION_FILE)? {
+            Some(proof) => self.artifacts(cwd, &proof.expected_evidence),
+            None => Ok(Vec::new()),
+        }
     }
 
     fn item_cwd(&self, work_item_id: &str) -> PathBuf {
@@ -706,7 +745,7 @@ impl Driver {
             }
             Some(slots) => self.gather(
                 &proposal.evidence,
-                &self.dir_of(Adapter::Process, &slots.attempt_id),
+                &self.dir_of(self.adapter_of(&slots.work_item_id), &slots.attempt_id),
                 &self.item_cwd(&slots.work_item_id),
             )?,
             None => Vec::new(),
@@ -775,6 +814,9 @@ impl Driver {
                 attempt_id: slots.attempt_id.clone(),
             });
         }
+        if item.run.adapter == Adapter::Tmux {
+            return self.start_agent(body, slots);
+        }
         let (argv, cwd, timeout, env, expected) = (
             item.run.argv.clone(),
             item.run.cwd.clone(),
@@ -810,11 +852,71 @@ impl Driver {
         let request = submit_request(body, slots, &spec.digest(), expected);
         let process_root = self.root.layout().root().join("runtime/process");
         let dir = process::prepare(&process_root, &request, &spec)?;
-        if matches!(
-            process::supervisor_state(&dir),
-            SupervisorState::NotLaunched
-        ) {
-            match process::launch(&dir, &self.valp_binary) {
+        self.supervise(&dir, slots)
+    }
+
+    /// Writes a tmux attempt's request and run spec (the agent, its pane, its prompt) and
+    /// starts its supervisor.
+    fn start_agent(
+        &mut self,
+        body: &StateBody,
+        slots: &AttemptSlots,
+    ) -> Result<Progress, RuntimeError> {
+        let item = self.plan_item(&slots.work_item_id)?;
+        let Some(run) = item.run.tmux.clone() else {
+            return Err(RuntimeError::Integrity(format!(
+                "work item {} runs on tmux without its agent",
+                slots.work_item_id
+            )));
+        };
+        let expected = item.expected_evidence.clone();
+        let timeout_ms = u64::from(item.run.timeout_seconds) * 1000;
+        let folder = crate::plan::paths::working_folder(&self.project, &item.run.cwd)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        let control_root = self.root.layout().root().to_path_buf();
+        let socket = run.socket.as_deref().map_or_else(
+            || control_root.join(tmux::SERVER_SOCKET),
+            tmux::server::named_socket,
+        );
+        let (command, target) = match run.pane {
+            TmuxPane::Command(mut argv) => {
+                // `valp` is this valp (the demo agent, hooks), whatever PATH holds.
+                if argv.first().is_some_and(|program| program == "valp") {
+                    argv[0] = self.valp_binary.display().to_string();
+                }
+                (Some(argv), None)
+            }
+            TmuxPane::Target(pane) => (None, Some(pane)),
+        };
+        let spec = tmux::TmuxSpec {
+            schema_version: <tmux::TmuxSpec as tmux::Record>::SCHEMA.to_owned(),
+            agent: run.agent,
+            command,
+            target,
+            prompt: run.prompt,
+            socket: socket.display().to_string(),
+            session: tmux::SESSION.to_owned(),
+            window: slots.work_item_id.clone(),
+            cwd: folder.display().to_string(),
+            env: tmux::agent_env(
+                &control_root,
+                [body.task_id.value(), &slots.work_item_id, &slots.attempt_id],
+            ),
+            timeout_ms: timeout_ms.max(1),
+            grace_ms: tmux::DEFAULT_GRACE_MS,
+            expected_evidence: expected.clone(),
+        };
+        let bytes = tmux::Record::canonical(&spec)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        let request = submit_request(body, slots, &sha256_digest(&bytes), expected);
+        let dir = tmux::prepare(&control_root.join("runtime/tmux"), &request, &spec)?;
+        self.supervise(&dir, slots)
+    }
+
+    /// Starts the supervisor of a prepared attempt folder unless it has one.
+    fn supervise(&mut self, dir: &Path, slots: &AttemptSlots) -> Result<Progress, RuntimeError> {
+        if matches!(process::supervisor_state(dir), SupervisorState::NotLaunched) {
+            match process::launch(dir, &self.valp_binary) {
                 Ok(supervisor) => self.supervisors.push(supervisor),
                 // Another runner (a second `valp run`, the console) launched it first: the
                 // attempt is running, which is all this step asked for.

@@ -6,6 +6,8 @@
 //!
 //! - A **process** attempt is cancelled by its supervisor (SIGTERM, SIGKILL after the grace
 //!   period); the effect waits for the supervisor's final observation.
+//! - A **tmux** attempt is cancelled the same way by its supervisor (C-c, the agent profile's
+//!   exit keys, then SIGKILL to the pane's process group), confirmed by the pane being gone.
 //! - An **external** attempt (its folder is `runtime/external/attempts/<H>/`) gets a cancel
 //!   request, `control/cancel.json`, and that is all valp can do: it cannot see or stop an
 //!   outside runtime. The effect is recorded at once, without waiting: `fulfilled` when the
@@ -36,8 +38,8 @@ use valp_store::{Access, ControlRoot};
 
 pub use valp_store::effects::{EffectRecord, Outcome};
 
-use crate::adapter::external;
 use crate::adapter::process::{self, SupervisorState};
+use crate::adapter::{external, tmux};
 
 /// The reconcilers' lock file in the task folder: held while obligations are carried out.
 const RECONCILE_LOCK: &str = "effects.lock";
@@ -120,8 +122,17 @@ pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outc
     if external::launched(&external_dir) {
         return cancel_external(root, &target, &external_dir, &external_ref);
     }
-    let relative = process::attempt_ref(&target.attempt_id);
-    let dir = root.layout().root().join(&relative);
+    // A supervised attempt's folder is the tmux adapter's when it holds a request there.
+    let tmux_ref = tmux::attempt_ref(&target.attempt_id);
+    let tmux_dir = root.layout().root().join(&tmux_ref);
+    let on_tmux = tmux_dir.join(process::REQUEST_FILE).is_file();
+    let (relative, dir) = if on_tmux {
+        (tmux_ref, tmux_dir)
+    } else {
+        let relative = process::attempt_ref(&target.attempt_id);
+        let dir = root.layout().root().join(&relative);
+        (relative, dir)
+    };
     let deadline = Instant::now() + patience;
     let mut asked = false;
     loop {
@@ -133,7 +144,15 @@ pub fn execute(root: &ControlRoot, obligation: &str, patience: Duration) -> Outc
                 };
             }
             SupervisorState::Dead { .. } => {
-                return match process::terminate_orphan(&dir) {
+                let terminated = if on_tmux {
+                    tmux::terminate_orphan(&dir)
+                } else {
+                    process::terminate_orphan(&dir)
+                };
+                return match terminated {
+                    Ok(_) if on_tmux => Outcome::Blocked {
+                        reason: "the supervisor had died; the agent's window was closed".to_owned(),
+                    },
                     Ok(_) => Outcome::Blocked {
                         reason: "the supervisor had died; its process group was killed".to_owned(),
                     },

@@ -267,7 +267,7 @@ pub fn decide(
         TaskStatus::Published => Step::Wait(Wait::NotStarted),
         TaskStatus::RoutingValidation => task_event(
             EventKind::RoutingValidationPassed,
-            "every work item names a known adapter (process or external)",
+            "every work item names a known adapter (process, external or tmux)",
         ),
         TaskStatus::Dispatching => {
             task_event(EventKind::DispatchAccepted, "the dispatcher takes the task")

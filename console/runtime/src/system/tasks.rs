@@ -340,9 +340,9 @@ impl Desk {
     pub fn needs(&self, active_epoch: i128) -> Vec<(String, Vec<Found>)> {
         self.journals
             .iter()
-            .map(|(dir, journal)| (dir, journal.live().body()))
-            .filter(|(_, body)| body.leader_epoch == active_epoch)
-            .map(|(dir, body)| {
+            .filter(|(_, journal)| journal.live().body().leader_epoch == active_epoch)
+            .map(|(dir, journal)| {
+                let body = journal.live().body();
                 let gates = self
                     .gates
                     .get(dir)
@@ -350,7 +350,13 @@ impl Desk {
                     .map_or(&[][..], |(_, _, gates)| gates.as_slice());
                 (
                     body.task_id.value().to_owned(),
-                    needs::find(&TaskFacts { body, gates }),
+                    needs::find(&TaskFacts {
+                        body,
+                        gates,
+                        last_recorded_ms: journal
+                            .last_recorded_at()
+                            .map(valp_store::clock::Timestamp::millis),
+                    }),
                 )
             })
             .collect()

@@ -151,7 +151,7 @@ impl Canonical for StreamRecord {
 }
 
 /// One expected evidence file as found after the process ended.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceRecord {
     /// Relative to the working folder, as the spec lists it.

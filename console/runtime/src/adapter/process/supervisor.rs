@@ -49,15 +49,27 @@ fn log(message: &str) {
     );
 }
 
-pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
+/// An attempt folder claimed by this supervisor, never supervised before.
+pub(crate) struct Claimed {
+    /// The folder, canonical.
+    pub dir: PathBuf,
+    /// Its request (a `submit`).
+    pub request: AdapterRequest,
+    /// `runtime/<adapter>/attempts/<H>`
+    pub prefix: String,
+}
+
+/// Checks `dir` (read-only first: nothing is written into a folder that is not an attempt
+/// folder), makes `supervisor.json` name this process and refuses a folder that has
+/// observations already: an attempt is supervised once.
+pub(crate) fn claim_folder(dir: &Path) -> Result<Claimed, ProcessError> {
     let dir = std::fs::canonicalize(dir).map_err(io_error(dir, "open the attempt folder"))?;
-    // Read-only checks first: nothing is written into a folder that is not an attempt folder.
     let request = read_request(&dir)?;
     let prefix = check_attempt_folder(&dir, &request.attempt_id)?;
     if request.operation != Operation::Submit {
         return Err(invalid(
             &dir.join(super::REQUEST_FILE),
-            "the process adapter runs submit requests only",
+            "a supervisor runs submit requests only",
         ));
     }
     claim(&dir)?;
@@ -73,7 +85,21 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
     if has_observations {
         return Err(invalid(&observations, "the attempt was supervised before"));
     }
+    Ok(Claimed {
+        dir,
+        request,
+        prefix,
+    })
+}
+
+pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
+    let Claimed {
+        dir,
+        request,
+        prefix,
+    } = claim_folder(dir)?;
     let writer = Writer {
+        adapter: ADAPTER_ID,
         dir: &dir,
         request: &request,
         prefix,
@@ -167,13 +193,13 @@ fn load_spec(dir: &Path, request: &AdapterRequest) -> Result<RunSpec, String> {
 }
 
 /// The control folder: cancel once, each interrupt file once.
-struct Control {
+pub(crate) struct Control {
     dir: PathBuf,
     delivered: BTreeSet<String>,
 }
 
 impl Control {
-    fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_owned(),
             delivered: BTreeSet::new(),
@@ -182,7 +208,7 @@ impl Control {
 
     /// The cancel reason, if a cancel was requested. Any `cancel.json` cancels (fail safe); an
     /// unreadable one gives a reason saying so.
-    fn cancel(&self) -> Option<String> {
+    pub(crate) fn cancel(&self) -> Option<String> {
         let path = self.dir.join(CANCEL_FILE);
         let bytes = std::fs::read(&path).ok()?;
         Some(
@@ -195,7 +221,7 @@ impl Control {
     }
 
     /// Interrupt requests not delivered yet, oldest first; they count as delivered from now.
-    fn new_interrupts(&mut self) -> usize {
+    pub(crate) fn new_interrupts(&mut self) -> usize {
         let Ok(entries) = std::fs::read_dir(self.dir.join(CONTROL_DIR)) else {
             return 0;
         };
@@ -520,19 +546,25 @@ struct Process {
 }
 
 /// Writes observations (and their proofs) into the folder.
-struct Writer<'a> {
-    dir: &'a Path,
-    request: &'a AdapterRequest,
-    /// `runtime/process/attempts/<H>`
-    prefix: String,
+pub(crate) struct Writer<'a> {
+    /// The adapter writing (the last provenance segment's).
+    pub adapter: &'static str,
+    /// The attempt folder.
+    pub dir: &'a Path,
+    /// Its request.
+    pub request: &'a AdapterRequest,
+    /// `runtime/<adapter>/attempts/<H>`
+    pub prefix: String,
 }
 
 impl Writer<'_> {
-    fn reference(&self, file: &str) -> String {
+    /// `file` of the folder as a reference relative to the control root.
+    pub(crate) fn reference(&self, file: &str) -> String {
         format!("{}/{file}", self.prefix)
     }
 
-    fn write_once(&self, relative: &str, bytes: &[u8]) -> Result<(), ProcessError> {
+    /// Creates `relative` in the folder with `bytes`; it must not exist.
+    pub(crate) fn write_once(&self, relative: &str, bytes: &[u8]) -> Result<(), ProcessError> {
         let path = self.dir.join(relative);
         if files::write_new(&path, bytes).map_err(io_error(&path, "write"))? {
             Ok(())
@@ -541,7 +573,8 @@ impl Writer<'_> {
         }
     }
 
-    fn observe(
+    /// Writes observation `sequence`, checked against the ABI first.
+    pub(crate) fn observe(
         &self,
         sequence: u64,
         status: ObservationStatus,
@@ -561,17 +594,22 @@ impl Writer<'_> {
         );
         let relative = observation_file(sequence);
         observation
-            .check(ADAPTER_ID)
+            .check(self.adapter)
             .map_err(|error| invalid(&self.dir.join(&relative), error.to_string()))?;
         self.write_once(&relative, &observation.canonical_bytes())
     }
 
     /// Observation 1 when nothing was started: blocked or cancelled, without proof.
-    fn refusal(&self, status: ObservationStatus, reason: String) -> Result<(), ProcessError> {
+    pub(crate) fn refusal(
+        &self,
+        status: ObservationStatus,
+        reason: String,
+    ) -> Result<(), ProcessError> {
         self.observe(1, status, Vec::new(), Vec::new(), None, Some(reason))
     }
 
-    fn segment(
+    /// A segment of this adapter, acknowledged, for the request.
+    pub(crate) fn segment(
         &self,
         sequence: u64,
         kind: ProofKind,
@@ -582,7 +620,7 @@ impl Writer<'_> {
         ProvenanceSegment {
             segment_id: format!("{}:{}", self.request.request_id, kind.as_str()),
             sequence,
-            adapter_id: ADAPTER_ID.to_owned(),
+            adapter_id: self.adapter.to_owned(),
             abi_version: ABI_VERSION.to_owned(),
             input_identity: input.0.to_owned(),
             input_digest: input.1.to_owned(),

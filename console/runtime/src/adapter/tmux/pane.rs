@@ -33,6 +33,34 @@ pub enum PaneError {
     Key(String),
 }
 
+/// Runs `binary -S socket args…` within `timeout`; its stdout, or why it failed.
+pub(super) fn call(
+    binary: &Path,
+    socket: &Path,
+    timeout: Duration,
+    operation: &'static str,
+    args: &[&OsStr],
+) -> Result<Vec<u8>, PaneError> {
+    let mut full: Vec<&OsStr> = vec![OsStr::new("-S"), socket.as_os_str()];
+    full.extend_from_slice(args);
+    match run(binary, &full, timeout) {
+        Run::NotFound => Err(PaneError::Missing(binary.display().to_string())),
+        Run::CannotStart(error) => Err(PaneError::Failed {
+            operation,
+            why: error.to_string(),
+        }),
+        Run::TimedOut => Err(PaneError::Failed {
+            operation,
+            why: format!("no answer within {timeout:?}"),
+        }),
+        Run::Finished { status, stdout, .. } if status.success() => Ok(stdout),
+        Run::Finished { status, stderr, .. } => Err(PaneError::Failed {
+            operation,
+            why: complaint(&stderr, status),
+        }),
+    }
+}
+
 /// A pane on a tmux server.
 #[derive(Debug, Clone)]
 pub struct Pane {
@@ -55,24 +83,12 @@ impl Pane {
     }
 
     fn tmux(&self, operation: &'static str, args: &[&OsStr]) -> Result<Vec<u8>, PaneError> {
-        let mut full: Vec<&OsStr> = vec![OsStr::new("-S"), self.socket.as_os_str()];
-        full.extend_from_slice(args);
-        match run(&self.binary, &full, self.timeout) {
-            Run::NotFound => Err(PaneError::Missing(self.binary.display().to_string())),
-            Run::CannotStart(error) => Err(PaneError::Failed {
-                operation,
-                why: error.to_string(),
-            }),
-            Run::TimedOut => Err(PaneError::Failed {
-                operation,
-                why: format!("no answer within {:?}", self.timeout),
-            }),
-            Run::Finished { status, stdout, .. } if status.success() => Ok(stdout),
-            Run::Finished { status, stderr, .. } => Err(PaneError::Failed {
-                operation,
-                why: complaint(&stderr, status),
-            }),
-        }
+        call(&self.binary, &self.socket, self.timeout, operation, args)
+    }
+
+    /// The pane's id (`%N`).
+    pub fn id(&self) -> &str {
+        &self.target
     }
 
     /// The visible screen with its escape sequences (`capture-pane -p -e`): untrusted text.
@@ -112,6 +128,19 @@ impl Pane {
             .map(OsStr::new),
         )?;
         Ok(())
+    }
+
+    /// Has tmux append everything the pane's program prints to `file` (`pipe-pane -o`, through
+    /// `cat`), so a watcher can tell a silent pane from a busy one without asking tmux. The
+    /// path is quoted for the shell tmux runs the pipe command with.
+    pub fn pipe_output(&self, file: &Path) -> Result<(), PaneError> {
+        let quoted = file.display().to_string().replace('\'', "'\\''");
+        let command = format!("exec cat >> '{quoted}'");
+        self.tmux(
+            "pipe-pane",
+            &["pipe-pane", "-o", "-t", &self.target, &command].map(OsStr::new),
+        )
+        .map(drop)
     }
 
     /// Presses `keys` in order; each must be one of [`KEYS`].

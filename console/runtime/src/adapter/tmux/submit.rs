@@ -4,7 +4,8 @@
 //! [`submit`] does, in order, and records each step with the screen's content digest:
 //! 1. waits until the profile reads the agent idle (debounced) with an empty input line; it
 //!    refuses, having typed nothing, when the agent is blocked on a question (an Enter would
-//!    answer it), on a set-up screen (`unknown`), or does not settle in time;
+//!    answer it), on a set-up screen a rule recognises (`unknown` with a rule: at once), or does
+//!    not settle in time;
 //! 2. pastes the prompt (`load-buffer` + `paste-buffer -p`), never `send-keys` of its text;
 //! 3. reads the pane back and checks the inserted text as the profile says ([`Readback`]):
 //!    the *inserted* proof, transport only;
@@ -19,7 +20,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use valp_kernel::canonical::sha256_digest;
 
 use super::pane::{Pane, PaneError};
@@ -31,7 +32,8 @@ use valp_view::sanitize::display_line;
 const SAMPLE: Duration = Duration::from_millis(50);
 
 /// One step of a submission, as its proof records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Step {
     /// What was done or seen (`idle, input empty`, `paste-buffer -p`, …).
     pub what: String,
@@ -42,7 +44,8 @@ pub struct Step {
 }
 
 /// What a submission did, step by step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Proof {
     /// The digest of the prompt's bytes.
     pub prompt: String,
@@ -189,7 +192,7 @@ pub fn submit(
     let ready = run.wait(patience, |read, now| {
         last = Some(read.clone());
         let settled = debouncer.sample(read.state, now) == AgentState::Idle;
-        settled || matches!(read.state, AgentState::Blocked | AgentState::Exited)
+        settled || matches!(read.state, AgentState::Blocked | AgentState::Exited) || set_up(read)
     })?;
     let Some((read, digest)) = ready else {
         let last = last.unwrap_or_else(unknown_reading);
@@ -198,22 +201,8 @@ pub fn submit(
             "the agent did not settle at its prompt in time",
         ));
     };
-    match read.state {
-        AgentState::Blocked => {
-            return Err(refused(
-                &read,
-                "it waits for an answer; Enter would answer it",
-            ));
-        }
-        AgentState::Exited => return Err(refused(&read, "it is gone")),
-        _ if read.input.as_deref() != Some("") => {
-            return Err(refused(
-                &read,
-                "its input line is not empty (someone's draft would merge with the prompt)",
-            ));
-        }
-        _ => run.record("idle, input empty", digest),
-    }
+    ready_for_a_prompt(&read)?;
+    run.record("idle, input empty", digest);
     // 2. Paste.
     let file = scratch.join(format!("prompt-{}.txt", std::process::id()));
     std::fs::write(&file, prompt).map_err(|error| SubmitError::Stage {
@@ -273,6 +262,28 @@ pub fn submit(
             why: "the agent did not leave idle with its input cleared after Enter".to_owned(),
         }),
     }
+}
+
+/// Refuses, with the reason, a settled reading that is not an idle agent with an empty input.
+fn ready_for_a_prompt(read: &Classification) -> Result<(), SubmitError> {
+    let why = match read.state {
+        AgentState::Blocked => "it waits for an answer; Enter would answer it",
+        AgentState::Exited => "it is gone",
+        _ if set_up(read) => {
+            "it shows a set-up screen (trust, API key, first run) that only the Leader answers"
+        }
+        _ if read.input.as_deref() != Some("") => {
+            "its input line is not empty (someone's draft would merge with the prompt)"
+        }
+        _ => return Ok(()),
+    };
+    Err(refused(read, why))
+}
+
+/// Whether the screen is a set-up dialog a profile rule recognised (`unknown` with a rule):
+/// valp never types into one, and waiting does not make it go away.
+fn set_up(read: &Classification) -> bool {
+    read.state == AgentState::Unknown && read.rule.is_some()
 }
 
 fn unknown_reading() -> Classification {
