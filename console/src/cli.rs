@@ -325,6 +325,38 @@ pub enum Command {
     /// Terminal coding agents: check what an agent profile reads from a screen.
     #[command(subcommand)]
     Agent(AgentCommand),
+    /// The hook bridge: called by Claude Code or Codex as a hook (not for direct use).
+    ///
+    /// Reads the hook's JSON payload (the last argument, else stdin) and records it as an
+    /// agent signal of the attempt named by `VALP_CONTROL_ROOT`, `VALP_TASK_ID`,
+    /// `VALP_WORK_ITEM_ID` and `VALP_ATTEMPT_ID` (set by the tmux adapter); without them it records nothing and says
+    /// so on stderr. A `PermissionRequest` waits for the Leader's `valp agent approve|deny`, at
+    /// most --wait-ms, then answers deny (or, with --on-timeout ask, leaves it to the agent's
+    /// own prompt); never allow. Always exits 0: a hook must never break the agent.
+    Hook {
+        /// The agent calling.
+        #[arg(value_enum)]
+        agent: valp_runtime::agent::channel::setup::Agent,
+        /// How long a permission request waits for the Leader, in milliseconds.
+        #[arg(long, value_name = "MS", default_value_t = 45_000)]
+        wait_ms: u64,
+        /// The answer when no decision came in time.
+        #[arg(long, value_enum, default_value_t = valp_runtime::agent::channel::approval::TimeoutAnswer::Deny)]
+        on_timeout: valp_runtime::agent::channel::approval::TimeoutAnswer,
+        /// The payload (default: read from stdin).
+        #[arg(value_name = "JSON")]
+        payload: Option<String>,
+    },
+    /// Codex's `notify` program (not for direct use): records `agent-turn-complete` and any
+    /// other notification as an agent signal of the attempt, as `valp hook` does.
+    Notify {
+        /// The agent calling (codex).
+        #[arg(value_parser = ["codex"])]
+        agent: String,
+        /// The payload (Codex passes it as the last argument; default: stdin).
+        #[arg(value_name = "JSON")]
+        payload: Option<String>,
+    },
     /// A scripted terminal coding agent, for the tmux adapter's demo and tests.
     ///
     /// Shows a prompt box; Enter submits the input as a turn: a working phase streaming lines
@@ -338,6 +370,10 @@ pub enum Command {
         /// When to ask a permission question.
         #[arg(long, value_enum, default_value_t = valp_runtime::agent::demo::Ask::Sometimes)]
         ask: valp_runtime::agent::demo::Ask,
+        /// Run this shell command for every hook event with a Claude Code hook payload on
+        /// stdin, as Claude does (e.g. `valp hook claude`).
+        #[arg(long, value_name = "COMMAND")]
+        hook_command: Option<String>,
     },
     /// Check the kernel against reference conformance vectors.
     ///
@@ -517,6 +553,73 @@ pub enum AgentCommand {
         /// The captured screen.
         #[arg(value_name = "FILE")]
         file: PathBuf,
+    },
+    /// List an attempt's agent signals, the state they give (with its source) and what the
+    /// agent reported spending ("unknown" when it did not say).
+    Signals {
+        /// The attempt (as `valp task status` shows it).
+        #[arg(value_name = "ATTEMPT")]
+        attempt: String,
+    },
+    /// Record an agent's headless JSON stream (`claude -p --output-format stream-json
+    /// --verbose`, `codex exec --json`) as the attempt's signals: turns, tool calls, cost,
+    /// tokens, errors, the result. Reads FILE or stdin (pipe the agent into it); the attempt
+    /// is the one `VALP_CONTROL_ROOT`, `VALP_TASK_ID`, `VALP_WORK_ITEM_ID` and `VALP_ATTEMPT_ID`
+    /// name.
+    Stream {
+        /// Which stream.
+        #[arg(value_enum)]
+        agent: valp_runtime::agent::channel::stream::Stream,
+        /// A transcript (default: stdin).
+        #[arg(value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+    /// List a task's permission requests from its agents, with their answers.
+    Requests {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+    },
+    /// Allow an agent's pending permission request (the Leader only).
+    ///
+    /// Needs the bound Leader session, re-proven (a read-only console cannot decide). The
+    /// decision (who, from which session, for which tool call) is recorded before the agent
+    /// is answered; a request already answered (by a timeout) is refused as stale.
+    Approve {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// The request id (`perm-…`, as `valp agent requests` lists it).
+        #[arg(value_name = "REQUEST")]
+        request: String,
+    },
+    /// Deny an agent's pending permission request (the Leader only; as `approve`).
+    Deny {
+        /// The task.
+        #[arg(value_name = "TASK")]
+        task: String,
+        /// The request id.
+        #[arg(value_name = "REQUEST")]
+        request: String,
+    },
+    /// Print the hook settings that connect an agent to valp, or write them (confirmed).
+    ///
+    /// Writes `.valp/runtime/agent-channel/claude-settings.json` (for `claude --settings
+    /// FILE`) or `codex-hooks.json`: files of valp's own, so the agent's settings stay
+    /// untouched. --remove deletes what --write wrote.
+    Setup {
+        /// The agent.
+        #[arg(value_enum)]
+        agent: valp_runtime::agent::channel::setup::Agent,
+        /// Write the file (asks to type `yes` unless --yes).
+        #[arg(long, conflicts_with = "remove")]
+        write: bool,
+        /// Delete the file setup wrote.
+        #[arg(long)]
+        remove: bool,
+        /// Confirm without the typed prompt.
+        #[arg(long)]
+        yes: bool,
     },
 }
 

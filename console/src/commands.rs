@@ -1,6 +1,7 @@
 //! The commands of the `valp` binary, written against `std::io::Write` so tests can run them.
 
 mod audit;
+mod channel;
 mod confirm;
 mod conformance;
 mod control;
@@ -196,8 +197,10 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
-        command @ (Command::Agent(_)
-        | Command::DemoAgent { .. }
+        command @ (Command::Hook { .. } | Command::Notify { .. } | Command::Agent(_)) => {
+            channel::run(command, root.as_deref(), &clock, &options, input, out)
+        }
+        command @ (Command::DemoAgent { .. }
         | Command::Ingest(_)
         | Command::Audit { .. }
         | Command::Conformance { .. }) => without_root(command, out),
@@ -228,8 +231,12 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             out,
         )
         .map_err(|error| CommandError::Usage(error.to_string())),
-        Command::DemoAgent { seed, ask } => {
-            crate::demo_terminal::run(seed, ask, &current_dir()?)?;
+        Command::DemoAgent {
+            seed,
+            ask,
+            hook_command,
+        } => {
+            crate::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(

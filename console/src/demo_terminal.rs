@@ -11,13 +11,15 @@ use crossterm::event::{
 };
 use crossterm::{cursor, execute, queue, style, terminal};
 
-use valp_runtime::agent::demo::{Ask, DemoAgent, Effect, Input, file_path};
+use valp_runtime::agent::demo::{Ask, DemoAgent, Effect, Input, file_path, hook_payload};
 
 /// How often time passes for the agent (the spinner's speed).
 const TICK: Duration = Duration::from_millis(100);
 
 /// Runs the demo agent on this terminal until it exits; its files are written under `dir`.
-pub fn run(seed: u64, ask: Ask, dir: &Path) -> std::io::Result<()> {
+/// With `hook_command`, every hook event runs `sh -c HOOK_COMMAND` with the payload on stdin
+/// and is waited for, as Claude Code runs a command hook (`valp hook claude` records them).
+pub fn run(seed: u64, ask: Ask, dir: &Path, hook_command: Option<&str>) -> std::io::Result<()> {
     let mut out = std::io::stdout();
     terminal::enable_raw_mode()?;
     execute!(
@@ -26,7 +28,7 @@ pub fn run(seed: u64, ask: Ask, dir: &Path) -> std::io::Result<()> {
         EnableBracketedPaste,
         cursor::Hide
     )?;
-    let result = session(&mut out, seed, ask, dir);
+    let result = session(&mut out, seed, ask, dir, hook_command);
     // Restore the terminal whatever happened, then report the session's own failure first.
     let restored = execute!(
         out,
@@ -38,9 +40,22 @@ pub fn run(seed: u64, ask: Ask, dir: &Path) -> std::io::Result<()> {
     result.and(restored)
 }
 
-fn session(out: &mut impl Write, seed: u64, ask: Ask, dir: &Path) -> std::io::Result<()> {
+fn session(
+    out: &mut impl Write,
+    seed: u64,
+    ask: Ask,
+    dir: &Path,
+    hook_command: Option<&str>,
+) -> std::io::Result<()> {
     let started = Instant::now();
     let mut agent = DemoAgent::new(seed, ask);
+    if let Some(command) = hook_command {
+        agent = agent.with_hooks();
+        run_hook(
+            command,
+            &hook_payload(seed, "SessionStart", &[("source", "startup")]),
+        )?;
+    }
     let mut shown = Vec::new();
     loop {
         let (width, height) = terminal::size()?;
@@ -65,11 +80,40 @@ fn session(out: &mut impl Write, seed: u64, ask: Ask, dir: &Path) -> std::io::Re
         }
         for effect in effects {
             match effect {
-                Effect::Exit => return Ok(()),
+                Effect::Exit => {
+                    if let Some(command) = hook_command {
+                        run_hook(
+                            command,
+                            &hook_payload(seed, "SessionEnd", &[("reason", "exit")]),
+                        )?;
+                    }
+                    return Ok(());
+                }
                 Effect::Write { path, contents } => write_file(dir, &path, &contents)?,
+                Effect::Hook(payload) => {
+                    if let Some(command) = hook_command {
+                        run_hook(command, &payload)?;
+                    }
+                }
             }
         }
     }
+}
+
+/// Runs `sh -c command` with `payload` on stdin and waits for it; its output is discarded
+/// (the demo agent asks nothing of its hooks).
+fn run_hook(command: &str, payload: &str) -> std::io::Result<()> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(payload.as_bytes())?;
+    }
+    child.wait().map(|_| ())
 }
 
 fn write_file(dir: &Path, path: &str, contents: &str) -> std::io::Result<()> {

@@ -1,10 +1,13 @@
 //! Support for valp's cross-crate, CLI and end-to-end tests (the tests live in `tests/tests/`).
 
+pub mod agents;
 pub mod child;
 pub mod cli;
 pub mod leader_project;
+pub mod model;
 pub mod observations;
 pub mod project;
+pub mod pty;
 pub mod schemas;
 pub mod store;
 pub mod tmux;

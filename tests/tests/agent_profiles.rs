@@ -1,6 +1,6 @@
 //! Agent profiles (`console/assets/agents/*.toml`) and `valp agent classify`: the shipped
-//! profiles against their schema, the recorded screens of Claude Code, Codex and Aider (see
-//! `tests/fixtures/agents/PROVENANCE.md`) read as the right state by the right rule, the
+//! profiles against their schema, the screens recorded from the real Claude Code, Codex and
+//! Aider (see `tests/fixtures/agents/PROVENANCE.md`) read as the right state by the right rule, the
 //! command's refusals, and the demo agent (`valp demo-agent`) driven in a real tmux pane on a
 //! private socket: bracketed paste inserts without submitting, Enter starts a turn, a
 //! permission question blocks, Escape stops, Ctrl-C twice exits, and the demo profile reads
@@ -14,6 +14,7 @@ use std::time::Instant;
 use serde_json::Value;
 use valp_runtime::agent::classify::classify;
 use valp_runtime::agent::profile::{AgentState, Profile};
+use valp_tests::agents::Cli;
 use valp_tests::cli::valp_in;
 use valp_tests::schemas::{SCHEMA_BASE, errors, read_json, validator};
 use valp_tests::tmux::{PATIENCE, TmuxServer, tmux_at};
@@ -94,85 +95,168 @@ fn the_schema_refuses_what_the_loader_refuses() {
     }
 }
 
-/// `valp agent classify` of each recorded screen: exact output.
+/// The fixture `screen` of `cli`, recorded from its pinned version, relative to the workspace.
+fn recorded(cli: Cli, screen: &str) -> String {
+    format!(
+        "tests/fixtures/agents/{}/{}/{screen}.txt",
+        cli.name(),
+        cli.pinned_version()
+    )
+}
+
+/// The prompt the real-agent tests submit (`tests/tests/real_agents.rs`).
+const PROMPT: &str =
+    "Create hello.txt for the valp test; 'quotes' \"too\" $(touch pwned) C-c Enter";
+
+/// Each recorded screen: the CLI, the screen, and the state, rule and input read from it.
+const RECORDED: &[(Cli, &str, &str, &str, &str)] = &[
+    (Cli::Claude, "prompt", "idle", "prompt (line 15)", "empty"),
+    (
+        Cli::Claude,
+        "working",
+        "working",
+        "working line (line 21)",
+        "empty",
+    ),
+    (
+        Cli::Claude,
+        "streaming",
+        "working",
+        "working line (line 23)",
+        "empty",
+    ),
+    (
+        Cli::Claude,
+        "permission",
+        "blocked",
+        "permission question (line 18)",
+        "not seen",
+    ),
+    (Cli::Claude, "done", "idle", "prompt (line 21)", "empty"),
+    // Claude Code puts an interrupted prompt back in its input (after `❯` and U+00A0).
+    (
+        Cli::Claude,
+        "interrupted",
+        "idle",
+        "prompt (line 15)",
+        PROMPT,
+    ),
+    (Cli::Claude, "error", "idle", "prompt (line 21)", "empty"),
+    (
+        Cli::Claude,
+        "set-up",
+        "unknown",
+        "folder trust dialog (set-up needed) (line 7)",
+        "not seen",
+    ),
+    (Cli::Codex, "prompt", "idle", "composer (line 22)", "empty"),
+    (
+        Cli::Codex,
+        "working",
+        "working",
+        "working line (line 17)",
+        "empty",
+    ),
+    // A known misreading: 0.171.0 hides its working line while text streams.
+    (
+        Cli::Codex,
+        "streaming",
+        "idle",
+        "composer (line 20)",
+        "empty",
+    ),
+    (
+        Cli::Codex,
+        "permission",
+        "blocked",
+        "approval question (line 10)",
+        "not seen",
+    ),
+    (Cli::Codex, "done", "idle", "composer (line 20)", "empty"),
+    (
+        Cli::Codex,
+        "interrupted",
+        "idle",
+        "composer (line 20)",
+        "empty",
+    ),
+    (Cli::Codex, "error", "idle", "composer (line 20)", "empty"),
+    (
+        Cli::Codex,
+        "set-up",
+        "unknown",
+        "trust dialog (set-up needed) (line 5)",
+        "not seen",
+    ),
+    (Cli::Aider, "prompt", "idle", "prompt (line 12)", "empty"),
+    (
+        Cli::Aider,
+        "working",
+        "working",
+        "waiting for the model (line 14)",
+        "not seen",
+    ),
+    (Cli::Aider, "streaming", "unknown", "none", "not seen"),
+    (
+        Cli::Aider,
+        "permission",
+        "blocked",
+        "yes/no question (line 24)",
+        "not seen",
+    ),
+    (Cli::Aider, "done", "idle", "prompt (line 21)", "empty"),
+    (
+        Cli::Aider,
+        "interrupted",
+        "idle",
+        "prompt (line 21)",
+        "empty",
+    ),
+    (Cli::Aider, "error", "idle", "prompt (line 17)", "empty"),
+    (
+        Cli::Aider,
+        "set-up",
+        "unknown",
+        "git repo question (set-up needed) (line 2)",
+        "not seen",
+    ),
+];
+
+/// `valp agent classify` of each screen recorded from the real CLIs: exact output. A new
+/// pinned version without re-recorded screens fails here (no such file).
 #[test]
 fn recorded_screens_of_claude_codex_and_aider_read_as_their_state() {
-    let cases = [
-        ("claude", "prompt", "idle", "prompt (line 6)", "empty"),
-        (
-            "claude",
-            "working",
-            "working",
-            "working line (line 7)",
-            "empty",
-        ),
-        (
-            "claude",
-            "permission",
-            "blocked",
-            "permission question (line 15)",
-            "not seen",
-        ),
-        (
-            "claude",
-            "trust",
-            "unknown",
-            "folder trust dialog (set-up needed) (line 2)",
-            "not seen",
-        ),
-        ("codex", "prompt", "idle", "composer (line 16)", "empty"),
-        (
-            "codex",
-            "working",
-            "working",
-            "working line (line 10)",
-            "empty",
-        ),
-        (
-            "codex",
-            "permission",
-            "blocked",
-            "approval question (line 5)",
-            "not seen",
-        ),
-        ("aider", "prompt", "idle", "prompt (line 7)", "empty"),
-        (
-            "aider",
-            "working",
-            "working",
-            "waiting for the model (line 10)",
-            "not seen",
-        ),
-        (
-            "aider",
-            "permission",
-            "blocked",
-            "yes/no question (line 18)",
-            "not seen",
-        ),
-    ];
-    for (agent, screen, state, rule, input) in cases {
-        let file = format!("tests/fixtures/agents/{agent}/{screen}.txt");
+    for &(cli, screen, state, rule, input) in RECORDED {
+        let file = recorded(cli, screen);
         let run = valp_in(
             &workspace_root(),
             None,
-            &["agent", "classify", "--agent", agent, &file],
+            &["agent", "classify", "--agent", cli.name(), &file],
         )
         .unwrap();
         assert_eq!(run.code, Some(0), "{file}: {}", run.stderr);
         assert_eq!(
             run.stdout,
-            format!("agent: {agent}\nstate: {state}\nrule: {rule}\ninput: {input}\n"),
+            format!(
+                "agent: {}\nstate: {state}\nrule: {rule}\ninput: {input}\n",
+                cli.name()
+            ),
             "{file}"
         );
     }
-    // The generic profile reads the same screens' working and blocked states too.
-    for (agent, screen, state) in [
-        ("claude", "working", "working"),
-        ("codex", "permission", "blocked"),
-        ("aider", "permission", "blocked"),
+}
+
+/// The generic profile reads the recorded working and blocked states too (but not Codex's or
+/// Aider's working screens: the named profiles are needed there).
+#[test]
+fn the_generic_profile_reads_recorded_working_and_permission_screens() {
+    for (cli, screen, state) in [
+        (Cli::Claude, "working", "working"),
+        (Cli::Claude, "permission", "blocked"),
+        (Cli::Codex, "permission", "blocked"),
+        (Cli::Aider, "permission", "blocked"),
     ] {
-        let file = format!("tests/fixtures/agents/{agent}/{screen}.txt");
+        let file = recorded(cli, screen);
         let run = valp_in(
             &workspace_root(),
             None,
@@ -190,7 +274,7 @@ fn recorded_screens_of_claude_codex_and_aider_read_as_their_state() {
 #[test]
 fn classify_refuses_unknown_agents_bad_profiles_and_missing_files() {
     let dir = tempfile::tempdir().unwrap();
-    let screen = "tests/fixtures/agents/aider/prompt.txt";
+    let screen = &recorded(Cli::Aider, "prompt");
     let run = valp_in(
         &workspace_root(),
         None,

@@ -16,6 +16,7 @@ use valp_kernel::canonical::Canonical;
 use valp_runtime::abi::{
     AdapterObservation, AdapterRequest, ObservationStatus, Operation, attempt_folder,
 };
+use valp_runtime::adapter::process;
 use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;
@@ -437,7 +438,25 @@ fn keys_are_answered_and_q_quits_while_the_backend_waits_on_a_cancel() {
         busy_since.elapsed() < Duration::from_secs(10),
         "the backend's patience ran out before the test ended: it proves nothing"
     );
+    // The console is gone; the supervisor, continued, still carries out the cancel it was asked
+    // for (it leads a session of its own, so the console's exit did not hang it up).
     drop(stopped);
+    let attempt = desk.attempt_dir("demo-build:slow-optional:a1");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let observations = process::read_observations(&attempt).unwrap().observations;
+        if observations
+            .last()
+            .is_some_and(|last| last.status == ObservationStatus::Cancelled)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no cancelled final observation after SIGCONT: {observations:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A signal sent with `kill`; SIGCONT on drop, so a stopped process never outlives the test.

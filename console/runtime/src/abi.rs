@@ -24,6 +24,8 @@ pub const OBSERVATION_SCHEMA: &str = "valp-adapter-observation.v1";
 /// The ABI version every segment carries.
 pub const ABI_VERSION: &str = "1.0";
 
+/// A closed vocabulary: an enum read from its `snake_case` wire text, with `as_str` (also
+/// used for the agent-signal record's vocabularies).
 macro_rules! closed {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$meta])*
@@ -43,6 +45,7 @@ macro_rules! closed {
         }
     };
 }
+pub(crate) use closed;
 
 closed! {
     /// An adapter operation.

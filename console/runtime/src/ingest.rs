@@ -121,6 +121,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use decode::{Origin, Sequencer, decode_observation, glued_record, origin};
+/// The flags untrusted files are opened with (the agent-signal inbox appends with them too).
+pub(crate) use scan::open_flags;
 pub use watch::{IngestError, Mode, WatchConfig, Watcher};
 
 use crate::abi::AdapterObservation;

@@ -8,7 +8,7 @@ use ratatui::text::Line;
 
 use super::app::Ctx;
 use super::labels;
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, row, span, widths};
@@ -42,32 +42,28 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ["", "work item", "required", "status", "position", "attempt"]
             .map(|text| (text, Slot::Muted)),
     );
-    let entries = items
-        .iter()
-        .enumerate()
-        .map(|(at, item)| {
-            let mut attempt =
-                labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id)
-                    .to_owned();
-            // How long an attempt still in flight has been going.
-            if item.attempt_since_ms > 0
-                && ["created", "submitted", "running"]
-                    .iter()
-                    .any(|status| item.attempt.ends_with(status))
-            {
-                attempt.push_str(" · ");
-                attempt.push_str(&age_text(item.attempt_since_ms, ctx.view.now_ms));
-            }
-            vec![cells([
-                (if at == cursor { "›" } else { "" }, Slot::Accent),
-                (&item.work_item_id, Slot::Base),
-                (&item.requirement, Slot::Muted),
-                (&item.status, Slot::of_status(&item.status)),
-                (&item.position, Slot::Base),
-                (&attempt, Slot::Muted),
-            ])]
-        })
-        .collect();
+    let entries = Entries::new(items.len(), |at| {
+        let item = items[at];
+        let mut attempt =
+            labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id).to_owned();
+        // How long an attempt still in flight has been going.
+        if item.attempt_since_ms > 0
+            && ["created", "submitted", "running"]
+                .iter()
+                .any(|status| item.attempt.ends_with(status))
+        {
+            attempt.push_str(" · ");
+            attempt.push_str(&age_text(item.attempt_since_ms, ctx.view.now_ms));
+        }
+        vec![cells([
+            (if at == cursor { "›" } else { "" }, Slot::Accent),
+            (&item.work_item_id, Slot::Base),
+            (&item.requirement, Slot::Muted),
+            (&item.status, Slot::of_status(&item.status)),
+            (&item.position, Slot::Base),
+            (&attempt, Slot::Muted),
+        ])]
+    });
     let title = match task {
         Some(task) => format!(
             "{} · {} ({})",

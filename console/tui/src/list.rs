@@ -3,6 +3,11 @@
 //! An entry is one or more lines (a rejected file takes two). The pane scrolls so that the
 //! cursor's entry is visible, and says which entries it shows when it cannot show them all; the
 //! focused pane has the focus border and its cursor entry drawn in the selection style.
+//!
+//! Entries are built only when drawn ([`Entries`]): a pane over 10,000 work items builds the
+//! few dozen rows its area shows, so a frame costs what is on screen, not what is in the view.
+
+use std::collections::VecDeque;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -14,8 +19,38 @@ use super::selection::Pane;
 use super::text::{Cut, cell, fit, row, span};
 use super::theme::Slot;
 
+/// A pane's entries, each built (as one or more lines) only if it is drawn.
+pub struct Entries<'a> {
+    count: usize,
+    build: Box<dyn Fn(usize) -> Vec<Line<'static>> + 'a>,
+}
+
+impl<'a> Entries<'a> {
+    /// `count` entries; `build(at)` makes entry `at` (`at < count`).
+    pub fn new(count: usize, build: impl Fn(usize) -> Vec<Line<'static>> + 'a) -> Self {
+        Self {
+            count,
+            build: Box::new(build),
+        }
+    }
+
+    /// How many entries there are.
+    pub const fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there is none.
+    pub const fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn entry(&self, at: usize) -> Vec<Line<'static>> {
+        (self.build)(at)
+    }
+}
+
 /// One pane's rows, ready to draw.
-pub struct Listing {
+pub struct Listing<'a> {
     /// The title, e.g. `Tasks (2)`.
     pub title: String,
     /// A line for the bottom border (cut to fit), if any.
@@ -25,7 +60,7 @@ pub struct Listing {
     /// Column headings, kept on top while the rows scroll.
     pub header: Option<Line<'static>>,
     /// The entries, each one or more lines.
-    pub entries: Vec<Vec<Line<'static>>>,
+    pub entries: Entries<'a>,
     /// The cursor's entry.
     pub cursor: usize,
     /// What an empty pane says.
@@ -34,14 +69,14 @@ pub struct Listing {
     pub pane: Option<Pane>,
 }
 
-impl Listing {
+impl<'a> Listing<'a> {
     /// `pane`'s listing, titled with the pane's name and its number of entries, with the pane's
     /// focus and cursor and no bottom note: what the panes that list one kind of record share.
     pub fn counted(
         ctx: &Ctx,
         pane: Pane,
         header: Option<Line<'static>>,
-        entries: Vec<Vec<Line<'static>>>,
+        entries: Entries<'a>,
         empty: &str,
     ) -> Self {
         Self {
@@ -100,10 +135,10 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     let visible = usize::from(inner.height).saturating_sub(lines.len()).max(1);
     let count = listing.entries.len();
     let cursor = listing.cursor.min(count - 1);
-    let start = first_shown(&listing.entries, cursor, visible);
+    let (start, shown) = window(&listing.entries, cursor, visible);
     let selection = ctx.style(Slot::Selection);
     let mut end = start;
-    for (at, entry) in listing.entries.into_iter().enumerate().skip(start) {
+    for (at, entry) in (start..).zip(shown) {
         let rows = entry.len();
         if let Some(pane) = listing.pane {
             // Where the entry is drawn, for clicks (what falls below the pane is never hit).
@@ -134,40 +169,92 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
         );
     }
     frame.render_widget(block, area);
-    frame.render_widget(Paragraph::new(lines), inner);
+    // Line by line rather than as a `Paragraph`: the lines are already cut to the width, so
+    // the paragraph's reflow (a second pass over every grapheme of the pane) buys nothing.
+    for (line, y) in lines.into_iter().zip(inner.top()..inner.bottom()) {
+        frame.render_widget(line, Rect::new(inner.x, y, inner.width, 1));
+    }
 }
 
-/// The first entry to draw so that `cursor`'s entry fits in `visible` rows with as many entries
-/// before it as fit.
-fn first_shown(entries: &[Vec<Line<'static>>], cursor: usize, visible: usize) -> usize {
+/// The entries to draw, built once each, and the index of the first: `cursor`'s entry with as
+/// many entries before it as fit in `visible` rows, then the entries after it until the rows are
+/// full (the last one may not fit whole).
+fn window(
+    entries: &Entries,
+    cursor: usize,
+    visible: usize,
+) -> (usize, VecDeque<Vec<Line<'static>>>) {
+    let first = entries.entry(cursor);
+    let mut used = first.len();
+    let mut shown = VecDeque::from([first]);
     let mut start = cursor;
-    let mut used = entries[cursor].len();
-    while start > 0 && used + entries[start - 1].len() <= visible {
+    while start > 0 {
+        let before = entries.entry(start - 1);
+        if used + before.len() > visible {
+            break;
+        }
+        used += before.len();
         start -= 1;
-        used += entries[start].len();
+        shown.push_front(before);
     }
-    start
+    let mut next = cursor + 1;
+    while used < visible && next < entries.len() {
+        let after = entries.entry(next);
+        used += after.len();
+        shown.push_back(after);
+        next += 1;
+    }
+    (start, shown)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use ratatui::text::Line;
 
-    use super::first_shown;
+    use super::{Entries, window};
+
+    /// `count` entries of `height` lines each, each line naming its entry.
+    fn entries(count: usize, height: usize) -> Entries<'static> {
+        Entries::new(count, move |at| vec![Line::from(at.to_string()); height])
+    }
+
+    fn start(entries: &Entries, cursor: usize, visible: usize) -> usize {
+        window(entries, cursor, visible).0
+    }
 
     #[test]
     fn the_cursor_entry_is_always_shown() {
-        let one = |count: usize| vec![vec![Line::default()]; count];
-        assert_eq!(first_shown(&one(10), 0, 4), 0);
-        assert_eq!(first_shown(&one(10), 3, 4), 0);
-        assert_eq!(first_shown(&one(10), 4, 4), 1);
-        assert_eq!(first_shown(&one(10), 9, 1), 9);
-        let two = vec![vec![Line::default(); 2]; 5];
-        assert_eq!(first_shown(&two, 4, 4), 3);
+        let one = entries(10, 1);
+        assert_eq!(start(&one, 0, 4), 0);
+        assert_eq!(start(&one, 3, 4), 0);
+        assert_eq!(start(&one, 4, 4), 1);
+        assert_eq!(start(&one, 9, 1), 9);
+        let two = entries(5, 2);
+        assert_eq!(start(&two, 4, 4), 3);
         assert_eq!(
-            first_shown(&two, 4, 1),
+            start(&two, 4, 1),
             4,
             "an entry taller than the pane still starts"
         );
+        let (_, shown) = window(&one, 4, 4);
+        let names: Vec<String> = shown.iter().map(|entry| entry[0].to_string()).collect();
+        assert_eq!(names, ["1", "2", "3", "4"]);
+        let (_, shown) = window(&one, 0, 4);
+        assert_eq!(shown.len(), 4, "the rows after the cursor fill the pane");
+    }
+
+    #[test]
+    fn only_what_fits_is_built() {
+        let built = Cell::new(0);
+        let many = Entries::new(10_000, |at| {
+            built.set(built.get() + 1);
+            vec![Line::from(at.to_string())]
+        });
+        let (start, shown) = window(&many, 5_000, 20);
+        assert_eq!((start, shown.len()), (4_981, 20));
+        // The twenty shown, and the one before them that did not fit.
+        assert_eq!(built.get(), 21);
     }
 }

@@ -10,7 +10,7 @@ use ratatui::text::Line;
 use super::action::Action;
 use super::app::Ctx;
 use super::keymap::{Mode, keys_text};
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::selection::Pane;
 use super::text::{Cut, cell, pieces, row, widths};
 use super::theme::Slot;
@@ -87,35 +87,31 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .max()
         .unwrap_or(0)
         .min(MAX_KEYS_WIDTH);
-    let entries = needs
-        .iter()
-        .zip(&answers)
-        .enumerate()
-        .map(|(at, (need, answer))| {
-            let columns = Columns {
-                width: inner_width,
-                keys: keys_width,
-                wide,
-            };
-            let mut lines = vec![need_line(ctx, columns, need, answer, at == cursor)];
-            // The focused need shows what is needed in full, under its row.
-            if focused && at == cursor {
-                lines.extend(
-                    pieces(&need.summary, inner_width.saturating_sub(8), MAX_ROWS)
-                        .iter()
-                        .map(|piece| {
-                            list::continuation(
-                                ctx,
-                                &format!("      {piece}"),
-                                inner_width.saturating_sub(2),
-                                Slot::Muted,
-                            )
-                        }),
-                );
-            }
-            lines
-        })
-        .collect();
+    let entries = Entries::new(needs.len(), move |at| {
+        let (need, answer) = (&needs[at], &answers[at]);
+        let columns = Columns {
+            width: inner_width,
+            keys: keys_width,
+            wide,
+        };
+        let mut lines = vec![need_line(ctx, columns, need, answer, at == cursor)];
+        // The focused need shows what is needed in full, under its row.
+        if focused && at == cursor {
+            lines.extend(
+                pieces(&need.summary, inner_width.saturating_sub(8), MAX_ROWS)
+                    .iter()
+                    .map(|piece| {
+                        list::continuation(
+                            ctx,
+                            &format!("      {piece}"),
+                            inner_width.saturating_sub(2),
+                            Slot::Muted,
+                        )
+                    }),
+            );
+        }
+        lines
+    });
     let mut listing = Listing::counted(ctx, Pane::Needs, None, entries, "Nothing waits for you.");
     listing.title = format!("Needs you ({})", waiting(needs));
     list::render(frame, area, ctx, listing);

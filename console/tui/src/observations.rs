@@ -8,7 +8,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::app::Ctx;
 use super::labels;
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::selection::Pane;
 use super::text::{Cut, cell, pieces, row, widths};
 use super::theme::Slot;
@@ -58,38 +58,35 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         ]
         .map(|text| (text, Slot::Muted)),
     );
-    let entries = observations
-        .iter()
-        .enumerate()
-        .map(|(at, observation)| {
-            let under_cursor = focused && at == cursor;
-            let age = if observation.seen_ms > 0 {
-                age_text(observation.seen_ms, ctx.view.now_ms)
-            } else {
-                String::new()
-            };
-            let mut lines = vec![cells([
-                (if under_cursor { "›" } else { "" }, Slot::Accent),
-                (&observation.task_id, Slot::Base),
-                (&observation.work_item_id, Slot::Base),
-                (
-                    labels::attempt_in_task(&observation.attempt_id, &observation.task_id),
-                    Slot::Muted,
-                ),
-                (&observation.sequence.to_string(), Slot::Muted),
-                (&age, Slot::Muted),
-                (&observation.status, Slot::of_status(&observation.status)),
-                (&observation.detail, Slot::Base),
-            ])];
-            if under_cursor && observation.detail.width() > usize::from(columns[7]) {
-                let width = area.width.saturating_sub(4);
-                for piece in pieces(&observation.detail, width, MAX_DETAIL_ROWS) {
-                    lines.push(list::continuation(ctx, &piece, width, Slot::Base));
-                }
+    let entries = Entries::new(observations.len(), |at| {
+        let observation = &observations[at];
+        let under_cursor = focused && at == cursor;
+        let age = if observation.seen_ms > 0 {
+            age_text(observation.seen_ms, ctx.view.now_ms)
+        } else {
+            String::new()
+        };
+        let mut lines = vec![cells([
+            (if under_cursor { "›" } else { "" }, Slot::Accent),
+            (&observation.task_id, Slot::Base),
+            (&observation.work_item_id, Slot::Base),
+            (
+                labels::attempt_in_task(&observation.attempt_id, &observation.task_id),
+                Slot::Muted,
+            ),
+            (&observation.sequence.to_string(), Slot::Muted),
+            (&age, Slot::Muted),
+            (&observation.status, Slot::of_status(&observation.status)),
+            (&observation.detail, Slot::Base),
+        ])];
+        if under_cursor && observation.detail.width() > usize::from(columns[7]) {
+            let width = area.width.saturating_sub(4);
+            for piece in pieces(&observation.detail, width, MAX_DETAIL_ROWS) {
+                lines.push(list::continuation(ctx, &piece, width, Slot::Base));
             }
-            lines
-        })
-        .collect();
+        }
+        lines
+    });
     list::render(
         frame,
         area,

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::app::Ctx;
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::selection::Pane;
 use super::text::{Cut, cell, pieces, row};
 use super::theme::Slot;
@@ -20,39 +20,36 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let focused = ctx.selection.focus() == Pane::Rejections;
     let cursor = ctx.selection.cursor(Pane::Rejections);
     let text_width = area.width.saturating_sub(4);
-    let entries = rejections
-        .iter()
-        .enumerate()
-        .map(|(at, rejection)| {
-            let under_cursor = focused && at == cursor;
-            let reason = if under_cursor {
-                pieces(&rejection.reason, text_width, MAX_REASON_ROWS)
-            } else {
-                vec![rejection.reason.clone()]
-            };
-            let path = row([
-                cell(
-                    if under_cursor { "›" } else { "" },
-                    1,
-                    Cut::End,
-                    ctx.style(Slot::Accent),
-                ),
-                cell(
-                    &rejection.path,
-                    text_width,
-                    Cut::Middle,
-                    ctx.style(Slot::AlertWarn),
-                ),
-            ]);
-            std::iter::once(path)
-                .chain(
-                    reason
-                        .iter()
-                        .map(|piece| list::continuation(ctx, piece, text_width, Slot::Muted)),
-                )
-                .collect()
-        })
-        .collect();
+    let entries = Entries::new(rejections.len(), |at| {
+        let rejection = &rejections[at];
+        let under_cursor = focused && at == cursor;
+        let reason = if under_cursor {
+            pieces(&rejection.reason, text_width, MAX_REASON_ROWS)
+        } else {
+            vec![rejection.reason.clone()]
+        };
+        let path = row([
+            cell(
+                if under_cursor { "›" } else { "" },
+                1,
+                Cut::End,
+                ctx.style(Slot::Accent),
+            ),
+            cell(
+                &rejection.path,
+                text_width,
+                Cut::Middle,
+                ctx.style(Slot::AlertWarn),
+            ),
+        ]);
+        std::iter::once(path)
+            .chain(
+                reason
+                    .iter()
+                    .map(|piece| list::continuation(ctx, piece, text_width, Slot::Muted)),
+            )
+            .collect()
+    });
     list::render(
         frame,
         area,

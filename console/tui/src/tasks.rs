@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 use super::app::Ctx;
-use super::list::{self, Listing};
+use super::list::{self, Entries, Listing};
 use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, group, row_of, widths};
@@ -41,11 +41,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .map(|text| (text, Slot::Muted)),
         &[],
     );
-    let entries = tasks
-        .iter()
-        .enumerate()
-        .map(|(at, task)| vec![task_line(ctx, inner_width, wide, task, at == cursor)])
-        .collect();
+    let entries = Entries::new(tasks.len(), |at| {
+        vec![task_line(ctx, inner_width, wide, &tasks[at], at == cursor)]
+    });
     list::render(
         frame,
         area,

@@ -42,7 +42,6 @@ pub(crate) use supervisor::{Claimed, Control, Writer, claim_folder};
 
 use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,7 +145,16 @@ pub(crate) fn invalid(path: &Path, reason: impl Into<String>) -> ProcessError {
 /// it is a refusal, e.g. `blocked` for a payload digest mismatch); an error means no final
 /// observation could be written.
 pub fn supervise(dir: &Path) -> Result<ExitCode, ProcessError> {
+    detach_session();
     supervisor::run(dir)
+}
+
+/// Leaves the launcher's session first thing (see [`os::new_session`]); a supervisor that
+/// cannot still runs, and says so in its log.
+pub(crate) fn detach_session() {
+    if !os::new_session() {
+        eprintln!("valp adapter: setsid failed; this supervisor stays in its launcher's session");
+    }
 }
 
 /// `runtime/process/attempts/<attempt_folder(attempt_id)>`: the attempt folder relative to the
@@ -297,8 +305,9 @@ impl Supervisor {
 }
 
 /// Starts `valp adapter <adapter> --dir DIR` (with `valp_binary`; the adapter whose folder `DIR`
-/// is) detached: its own process
-/// group (so the console's terminal signals do not reach it), stdin null, stdout and stderr
+/// is) detached: it starts its own session at once ([`supervise`]: neither the console's
+/// terminal nor the console's exit reaches it; `setsid` needs a process that does not lead a
+/// group yet, so it is not put in a group here), stdin null, stdout and stderr
 /// appended to `DIR/supervisor.log`, working folder `DIR`. Does not wait for it. Writes
 /// `DIR/supervisor.json` before returning, so [`supervisor_state`] knows the supervisor at once.
 ///
@@ -327,7 +336,6 @@ pub fn launch(dir: &Path, valp_binary: &Path) -> Result<Supervisor, ProcessError
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)
-        .process_group(0)
         .spawn()
         .map_err(io_error(valp_binary, "start"))?;
     let pid = child.id();

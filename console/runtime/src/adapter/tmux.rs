@@ -146,6 +146,7 @@ pub fn prepare(
 /// Runs the supervisor of the attempt folder `dir` until the attempt ends (the hidden command
 /// `valp adapter tmux --dir DIR`); exits 0 once the final observation is written.
 pub fn supervise(dir: &Path) -> Result<ExitCode, ProcessError> {
+    process::detach_session();
     supervisor::run(dir)
 }
 

@@ -69,6 +69,9 @@ pub enum Effect {
         /// What to write.
         contents: String,
     },
+    /// Run the hook command with this payload on stdin, as Claude Code runs a command hook
+    /// (only with [`DemoAgent::with_hooks`]; the payload uses Claude's hook layout).
+    Hook(String),
     /// Exit.
     Exit,
 }
@@ -104,6 +107,7 @@ pub struct DemoAgent {
     transcript: Vec<String>,
     turns: u64,
     last_ctrl_c: Option<u64>,
+    hooks: bool,
 }
 
 impl DemoAgent {
@@ -117,7 +121,26 @@ impl DemoAgent {
             transcript: vec![format!("✻ Welcome to the valp demo agent (seed {seed})")],
             turns: 0,
             last_ctrl_c: None,
+            hooks: false,
         }
+    }
+
+    /// The same agent, emitting Claude Code's hook events as [`Effect::Hook`]:
+    /// `UserPromptSubmit` (with the exact prompt) on submit, `Notification`
+    /// `permission_prompt` when it asks, `Stop` when a turn completes. Like Claude, it fires no
+    /// `Stop` for an interrupted or denied turn. `SessionStart` and `SessionEnd` are the
+    /// terminal loop's ([`hook_payload`]).
+    #[must_use]
+    pub fn with_hooks(mut self) -> Self {
+        self.hooks = true;
+        self
+    }
+
+    fn hook(&self, event: &str, members: &[(&str, &str)]) -> Vec<Effect> {
+        if !self.hooks {
+            return Vec::new();
+        }
+        vec![Effect::Hook(hook_payload(self.seed, event, members))]
     }
 
     /// The text in the input box.
@@ -137,7 +160,9 @@ impl DemoAgent {
             (Phase::Idle, Input::Backspace) => {
                 self.input.pop();
             }
-            (Phase::Idle, Input::Enter) if !self.input.trim().is_empty() => self.submit(now),
+            (Phase::Idle, Input::Enter) if !self.input.trim().is_empty() => {
+                return self.submit(now);
+            }
             (Phase::Working(_), Input::Escape) => self.stop("⎿ Interrupted by user"),
             (Phase::Working(_), Input::Tick) => return self.step(now),
             (Phase::Blocked(turn), Input::Char('y' | '1') | Input::Enter) => {
@@ -173,8 +198,9 @@ impl DemoAgent {
         Vec::new()
     }
 
-    fn submit(&mut self, now: u64) {
+    fn submit(&mut self, now: u64) -> Vec<Effect> {
         let prompt = std::mem::take(&mut self.input);
+        let effects = self.hook("UserPromptSubmit", &[("prompt", &prompt)]);
         self.turns += 1;
         let mut random = Random::new(self.seed, self.turns);
         let steps = 3 + random.below(5);
@@ -197,6 +223,7 @@ impl DemoAgent {
             next_step_at: now + step_ms,
             spinner: 0,
         });
+        effects
     }
 
     fn step(&mut self, now: u64) -> Vec<Effect> {
@@ -217,7 +244,13 @@ impl DemoAgent {
             turn.ask_at = None;
             let turn = turn.clone();
             self.phase = Phase::Blocked(turn);
-            return Vec::new();
+            return self.hook(
+                "Notification",
+                &[
+                    ("notification_type", "permission_prompt"),
+                    ("message", "The demo agent needs your permission"),
+                ],
+            );
         }
         if turn.step < turn.steps {
             return Vec::new();
@@ -246,6 +279,7 @@ impl DemoAgent {
         }
         self.transcript.push("✓ Done".to_owned());
         self.phase = Phase::Idle;
+        effects.extend(self.hook("Stop", &[("last_assistant_message", "Done")]));
         effects
     }
 
@@ -309,6 +343,18 @@ impl DemoAgent {
 }
 
 /// The input as the box shows it: line breaks as `⏎`, the end when it does not fit.
+/// A hook payload in Claude Code's layout: `hook_event_name`, a `session_id` naming the seed,
+/// and `members`.
+pub fn hook_payload(seed: u64, event: &str, members: &[(&str, &str)]) -> String {
+    let mut payload = serde_json::Map::new();
+    payload.insert("hook_event_name".into(), event.into());
+    payload.insert("session_id".into(), format!("demo-agent-{seed}").into());
+    for (name, value) in members {
+        payload.insert((*name).to_owned(), (*value).into());
+    }
+    serde_json::Value::Object(payload).to_string()
+}
+
 fn shown_input(input: &str) -> String {
     display_line(&input.replace('\n', "⏎"))
 }
@@ -399,11 +445,61 @@ mod tests {
             .iter()
             .map(|effect| match effect {
                 Effect::Write { path, .. } => path.as_str(),
+                Effect::Hook(_) => "hook",
                 Effect::Exit => "exit",
             })
             .collect();
         assert_eq!(paths, ["a.txt", "dir/b.md"]);
         assert!(agent.screen(60, 20).join("\n").contains("✓ Done"));
+    }
+
+    /// The hooks the demo agent emits map to the signals a real Claude session gives, and
+    /// the submission's digest is the prompt's.
+    #[test]
+    fn with_hooks_it_emits_claudes_events() {
+        use crate::agent::channel::hook::{Source, map};
+        use crate::agent::channel::signal::SignalKind;
+        let kinds = |effects: &[Effect]| -> Vec<SignalKind> {
+            effects
+                .iter()
+                .filter_map(|effect| match effect {
+                    Effect::Hook(payload) => Some(
+                        map(Source::ClaudeHook, payload.as_bytes())
+                            .unwrap()
+                            .draft
+                            .kind,
+                    ),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut agent = DemoAgent::new(7, Ask::Always).with_hooks();
+        typed(&mut agent, "write @a.txt\nplease");
+        let submitted = agent.handle(Input::Enter, 0);
+        assert_eq!(kinds(&submitted), [SignalKind::PromptSubmitted]);
+        let Effect::Hook(payload) = &submitted[0] else {
+            panic!("{submitted:?}")
+        };
+        let mapped = map(Source::ClaudeHook, payload.as_bytes()).unwrap();
+        assert_eq!(
+            mapped.draft.prompt_digest,
+            Some(valp_kernel::canonical::sha256_digest(
+                b"write @a.txt\nplease"
+            ))
+        );
+        let (asked, now) = run_turn(&mut agent, 0, 10_000);
+        assert_eq!(kinds(&asked), [SignalKind::PermissionPrompt]);
+        agent.handle(Input::Char('y'), now);
+        let (done, _) = run_turn(&mut agent, now, 10_000);
+        assert_eq!(kinds(&done), [SignalKind::TurnCompleted]);
+        // An interrupted turn fires no Stop, as Claude's does not.
+        typed(&mut agent, "again");
+        agent.handle(Input::Enter, 20_000);
+        assert!(kinds(&agent.handle(Input::Escape, 20_100)).is_empty());
+        // Without hooks, none.
+        let mut quiet = DemoAgent::new(7, Ask::Never);
+        typed(&mut quiet, "x");
+        assert!(quiet.handle(Input::Enter, 0).is_empty());
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct Profile {
     pub process_names: Vec<String>,
     /// How long idle must hold before it is reported, in milliseconds.
     pub idle_debounce_ms: u64,
+    /// How long a structured channel (hooks, notify, stream) may stay silent before the screen
+    /// rules decide the state again, in milliseconds (see [`crate::agent::channel::precedence`]).
+    pub channel_silence_ms: u64,
     /// Keys that stop a turn.
     pub interrupt_keys: Vec<String>,
     /// Keys that exit the agent.
@@ -216,6 +219,8 @@ struct ProfileFile {
     description: String,
     process_names: Vec<String>,
     idle_debounce_ms: u64,
+    #[serde(default = "channel_silence")]
+    channel_silence_ms: u64,
     interrupt_keys: Vec<String>,
     exit_keys: Vec<String>,
     input: Option<InputFile>,
@@ -325,6 +330,7 @@ impl Profile {
             description: parsed.description,
             process_names: parsed.process_names,
             idle_debounce_ms: parsed.idle_debounce_ms,
+            channel_silence_ms: parsed.channel_silence_ms,
             interrupt_keys: parsed.interrupt_keys,
             exit_keys: parsed.exit_keys,
             input,
@@ -332,6 +338,12 @@ impl Profile {
             rules,
         })
     }
+}
+
+/// The default `channel_silence_ms`: 30 s, longer than a hook-free stretch of a normal turn
+/// (tool calls fire hooks), short enough that a missed interrupt or API error shows.
+const fn channel_silence() -> u64 {
+    30_000
 }
 
 fn changed() -> Readback {

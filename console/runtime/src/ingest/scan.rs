@@ -140,7 +140,7 @@ enum Location {
 
 /// `O_NOFOLLOW | O_NONBLOCK` where their values are known: the last component is never
 /// followed, and a FIFO swapped in after `lstat` cannot block the open.
-const fn open_flags() -> i32 {
+pub(crate) const fn open_flags() -> i32 {
     if cfg!(target_os = "linux")
         && (cfg!(target_arch = "aarch64")
             || cfg!(target_arch = "arm")

@@ -10,7 +10,10 @@
 //! is an observation from an external tool and passes the same decoding, but its order is not
 //! judged here: files found together by a rescan arrive in name order, not sequence order, and
 //! the runtime decides the order of an attempt's inbox reports from their content and the
-//! journal (its refusals are listed beside the feed's).
+//! journal (its refusals are listed beside the feed's). Lines of `inbox/agent-signals/` are
+//! agents' own signals (`valp-agent-signal.v1`, [`crate::agent::channel`]), not observations:
+//! they become rows `agent <kind>` with their channel, and a line that is not a valid signal
+//! a rejection.
 
 use std::collections::VecDeque;
 use std::path::{Component, Path};
@@ -63,16 +66,19 @@ impl Feed {
                 if !is_observation(&path) && !matches!(item, Ingested::Rejected(_)) {
                     continue;
                 }
-                let row = match item.decode(&limits) {
-                    Some(Ok(observation)) if path.starts_with("inbox") => {
-                        Ok(observation_row(&observation, &path))
-                    }
-                    Some(Ok(observation)) => match sequencer.admit(&path, &observation) {
-                        Ok(()) => Ok(observation_row(&observation, &path)),
-                        Err(rejection) => Err(rejection),
+                let row = match signal_row(&item) {
+                    Some(row) => row,
+                    None => match item.decode(&limits) {
+                        Some(Ok(observation)) if path.starts_with("inbox") => {
+                            Ok(observation_row(&observation, &path))
+                        }
+                        Some(Ok(observation)) => match sequencer.admit(&path, &observation) {
+                            Ok(()) => Ok(observation_row(&observation, &path)),
+                            Err(rejection) => Err(rejection),
+                        },
+                        Some(Err(rejection)) => Err(rejection),
+                        None => continue,
                     },
-                    Some(Err(rejection)) => Err(rejection),
-                    None => continue,
                 };
                 {
                     let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -140,6 +146,47 @@ fn is_observation(path: &Path) -> bool {
     )
 }
 
+/// An agent signal line (`inbox/agent-signals/…`) as a row: its kind and channel in the
+/// status, the summary as detail; a line that is not a valid signal is a rejection. `None` for
+/// anything else.
+fn signal_row(item: &Ingested) -> Option<Result<ObservationRow, crate::ingest::Rejection>> {
+    use crate::agent::channel::signal::AgentSignal;
+    use crate::ingest::{Reason, Rejection};
+    use valp_view::sanitize::display_text;
+    let Ingested::Line {
+        path,
+        offset,
+        bytes,
+    } = item
+    else {
+        return None;
+    };
+    if !path.starts_with(crate::agent::channel::inbox::SIGNAL_DIR) {
+        return None;
+    }
+    let decoded = AgentSignal::decode(bytes).and_then(|signal| signal.check().map(|()| signal));
+    Some(match decoded {
+        Ok(signal) => Ok(ObservationRow {
+            task_id: display_text(&signal.task_id),
+            work_item_id: display_text(&signal.work_item_id),
+            attempt_id: display_text(&signal.attempt_id),
+            sequence: signal.sequence,
+            status: format!("agent {}", signal.kind.as_str()),
+            detail: display_text(&format!("{}: {}", signal.channel.as_str(), signal.summary)),
+            source: display_text(&path.display().to_string()),
+            provenance: display_text(&format!("agent channel {}", signal.channel.as_str())),
+            // Stamped by the System when it reads the feed.
+            seen_ms: 0,
+            seen_at: String::new(),
+        }),
+        Err(error) => Err(Rejection::new(
+            path.clone(),
+            Reason::Malformed(display_text(&error.to_string())),
+        )
+        .at_offset(*offset)),
+    })
+}
+
 fn observation_row(observation: &crate::abi::AdapterObservation, path: &Path) -> ObservationRow {
     use valp_view::sanitize::display_text;
     let request = &observation.request;
@@ -174,6 +221,57 @@ fn observation_row(observation: &crate::abi::AdapterObservation, path: &Path) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_signals_are_rows_and_broken_ones_rejections() {
+        use valp_kernel::canonical::{Canonical as _, sha256_digest};
+
+        use crate::agent::channel::signal::{AttemptIds, Channel, Draft, SignalKind};
+        let signal = Draft::new(
+            SignalKind::PromptSubmitted,
+            Channel::ClaudeHook,
+            "claude",
+            "UserPromptSubmit",
+            sha256_digest(b"{}"),
+            "prompt submitted (5 bytes)",
+        )
+        .into_signal(
+            &AttemptIds {
+                task_id: "T".into(),
+                work_item_id: "w".into(),
+                attempt_id: "a".into(),
+            },
+            2,
+            crate::clock::Timestamp::from_millis(0),
+        );
+        let mut bytes = signal.canonical_bytes();
+        bytes.pop();
+        let line = |bytes: Vec<u8>| Ingested::Line {
+            path: "inbox/agent-signals/ab.jsonl".into(),
+            offset: 7,
+            bytes,
+        };
+        let row = signal_row(&line(bytes)).unwrap().unwrap();
+        assert_eq!(
+            (row.status.as_str(), row.detail.as_str(), row.sequence),
+            (
+                "agent prompt_submitted",
+                "claude_hook: prompt submitted (5 bytes)",
+                2
+            )
+        );
+        let rejection = signal_row(&line(b"{\"kind\":1}".to_vec()))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(rejection.offset, Some(7));
+        assert_eq!(rejection.reason.code(), "malformed");
+        let elsewhere = Ingested::Line {
+            path: "inbox/tool/x.jsonl".into(),
+            offset: 0,
+            bytes: Vec::new(),
+        };
+        assert!(signal_row(&elsewhere).is_none());
+    }
 
     #[test]
     fn only_observation_files_are_fed() {

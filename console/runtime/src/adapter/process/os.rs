@@ -61,6 +61,18 @@ impl Signal {
     }
 }
 
+/// Makes the calling supervisor the leader of a session of its own; whether `setsid(2)` succeeded.
+///
+/// A supervisor must outlive the console that launched it. In the console's session, its
+/// process group becomes orphaned when the console exits, and if it is stopped at that moment
+/// (SIGSTOP, a debugger) the kernel sends the group SIGHUP then SIGCONT (POSIX's orphaned
+/// process group rule): SIGHUP's default action would kill it and leave its work running
+/// unsupervised. Outside that session the rule no longer reaches it, and no terminal can
+/// hang it up either.
+pub fn new_session() -> bool {
+    rustix::process::setsid().is_ok()
+}
+
 /// Sends `signal` to every process of group `pgid`; whether `kill(2)` succeeded.
 ///
 /// Refuses group ids 0 and 1 and the caller's own group (`kill(-0)` would signal the

@@ -1,0 +1,27 @@
+//! A short run of the pty harness (`valp_tests::pty`) over the real `valp` console: every key
+//! is answered by a frame, the idle measurement reads the process, and `q` ends the console.
+//! Nothing here is timed against a target (CI machines vary); the figures come from the
+//! `console_pty` benchmark (`cargo bench -p valp-tests --bench console_pty`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use valp_tests::pty::{Console, Fixture};
+
+#[test]
+fn the_harness_drives_the_console_and_sees_a_frame_for_every_key() {
+    let fixture = Fixture::new(3, 10, 1);
+    let mut console = Console::start(fixture.project.path(), 120, 40);
+    console.wait_for("task-002", Duration::from_secs(20));
+    for at in 0..20 {
+        let key: &[u8] = if at % 4 < 2 { b"j" } else { b"k" };
+        assert!(
+            console.key_to_frame(key).is_some(),
+            "key {at} ({key:?}) got no frame"
+        );
+    }
+    let (share, _frames) = console.idle_cpu(Duration::from_secs(2));
+    assert!(share >= 0.0, "a CPU share of {share}");
+    assert_eq!(console.quit(Duration::from_secs(5)), Some(0));
+}
