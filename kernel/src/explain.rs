@@ -49,6 +49,8 @@ pub struct Guards<'a> {
     pub policy: Option<&'a DonePolicy>,
     /// The closure the caller would propose, with its evidence.
     pub closure: Option<(&'a Evidence, &'a DoneClosure)>,
+    /// The evidence the closure cites, proposed with it.
+    pub cited: &'a [Evidence],
 }
 
 /// What a transition targets.
@@ -449,6 +451,7 @@ impl<'a> Candidates<'a> {
     fn new(body: &'a StateBody, guards: &Guards<'_>) -> Self {
         let mut done_evidence = guards.frozen_policy.to_vec();
         done_evidence.extend(guards.closure.map(|(evidence, _)| evidence.clone()));
+        done_evidence.extend(guards.cited.iter().cloned());
         Self {
             body,
             control: body.control.clone().unwrap_or(Control::INITIAL),
@@ -642,42 +645,12 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use crate::model::State;
-
-    fn id(kind: IdentityKind, value: &str) -> Identity {
-        Identity::derived(kind, value.to_owned())
-    }
+    use crate::walk::TO_REVIEWING;
 
     /// A task without work items driven along the task table through `kinds`.
     fn task_after(kinds: &[EventKind]) -> LiveState {
-        let state = State::genesis(
-            id(IdentityKind::Installation, "inst-1"),
-            1,
-            id(IdentityKind::Task, "task-1"),
-            Vec::new(),
-        );
-        let mut live = LiveState::new(state);
-        for (index, &kind) in kinds.iter().enumerate() {
-            let event = Event::new(
-                id(IdentityKind::Event, &format!("ev-{index}")),
-                live.body().installation_id.clone(),
-                1,
-                live.body().task_id.clone(),
-                kind,
-                live.revision(),
-            );
-            assert!(matches!(live.apply(&event, &[]), Verdict::Accepted(_)));
-        }
-        live
+        crate::walk::along_task_table(kinds).unwrap()
     }
-
-    const TO_REVIEWING: &[EventKind] = &[
-        EventKind::RoutingValidationStarted,
-        EventKind::RoutingValidationPassed,
-        EventKind::DispatchAccepted,
-        EventKind::WorkCompleted,
-        EventKind::VerificationPassed,
-    ];
 
     fn find(listed: &[Transition], kind: EventKind) -> &Transition {
         listed.iter().find(|t| t.kind == kind).unwrap()

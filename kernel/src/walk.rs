@@ -18,6 +18,43 @@ use crate::model::{
 };
 use crate::replay::{CompactEntry, GenesisRoot};
 
+/// The task-table path from `published` to `reviewing` (for [`along_task_table`]).
+pub const TO_REVIEWING: &[EventKind] = &[
+    EventKind::RoutingValidationStarted,
+    EventKind::RoutingValidationPassed,
+    EventKind::DispatchAccepted,
+    EventKind::WorkCompleted,
+    EventKind::VerificationPassed,
+];
+
+/// A task without work items (installation `inst-1`, task `task-1`, epoch 1) driven along the
+/// task table through `kinds`, each event carrying only its kind: the shortest legal history to
+/// a status, for examples and tests. `None` if the kernel does not accept one of them.
+pub fn along_task_table(kinds: &[EventKind]) -> Option<LiveState> {
+    let id = |kind, value: &str| Identity::derived(kind, value.to_owned());
+    let state = State::genesis(
+        id(IdentityKind::Installation, "inst-1"),
+        1,
+        id(IdentityKind::Task, "task-1"),
+        Vec::new(),
+    );
+    let mut live = LiveState::new(state);
+    for (index, &kind) in kinds.iter().enumerate() {
+        let event = Event::new(
+            id(IdentityKind::Event, &format!("ev-{index}")),
+            live.body().installation_id.clone(),
+            1,
+            live.body().task_id.clone(),
+            kind,
+            live.revision(),
+        );
+        if !matches!(live.apply(&event, &[]), Verdict::Accepted(_)) {
+            return None;
+        }
+    }
+    Some(live)
+}
+
 /// How to build a walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WalkConfig {

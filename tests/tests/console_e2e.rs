@@ -20,6 +20,7 @@ use valp_runtime::adapter::process;
 use valp_tests::cli::{valp_answering, valp_in};
 use valp_tests::tmux::{PATIENCE, TmuxServer};
 use valp_tests::valp_binary;
+use valp_view::flow::SHORT_STAGES;
 
 /// Longer than drawing one frame takes, shorter than a person notices.
 const SETTLE: Duration = Duration::from_millis(100);
@@ -127,13 +128,20 @@ impl Desk {
     /// Leader is bound and the System starts running it: processes launched by the adapter,
     /// their observations arriving through the watcher.
     fn demo_with_its_leader(&self) {
-        self.start_valp(&["demo", "--console"]);
+        self.demo_with_its_leader_and(&[]);
+        self.keys(&["j"]);
+    }
+
+    /// [`Self::demo_with_its_leader`] with more `valp demo` arguments, the first task selected.
+    fn demo_with_its_leader_and(&self, args: &[&str]) {
+        let mut all = vec!["demo", "--console"];
+        all.extend_from_slice(args);
+        self.start_valp(&all);
         self.wait_for("Candidates (1)");
         self.keys(&["Enter"]);
         self.wait_for("as the Leader?");
         self.keys(&["y"]);
         self.wait_for("demo-build");
-        self.keys(&["j"]);
     }
 
     /// The folder of a process attempt.
@@ -567,7 +575,7 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
 }
 
 /// Issue 16's needs-you queue through the real binary: the demo reaches its review, the queue
-/// and the title count it, `n` jumps to it and `m` acknowledges it; after a restart the
+/// and the title count it, `n` jumps to it and `s` acknowledges it; after a restart the
 /// acknowledgement is still there (read back from `console/acknowledged.json`), and `n` then
 /// `p` pass the review; the start after that shows the pass in Activity, rebuilt from the
 /// journal.
@@ -589,8 +597,8 @@ fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a
         "{queued}"
     );
 
-    // `n` selects the task in the Tasks pane; `m` marks the need as seen.
-    desk.keys(&["n", "m"]);
+    // `n` selects the task in the Tasks pane; `s` marks the need as seen.
+    desk.keys(&["n", "s"]);
     let seen = desk.wait_for("acknowledged review:demo-build:");
     assert!(seen.contains("Needs you (0)"), "{seen}");
     assert!(seen.contains("✓ review demo-build"), "{seen}");
@@ -635,5 +643,170 @@ fn the_needs_queue_shows_the_review_n_jumps_to_it_and_acknowledgements_survive_a
         )),
         "{history}"
     );
+    desk.quit();
+}
+
+/// The stage the workflow strip marks current (`▶ execute`), if any.
+fn current_stage(flat: &str) -> Option<String> {
+    let after = flat.split("▶ ").nth(1)?;
+    Some(after.split_whitespace().next()?.to_owned())
+}
+
+/// Presses `key` in the state machine view until the row under the cursor (spelled out below
+/// the list) is `detail` (e.g. `review_passed on task`). Each press is drawn before the next
+/// one is sent, so the cursor never runs past the row.
+fn cursor_to(desk: &Desk, key: &str, detail: &str) {
+    for _ in 0..120 {
+        let before = flatten(&desk.screen());
+        if before.contains(detail) {
+            return;
+        }
+        desk.keys(&[key]);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while flatten(&desk.screen()) == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(SETTLE);
+    }
+    desk.wait_for(detail);
+}
+
+/// Selects the demo plan's task and watches its strip while it runs: executing with the dispatch
+/// stage proven, then (after the slow optional item is cancelled from the keyboard) in review;
+/// the stages marked current on the way only ever move on.
+fn strip_moves_on_until_review(desk: &Desk) {
+    // The plan's task: the strip moves on stage by stage.
+    desk.keys(&["j"]);
+    desk.wait_for("› demo-build");
+    let mut stages: Vec<String> = Vec::new();
+    let mut note = |flat: &str| {
+        if let Some(stage) = current_stage(flat)
+            && stages.last() != Some(&stage)
+        {
+            stages.push(stage);
+        }
+    };
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let flat = flatten(&desk.screen());
+        note(&flat);
+        if flat.contains("slow-optional optional running") && flat.contains("▶ execute") {
+            assert!(flat.contains("✓ dispatch › ▶ execute"), "{flat}");
+            assert!(flat.contains("submissions proven"), "{flat}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never executing:\n{flat}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Cancel the slow optional item: the task goes on to review.
+    desk.keys(&["Tab", "j", "j", "j", "j", "x"]);
+    desk.wait_for("Cancel work item slow-optional of task demo-build?");
+    desk.keys(&["y"]);
+    // The demo's agent items (tmux) run on after the cancel: longer than one patience.
+    let deadline = Instant::now() + 6 * PATIENCE;
+    let review = loop {
+        let flat = flatten(&desk.screen());
+        note(&flat);
+        if flat.contains("Verify / Review / Fix: waiting for the Leader's review") {
+            break flat;
+        }
+        assert!(Instant::now() < deadline, "never in review:\n{flat}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(review.contains("✓ execute › ▶ verify"), "{review}");
+    // Every item's submission proven but the cancelled one's (its attempt no longer shows it).
+    let proof = review.split("dispatch: ").nth(1).unwrap();
+    let (proven, total) = proof.split(' ').next().unwrap().split_once('/').unwrap();
+    assert!(
+        proof.starts_with(&format!("{proven}/{total} submissions")),
+        "{review}"
+    );
+    assert_eq!(
+        proven.parse::<usize>().unwrap() + 1,
+        total.parse::<usize>().unwrap(),
+        "{review}"
+    );
+    let at: Vec<usize> = stages
+        .iter()
+        .map(|stage| SHORT_STAGES.iter().position(|name| name == stage).unwrap())
+        .collect();
+    assert!(at.windows(2).all(|pair| pair[0] < pair[1]), "{stages:?}");
+    assert!(
+        stages.ends_with(&["execute".to_owned(), "verify".to_owned()]),
+        "{stages:?}"
+    );
+    eprintln!("stages the strip showed as current: {stages:?}");
+}
+
+/// Issue 15's two flow views on the demo: the strip of the seeded task in recording (no Done
+/// closure: the view lists `recording_completed` refused by the Done gate with its reasons);
+/// then the plan's task, whose strip moves stage by stage as it runs; in review, the view lists
+/// the Leader's review decisions as allowed and `recording_completed` as refused by the
+/// transition table; a review refused by the kernel (the task is interrupted) is explained in
+/// the lister's words; choosing `review_passed` in the view asks as `p` does and closes the task.
+#[test]
+fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
+    let desk = Desk::new();
+    // Seed 5, 20 entries, one work item: the seeded task demo-1 stops in recording.
+    desk.demo_with_its_leader_and(&["--entries", "20", "--seed", "5", "--work-items", "1"]);
+    let strip =
+        desk.wait_for("Approval / Audit / Terminal result: recording through the Done gate");
+    assert!(
+        strip.contains("✓ verify › ▶ result") && strip.contains("Workflow ✓ authority"),
+        "{strip}"
+    );
+    desk.keys(&["m"]);
+    desk.wait_for("State machine · task demo-1");
+    let gate = desk.wait_for(
+        "recording_completed task VALP-E-DONE-GATE: done_policy_missing; done_closure_missing",
+    );
+    assert!(gate.contains("status recording · revision 20"), "{gate}");
+    desk.keys(&["Escape"]);
+    desk.wait_until_gone("State machine · task demo-1");
+
+    strip_moves_on_until_review(&desk);
+
+    // The state machine in review (from the Tasks pane).
+    desk.keys(&["Tab", "Tab", "Tab", "Tab", "m"]);
+    desk.wait_for("State machine · task demo-build");
+    let machine = desk.wait_for("status reviewing");
+    assert!(
+        machine.contains("✓ review_passed task → recording · Leader"),
+        "{machine}"
+    );
+    assert!(
+        machine.contains("✓ review_rejected task → fixing · Leader"),
+        "{machine}"
+    );
+    cursor_to(&desk, "j", "recording_completed on task");
+    desk.wait_for(
+        "refused VALP-E-STATE-CONFLICT: the transition table has no edge reviewing \
+         --recording_completed--> (allowed from: recording)",
+    );
+    desk.keys(&["Escape"]);
+    desk.wait_until_gone("State machine · task demo-build");
+
+    // A review the kernel refuses (the task is interrupted) is explained in the lister's words.
+    desk.keys(&["i"]);
+    desk.wait_for("INTERRUPTED");
+    desk.keys(&["p"]);
+    desk.wait_for("Pass the review of task demo-build?");
+    desk.keys(&["y"]);
+    desk.wait_for("VALP-E-STATE-CONFLICT");
+    desk.wait_for("the task is interrupted: resume it first");
+    desk.keys(&["u"]);
+    desk.wait_until_gone("INTERRUPTED");
+
+    // Proposing review_passed from the view: the same dialog as `p`, then the Done gate.
+    desk.keys(&["m"]);
+    desk.wait_for("status reviewing");
+    cursor_to(&desk, "k", "review_passed on task");
+    desk.keys(&["Enter"]);
+    desk.wait_for("Pass the review of task demo-build?");
+    desk.keys(&["y"]);
+    desk.wait_for("status done");
+    desk.keys(&["Escape"]);
+    let done = desk.wait_for("result: done: the Done gate passed");
+    assert!(done.contains("✓ verify › ✓ result"), "{done}");
     desk.quit();
 }

@@ -453,6 +453,56 @@ fn demo_after_a_rotation_binds_its_task_to_the_active_epoch() {
     );
 }
 
+/// The transition lister (`valp_kernel::explain`, the state machine view's source) models the
+/// fence: on a fenced task every transition the kernel would accept is listed as refused with
+/// `VALP-E-EPOCH-FENCED`, and proposing each listed transition through the store gets exactly
+/// the listed code (the fence's, or the kernel's own).
+#[test]
+fn the_lister_names_the_fence_for_every_transition_the_kernel_would_accept() {
+    use valp_kernel::explain::{EPOCH_FENCED_CODE, Guards, Judgement, explain};
+    let lab = Lab::new();
+    let mut history = History::new(7, 3);
+    let mut journal = fenced_task(&lab, &mut history, 8);
+    let guards = Guards {
+        active_epoch: Some(lab.active_epoch()),
+        frozen_policy: journal.guard().done().frozen_policy(),
+        ..Guards::default()
+    };
+    let listed = explain(journal.live(), &guards);
+    let bytes = std::fs::read(journal.path()).unwrap();
+    let mut fenced = 0;
+    for transition in &listed {
+        let Judgement::Refused { code, reasons } = &transition.judgement else {
+            panic!("{:?} is allowed on a fenced task", transition.kind);
+        };
+        let answer = journal.append(&transition.event, &transition.evidence_set);
+        match answer {
+            Err(error @ StoreError::EpochFenced { .. }) => {
+                fenced += 1;
+                assert_eq!(code, EPOCH_FENCED_CODE, "{:?}", transition.kind);
+                assert_eq!(error.code().as_str(), EPOCH_FENCED_CODE);
+                assert_eq!(
+                    reasons,
+                    &["the task is bound to Leader epoch 1, the active epoch is 2".to_owned()]
+                );
+            }
+            Ok(Appended::Rejected { error_code, .. }) => {
+                assert_eq!(code, error_code.as_str(), "{:?}", transition.kind);
+            }
+            other => panic!(
+                "{:?}: listed {code}, the store answered {other:?}",
+                transition.kind
+            ),
+        }
+    }
+    assert_eq!(std::fs::read(journal.path()).unwrap(), bytes);
+    assert!(
+        fenced > 5 && fenced < listed.len(),
+        "{fenced} of {}",
+        listed.len()
+    );
+}
+
 #[test]
 fn an_operator_action_at_a_fenced_epoch_is_refused_with_the_fence_error() {
     use valp_store::actions::{ActionAppended, ActionKind};

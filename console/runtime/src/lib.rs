@@ -17,6 +17,7 @@ pub mod clock;
 pub mod conformance;
 pub mod doctor;
 pub mod evidence;
+pub mod flow;
 pub mod ingest;
 pub mod needs;
 pub mod plan;

@@ -315,8 +315,9 @@ impl Backend for SystemBackend<'_> {
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();
-        let (tasks, mut items) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, mut items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
         self.stamp_attempts(&mut items);
+        let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);
@@ -340,6 +341,8 @@ impl Backend for SystemBackend<'_> {
             activity: self.desk.activity(),
             needs,
             now_ms: self.clock.now().millis(),
+            workflows,
+            machine,
         }
     }
 
@@ -406,6 +409,13 @@ impl Backend for SystemBackend<'_> {
                         code: needs::AcksError::CODE.to_owned(),
                         message: display_text(&error.to_string()),
                     });
+            }
+            Request::Explain { task_id } => {
+                self.desk.focus_machine(task_id.clone());
+                return Ok(task_id.as_ref().map_or_else(
+                    || "state machine closed".to_owned(),
+                    |task| format!("state machine of task {}", display_text(task)),
+                ));
             }
         };
         result.map_err(refusal)

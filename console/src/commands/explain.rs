@@ -1,9 +1,9 @@
 //! `valp task explain TASK [--item ID] [--json]`: what the protocol allows next for a task,
-//! read-only. The transitions come from [`valp_kernel::explain`] (the reducer's rules with the
-//! store's Done gate and epoch fence), fed with the installation's active epoch and the task's
-//! frozen Done policy. No Done closure is built here (building one gathers and stores
-//! evidence), so a `recording_completed` in `recording` is listed as refused by the Done gate
-//! with `done_closure_missing` among its reasons; the runtime builds the closure when it runs.
+//! read-only. The transitions come from [`valp_runtime::flow::transitions`] (the kernel's
+//! lister: the reducer's rules with the store's Done gate and epoch fence, fed with the
+//! installation's active epoch and the task's frozen Done policy, without a Done closure), the
+//! text lines from [`valp_view::flow::TransitionRow::line`], the words the console's state
+//! machine view shows.
 //!
 //! Text: a header line, then one line per transition: `allowed <kind> <target> by <actor>
 //! [<guard>] -> <next status>` or `refused <kind> <target> <code>: <reason>`, allowed first.
@@ -14,29 +14,22 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use valp_kernel::explain::{Guards, Judgement, Transition, explain};
+use valp_kernel::explain::{Judgement, Transition};
 use valp_store::{Access, ControlRoot};
 
 use super::CommandError;
 use crate::cli::ExplainArgs;
-use valp_runtime::runtime::driver;
+use valp_runtime::flow;
 use valp_view::sanitize::display_text;
 
 /// The transitions of task `task` now, and its journal's State in words.
-pub(crate) fn transitions(
+fn transitions(
     root: &ControlRoot,
     task: &str,
 ) -> Result<(valp_kernel::StateBody, Vec<Transition>), CommandError> {
     let journal = root.open_task(task, Access::ReadOnly)?;
     let active_epoch = root.ledger_read_only()?.live().state().active_epoch;
-    let policy = driver::frozen_policy(root, &journal)?;
-    let guards = Guards {
-        active_epoch: Some(active_epoch),
-        frozen_policy: journal.guard().done().frozen_policy(),
-        policy: policy.as_ref(),
-        closure: None,
-    };
-    let listed = explain(journal.live(), &guards);
+    let listed = flow::transitions(root, &journal, active_epoch)?;
     Ok((journal.live().body().clone(), listed))
 }
 
@@ -92,26 +85,9 @@ pub(super) fn run(
         body.leader_epoch
     )?;
     for transition in &listed {
-        writeln!(out, "{}", display_text(&line(transition)))?;
+        writeln!(out, "{}", flow::row(&body, transition).line())?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// One transition in one line (the console's state machine view uses the same words).
-pub(crate) fn line(transition: &Transition) -> String {
-    let kind = transition.kind.as_str();
-    let target = transition.target.describe();
-    match &transition.judgement {
-        Judgement::Allowed { next_status, .. } => format!(
-            "allowed {kind} {target} by {} [{}] -> {}",
-            transition.actor,
-            transition.guard,
-            next_status.as_str()
-        ),
-        Judgement::Refused { code, reasons } => {
-            format!("refused {kind} {target} {code}: {}", reasons.join("; "))
-        }
-    }
 }
 
 fn to_json(transition: &Transition) -> serde_json::Value {

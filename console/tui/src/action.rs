@@ -74,11 +74,13 @@ pub enum Action {
     Complete,
     /// Open the detail view of the selected row.
     Details,
+    /// Show the protocol state machine of the selected task (or work item).
+    StateMachine,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 33] = [
+    pub const ALL: [Self; 34] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -112,6 +114,7 @@ impl Action {
         Self::Filter,
         Self::Complete,
         Self::Details,
+        Self::StateMachine,
     ];
 
     /// The name used in keymap files.
@@ -150,6 +153,7 @@ impl Action {
             Self::Filter => "filter",
             Self::Complete => "complete",
             Self::Details => "details",
+            Self::StateMachine => "state_machine",
         }
     }
 
@@ -194,6 +198,7 @@ impl Action {
             Self::Filter => "filter",
             Self::Complete => "complete",
             Self::Details => "details",
+            Self::StateMachine => "state machine",
         }
     }
 
@@ -249,6 +254,9 @@ impl Action {
             Self::Filter => "show only the rows of every list that contain a text",
             Self::Complete => "complete the typed command to the chosen entry",
             Self::Details => "show everything about the selected row, and why it is in its state",
+            Self::StateMachine => {
+                "what the protocol allows next for the selected task or work item, and why not"
+            }
         }
     }
 }

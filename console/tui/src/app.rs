@@ -16,7 +16,9 @@
 //!   [`Request::Resume`]), which are reversible and need no dialog.
 //!
 //! The read-only screen sends none of these, whatever the keymap says: those actions mean
-//! something only in [`Mode::Main`].
+//! something only in [`Mode::Main`]. The state machine view ([`Machine`]) offers the same
+//! dialogs (and interrupt and resume) for the allowed transitions it lists, on the main screen
+//! only; opening and closing it sends [`Request::Explain`], which changes nothing.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
@@ -29,11 +31,14 @@ use super::config::Config;
 use super::dialog::Dialog;
 use super::event::{Effect, Event};
 use super::keymap::{Key, Keymap, Mode};
+use super::machine::{Choice, Machine};
 use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title};
+use super::{
+    banner, body, detail, filter, footer, help, intro, leader, motion, title, workflow,
+};
 use std::cell::{Cell, RefCell};
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
@@ -139,6 +144,8 @@ pub struct App {
     dialog: Option<Dialog>,
     /// The redirect dialog (under the confirmation dialog while that reviews it).
     redirect: Option<Redirect>,
+    /// The state machine view, over the screen until closed.
+    machine: Option<Machine>,
     selection: Selection,
     help: bool,
     notice: Option<Notice>,
@@ -177,6 +184,7 @@ impl App {
             list: None,
             dialog: None,
             redirect: None,
+            machine: None,
             selection: Selection::new(),
             help: false,
             notice: None,
@@ -246,6 +254,8 @@ impl App {
             Mode::Dialog
         } else if self.redirect.is_some() {
             Mode::Redirect
+        } else if self.machine.is_some() {
+            Mode::Machine
         } else {
             match self.screen() {
                 Screen::FirstRun => Mode::FirstRun,
@@ -466,6 +476,27 @@ impl App {
                     self.dialog = Some(dialog);
                 }
             }
+            (Mode::Main | Mode::ReadOnly, Action::StateMachine) => return self.open_machine(),
+            (Mode::Machine, Action::Cancel) => {
+                self.machine = None;
+                self.dirty = true;
+                return vec![Effect::Send {
+                    request: Request::Explain { task_id: None },
+                    quiet: true,
+                }];
+            }
+            (Mode::Machine, Action::Up | Action::Down) => {
+                if let Some(machine) = &mut self.machine {
+                    machine.step(action == Action::Up, &self.view);
+                }
+            }
+            (Mode::Machine, Action::Choose) if self.screen() == Screen::Main => {
+                match self.machine.as_ref().and_then(|m| m.choose(&self.view)) {
+                    Some(Choice::Confirm(dialog)) => self.dialog = Some(dialog),
+                    Some(Choice::Send(request)) => return self.send(request),
+                    None => return Vec::new(),
+                }
+            }
             (Mode::Main | Mode::ReadOnly, Action::NextPane) => self.selection.focus_next(),
             (Mode::Main | Mode::ReadOnly, Action::PreviousPane) => {
                 self.selection.focus_previous();
@@ -536,7 +567,7 @@ impl App {
                     },
                     Action::Interrupt => task.is_some_and(|task| !task.interrupted),
                     Action::Resume => task.is_some_and(|task| task.interrupted),
-                    Action::Redirect => task.is_some(),
+                    Action::Redirect | Action::StateMachine => task.is_some(),
                     Action::PassReview | Action::RejectReview => {
                         task.is_some_and(|task| task.status == REVIEWING)
                     }
@@ -756,6 +787,28 @@ impl App {
         Vec::new()
     }
 
+    /// Opens the state machine view of the selected task (of the selected work item, from the
+    /// Work items pane) and asks the backend to keep it in the view.
+    fn open_machine(&mut self) -> Vec<Effect> {
+        let Some(task) = self.selection.task(&self.view) else {
+            return Vec::new();
+        };
+        let task_id = task.task_id.clone();
+        let item = self
+            .selection
+            .item(&self.view)
+            .filter(|_| self.selection.focus() == Pane::Items)
+            .map(|item| item.work_item_id.clone());
+        self.machine = Some(Machine::new(&task_id, item.as_deref()));
+        self.dirty = true;
+        vec![Effect::Send {
+            request: Request::Explain {
+                task_id: Some(task_id),
+            },
+            quiet: true,
+        }]
+    }
+
     /// Sends a request the user made; the footer shows it pending until the answer comes.
     fn send(&mut self, request: Request) -> Vec<Effect> {
         self.notice = Some(Notice::Pending(request.clone()));
@@ -849,6 +902,10 @@ impl App {
                     0
                 };
                 let footer_height = footer::height(&ctx, notice, area.width);
+                // The workflow strip takes its rows from the body: the layout plan (full or
+                // compact Leader pane, tabs) stays what the screen's size calls for.
+                let strip = workflow::selected(&ctx).filter(|_| self.list.is_none());
+                let strip_height = strip.map_or(0, |_| workflow::height(area.width));
                 let spare = area
                     .height
                     .saturating_sub(banner_height.saturating_add(1))
@@ -859,14 +916,24 @@ impl App {
                 } else {
                     leader::height(&self.view)
                 };
-                let [title_area, banner_area, leader_area, body_area, footer_area] =
-                    area.layout(&Layout::vertical([
-                        Constraint::Length(1),
-                        Constraint::Length(banner_height),
-                        Constraint::Length(leader_height),
-                        Constraint::Fill(1),
-                        Constraint::Length(footer_height),
-                    ]));
+                let [
+                    title_area,
+                    banner_area,
+                    leader_area,
+                    strip_area,
+                    body_area,
+                    footer_area,
+                ] = area.layout(&Layout::vertical([
+                    Constraint::Length(1),
+                    Constraint::Length(banner_height),
+                    Constraint::Length(leader_height),
+                    Constraint::Length(strip_height),
+                    Constraint::Fill(1),
+                    Constraint::Length(footer_height),
+                ]));
+                if let Some(strip) = strip {
+                    workflow::render(frame, strip_area, &ctx, strip);
+                }
                 title::render(frame, title_area, &ctx);
                 if screen == Screen::ReadOnly {
                     banner::render(frame, banner_area, &ctx);
@@ -882,6 +949,9 @@ impl App {
                 }
                 footer::render(frame, footer_area, &ctx, notice);
             }
+        }
+        if let Some(machine) = &self.machine {
+            machine.render(frame, area, &ctx);
         }
         if let Some(redirect) = &self.redirect {
             redirect.render(frame, area, &ctx);

@@ -125,5 +125,9 @@ fn pending_text(request: &Request) -> String {
         Request::Acknowledge { key, seen: false } => {
             format!("taking back the acknowledgement of {key}")
         }
+        Request::Explain {
+            task_id: Some(task_id),
+        } => format!("listing the transitions of task {task_id}"),
+        Request::Explain { task_id: None } => "closing the state machine".to_owned(),
     }
 }

@@ -33,6 +33,8 @@ pub enum Mode {
     Dialog,
     /// The redirect dialog: a typed intent and the superseded work items.
     Redirect,
+    /// The state machine view of a task or work item.
+    Machine,
     /// The help overlay.
     Help,
     /// The `:` palette or the `/` filter prompt.
@@ -43,7 +45,7 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -51,6 +53,7 @@ impl Mode {
         Self::Picker,
         Self::Dialog,
         Self::Redirect,
+        Self::Machine,
         Self::Prompt,
         Self::Detail,
         Self::Help,
@@ -66,6 +69,7 @@ impl Mode {
             Self::Picker => "picker",
             Self::Dialog => "dialog",
             Self::Redirect => "redirect",
+            Self::Machine => "machine",
             Self::Help => "help",
             Self::Prompt => "prompt",
             Self::Detail => "detail",
@@ -82,6 +86,7 @@ impl Mode {
             Self::Picker => "Candidate list",
             Self::Dialog => "Confirmation",
             Self::Redirect => "Redirect dialog",
+            Self::Machine => "State machine",
             Self::Help => "Help",
             Self::Prompt => "Command palette and filter",
             Self::Detail => "Detail view",
@@ -93,7 +98,13 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Help | Self::Prompt | Self::Detail
+            Self::Global
+                | Self::Dialog
+                | Self::Redirect
+                | Self::Machine
+                | Self::Help
+                | Self::Prompt
+                | Self::Detail
         )
     }
 
@@ -534,7 +545,7 @@ mod tests {
             "keymap: [main] key \"x\": unknown action \"explode\" (actions: quit, refresh, help, \
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
-             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last, palette, filter, complete, details)"
+             grant_approval, deny_approval, retry_item, recover, toggle, next_need, acknowledge, page_up, page_down, first, last, palette, filter, complete, details, state_machine)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

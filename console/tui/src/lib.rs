@@ -43,6 +43,7 @@ mod leader;
 mod list;
 mod motion;
 mod needs;
+mod machine;
 mod observations;
 mod overlay;
 mod prompt;
@@ -54,6 +55,7 @@ mod text;
 mod theme;
 mod title;
 mod worker;
+mod workflow;
 
 use std::io;
 use std::time::Duration;

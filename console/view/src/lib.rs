@@ -6,9 +6,11 @@
 //! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
 //! which the runtime and the TUI share).
 
+pub mod flow;
 pub mod needs;
 pub mod sanitize;
 
+pub use flow::{MachineView, Workflow};
 pub use needs::{NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
@@ -37,6 +39,11 @@ pub struct ConsoleView {
     /// (injected) clock: ages on screen are measured against it, so a test's view draws the
     /// same ages every time.
     pub now_ms: i64,
+    /// Each task's Operator Workflow, in task order.
+    pub workflows: Vec<Workflow>,
+    /// The state machine of the task the console asked about ([`Request::Explain`]), as of
+    /// this view.
+    pub machine: Option<MachineView>,
 }
 
 /// One work item of a task.
@@ -287,6 +294,12 @@ pub enum Request {
         key: String,
         /// Acknowledge (true) or take the acknowledgement back.
         seen: bool,
+    },
+    /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
+    /// `None` stops. Changes nothing in the control root.
+    Explain {
+        /// The task.
+        task_id: Option<String>,
     },
 }
 

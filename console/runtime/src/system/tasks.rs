@@ -13,18 +13,26 @@ use valp_store::{Access, ControlRoot, Journal, StoreError};
 
 use valp_kernel::dimension::GateResult;
 
+use crate::flow;
 use crate::needs::{self, Found, TaskFacts};
 use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{self, Driver, Progress};
 use crate::runtime::effects;
 use crate::runtime::workflow::{self, Wait};
 use valp_view::sanitize::display_text;
-use valp_view::{ItemRow, Refusal, RejectionRow, TaskRow};
+use valp_view::{ItemRow, MachineView, Refusal, RejectionRow, TaskRow, Workflow};
 
 /// Activity lines kept (newest first).
 pub const ACTIVITY_ROWS: usize = 200;
 /// How long a cancel waits for the adapter to confirm.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The task the state machine view shows, and the view last computed for it.
+struct Focus {
+    task: String,
+    /// `(revision, active epoch, view)`: recomputed when either moved.
+    computed: Option<(i128, i128, MachineView)>,
+}
 
 /// The runtime side of the console.
 pub struct Desk {
@@ -42,6 +50,8 @@ pub struct Desk {
     /// measured at: the measurement reads the plan and the journal, so it is redone only when
     /// the task moved.
     gates: BTreeMap<PathBuf, (i128, String, Vec<GateResult>)>,
+    /// The task whose state machine every view carries ([`valp_view::Request::Explain`]).
+    machine: Option<Focus>,
     activity: VecDeque<String>,
     /// Task folders whose journal history is already in [`Self::activity`].
     history_read: BTreeSet<PathBuf>,
@@ -58,6 +68,7 @@ impl Desk {
             journals: BTreeMap::new(),
             waiting: BTreeMap::new(),
             gates: BTreeMap::new(),
+            machine: None,
             activity: VecDeque::new(),
             history_read: BTreeSet::new(),
         }
@@ -229,17 +240,19 @@ impl Desk {
         }
     }
 
-    /// One row per task journal; a journal that does not open is shown with its error.
+    /// One row per task journal (a journal that does not open is shown with its error), the
+    /// work items, and the Operator Workflow of each readable task.
     pub fn tasks(
         &mut self,
         root: &ControlRoot,
         active_epoch: i128,
-    ) -> (Vec<TaskRow>, Vec<ItemRow>) {
+    ) -> (Vec<TaskRow>, Vec<ItemRow>, Vec<Workflow>) {
         let Ok(dirs) = root.task_dirs() else {
-            return (Vec::new(), Vec::new());
+            return (Vec::new(), Vec::new(), Vec::new());
         };
         let mut rows = Vec::new();
         let mut items = Vec::new();
+        let mut workflows = Vec::new();
         for dir in &dirs {
             match self
                 .journal(root, dir)
@@ -251,6 +264,7 @@ impl Desk {
                     row.gates = self.gate_line(root, dir, body.revision);
                     rows.push(row);
                     items.extend(item_rows(&body));
+                    workflows.push(flow::workflow(&body, active_epoch));
                 }
                 Err(error) => rows.push(TaskRow {
                     task_id: display_text(
@@ -271,7 +285,45 @@ impl Desk {
         }
         rows.sort_by(|left, right| left.task_id.cmp(&right.task_id));
         items.sort_by(|left, right| left.task_id.cmp(&right.task_id));
-        (rows, items)
+        workflows.sort_by(|left, right| left.task_id.cmp(&right.task_id));
+        (rows, items, workflows)
+    }
+
+    /// Keeps `task`'s state machine in the views from now on (`None`: none).
+    pub fn focus_machine(&mut self, task: Option<String>) {
+        self.machine = task.map(|task| Focus {
+            task,
+            computed: None,
+        });
+    }
+
+    /// The state machine of the focused task, recomputed only when the task or the active
+    /// epoch moved. A task that does not open (or whose Done policy does not decode) has none.
+    pub fn machine(&mut self, root: &ControlRoot, active_epoch: i128) -> Option<MachineView> {
+        let task = self.machine.as_ref()?.task.clone();
+        let dir = root.layout().task_dir(&task);
+        let revision = self.journal(root, &dir).ok()?.live().body().revision;
+        if let Some(Focus {
+            computed: Some((at, epoch, view)),
+            ..
+        }) = &self.machine
+            && (*at, *epoch) == (revision, active_epoch)
+        {
+            return Some(view.clone());
+        }
+        let journal = self.journals.get(&dir)?;
+        let view = match flow::transitions(root, journal, active_epoch) {
+            Ok(listed) => flow::machine(journal.live().body(), &listed),
+            Err(error) => {
+                self.log(&format!("{task}: state machine: {error}"));
+                return None;
+            }
+        };
+        self.machine = Some(Focus {
+            task,
+            computed: Some((revision, active_epoch, view.clone())),
+        });
+        Some(view)
     }
 
     fn task_row(&self, body: &StateBody, active_epoch: i128) -> TaskRow {
@@ -440,6 +492,8 @@ impl Desk {
                 Ok(display_text(&message))
             }
             Verdict::Refused { code, reason } => {
+                // `reason` is already in the lister's words when it lists this refusal
+                // (`control::apply` through `runtime::refusal`, shared with the CLI).
                 self.log(&format!(
                     "{task_id}  {} refused: {code}: {reason}",
                     operation_name(operation)

@@ -6,6 +6,7 @@
 
 mod controls;
 mod detail;
+mod flow_views;
 mod flows;
 mod navigation;
 mod needs;

@@ -1,5 +1,5 @@
 //! The needs-you queue: the pane and its count, `n` jumping to the next need with its task
-//! selected so the answering key applies, `m` acknowledging through the backend, the bell or
+//! selected so the answering key applies, `s` acknowledging through the backend, the bell or
 //! OSC 9 announcement after the configured delay, and the read-only refusal in words.
 
 use crossterm::event::KeyCode;
@@ -99,7 +99,7 @@ fn m_acknowledges_the_need_and_n_skips_acknowledged_ones() {
     let mut backend = Scripted::new(working());
     backend.after = Some(acknowledged);
     let mut app = start(&mut backend);
-    type_keys(&mut app, &mut backend, "nm");
+    type_keys(&mut app, &mut backend, "ns");
     assert_eq!(
         backend.requests,
         [Request::Acknowledge {
@@ -121,14 +121,14 @@ fn m_acknowledges_the_need_and_n_skips_acknowledged_ones() {
     assert_eq!(app.view().tasks[app.cursor(Pane::Tasks)].task_id, REVIEW);
     type_keys(&mut app, &mut backend, "n");
     assert_eq!(app.cursor(Pane::Needs), 0, "the only unacknowledged need");
-    // `m` on an acknowledged need takes it back.
+    // `s` on an acknowledged need takes it back.
     app.update(valp_tui::Action::NextPane);
     for _ in 0..4 {
         app.update(valp_tui::Action::NextPane);
     }
     assert_eq!(app.focus(), Pane::Needs);
     app.update(valp_tui::Action::Down);
-    type_keys(&mut app, &mut backend, "m");
+    type_keys(&mut app, &mut backend, "s");
     assert_eq!(
         backend.requests.last(),
         Some(&Request::Acknowledge {

@@ -136,6 +136,8 @@ fn base_view(lane: LaneView) -> ConsoleView {
         activity: Vec::new(),
         needs: Vec::new(),
         now_ms: NOW_MS,
+        workflows: Vec::new(),
+        machine: None,
     }
 }
 
