@@ -36,9 +36,7 @@ use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{
-    banner, body, detail, filter, footer, help, intro, leader, motion, title, workflow,
-};
+use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title, workflow};
 use std::cell::{Cell, RefCell};
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
