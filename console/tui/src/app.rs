@@ -475,26 +475,7 @@ impl App {
                 }
             }
             (Mode::Main | Mode::ReadOnly, Action::StateMachine) => return self.open_machine(),
-            (Mode::Machine, Action::Cancel) => {
-                self.machine = None;
-                self.dirty = true;
-                return vec![Effect::Send {
-                    request: Request::Explain { task_id: None },
-                    quiet: true,
-                }];
-            }
-            (Mode::Machine, Action::Up | Action::Down) => {
-                if let Some(machine) = &mut self.machine {
-                    machine.step(action == Action::Up, &self.view);
-                }
-            }
-            (Mode::Machine, Action::Choose) if self.screen() == Screen::Main => {
-                match self.machine.as_ref().and_then(|m| m.choose(&self.view)) {
-                    Some(Choice::Confirm(dialog)) => self.dialog = Some(dialog),
-                    Some(Choice::Send(request)) => return self.send(request),
-                    None => return Vec::new(),
-                }
-            }
+            (Mode::Machine, action) => return self.on_machine(action),
             (Mode::Main | Mode::ReadOnly, Action::NextPane) => self.selection.focus_next(),
             (Mode::Main | Mode::ReadOnly, Action::PreviousPane) => {
                 self.selection.focus_previous();
@@ -539,6 +520,41 @@ impl App {
         }
         self.dirty = true;
         Vec::new()
+    }
+
+    /// An action in the state machine view: move, close (the backend stops carrying the
+    /// machine), or choose an allowed transition (on the main screen only: same dialog, or same
+    /// request, as its key).
+    fn on_machine(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Cancel => {
+                self.machine = None;
+                self.dirty = true;
+                vec![Effect::Send {
+                    request: Request::Explain { task_id: None },
+                    quiet: true,
+                }]
+            }
+            Action::Up | Action::Down => {
+                if let Some(machine) = &mut self.machine {
+                    machine.step(action == Action::Up, &self.view);
+                }
+                self.dirty = true;
+                Vec::new()
+            }
+            Action::Choose if self.screen() == Screen::Main => {
+                match self.machine.as_ref().and_then(|m| m.choose(&self.view)) {
+                    Some(Choice::Confirm(dialog)) => {
+                        self.dialog = Some(dialog);
+                        self.dirty = true;
+                        Vec::new()
+                    }
+                    Some(Choice::Send(request)) => self.send(request),
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Whether `action` means something right now (the footer offers only those). On the main
@@ -948,25 +964,31 @@ impl App {
                 footer::render(frame, footer_area, &ctx, notice);
             }
         }
+        self.render_overlays(frame, area, &ctx);
+    }
+
+    /// Draws what lies over the screen, bottom to top: the state machine view, the redirect
+    /// dialog, the detail view, the palette or filter prompt, a confirmation, help.
+    fn render_overlays(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
         if let Some(machine) = &self.machine {
-            machine.render(frame, area, &ctx);
+            machine.render(frame, area, ctx);
         }
         if let Some(redirect) = &self.redirect {
-            redirect.render(frame, area, &ctx);
+            redirect.render(frame, area, ctx);
         }
         if let Some(scroll) = self.detail {
             self.detail_most
-                .set(detail::render(frame, area, &ctx, scroll));
+                .set(detail::render(frame, area, ctx, scroll));
         }
         if let Some(prompt) = &self.prompt {
-            prompt.render(frame, area, &ctx, &prompt::commands(&self.view));
+            prompt.render(frame, area, ctx, &prompt::commands(&self.view));
         }
         if let Some(dialog) = &self.dialog {
-            dialog.render(frame, area, &ctx);
+            dialog.render(frame, area, ctx);
         }
         if self.help {
             self.help_most
-                .set(help::render(frame, area, &ctx, self.help_scroll));
+                .set(help::render(frame, area, ctx, self.help_scroll));
         }
     }
 }
