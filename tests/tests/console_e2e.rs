@@ -766,8 +766,9 @@ fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
 
     strip_moves_on_until_review(&desk);
 
-    // The state machine in review (from the Tasks pane).
-    desk.keys(&["Tab", "Tab", "Tab", "Tab", "m"]);
+    // The state machine in review (from the Tasks pane: Tab past Observations, Rejected files,
+    // Activity and Needs you).
+    desk.keys(&["Tab", "Tab", "Tab", "Tab", "Tab", "m"]);
     desk.wait_for("State machine · task demo-build");
     let machine = desk.wait_for("status reviewing");
     assert!(
