@@ -126,6 +126,10 @@ fn pending_text(request: &Request) -> String {
             format!("interrupting the agent of {attempt_id}")
         }
         Request::Attach { attempt_id } => format!("attaching to the agent of {attempt_id}"),
+        Request::Acknowledge { key, seen: true } => format!("acknowledging {key}"),
+        Request::Acknowledge { key, seen: false } => {
+            format!("taking back the acknowledgement of {key}")
+        }
         Request::Explain {
             task_id: Some(task_id),
         } => format!("listing the transitions of task {task_id}"),
