@@ -984,10 +984,13 @@ impl App {
                 // compact Leader pane, tabs) stays what the screen's size calls for.
                 let strip = workflow::selected(&ctx).filter(|_| self.list.is_none());
                 let strip_height = strip.map_or(0, |_| workflow::height(area.width));
+                // The plan counts the footer as one notice row and one row of hints: a long
+                // notice or hints that wrap take their extra rows from the body, so the Leader
+                // pane does not flip to its compact form when a refusal shows or a key applies.
                 let spare = area
                     .height
                     .saturating_sub(banner_height.saturating_add(1))
-                    .saturating_sub(footer_height);
+                    .saturating_sub(footer_height.min(footer::PLANNED_HEIGHT));
                 let plan = body::plan(area.width, spare, leader::height(&self.view));
                 let leader_height = if plan.compact_leader {
                     leader::COMPACT_HEIGHT

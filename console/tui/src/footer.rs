@@ -16,6 +16,9 @@ use valp_view::Request;
 /// Columns between two hints.
 const GAP: &str = "  ";
 
+/// The footer rows the layout plan counts on: one notice row and one row of hints.
+pub const PLANNED_HEIGHT: u16 = 2;
+
 /// Rows the footer needs at `width` columns.
 pub fn height(ctx: &Ctx, notice: Option<&Notice>, width: u16) -> u16 {
     let rows =
