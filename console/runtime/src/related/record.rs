@@ -13,7 +13,7 @@
 //! file, Claim = "subject `<manifest digest>` satisfies acceptance `<digest>`" with the
 //! outcome's claim result, Review = its verdict), rejected files are not recorded.
 
-use valp_kernel::{Evidence, Identity, IdentityKind, WorkItemStatus};
+use valp_kernel::{Evidence, Identity, IdentityKind};
 use valp_store::foreign::{
     ClaimResult, ForeignJournal, ForeignKind, ForeignRecord, ReviewVerdict, Source,
 };
@@ -82,21 +82,6 @@ pub fn work_items(root: &ControlRoot, task: &str) -> Result<Vec<String>, RecordE
         .work_items
         .iter()
         .map(|item| item.work_item_id.value().to_owned())
-        .collect())
-}
-
-/// The work items of `task` with their kernel status.
-pub fn work_item_statuses(
-    root: &ControlRoot,
-    task: &str,
-) -> Result<Vec<(String, WorkItemStatus)>, RecordError> {
-    let journal = root.open_task(task, Access::ReadOnly)?;
-    Ok(journal
-        .live()
-        .body()
-        .work_items
-        .iter()
-        .map(|item| (item.work_item_id.value().to_owned(), item.status))
         .collect())
 }
 
@@ -196,8 +181,12 @@ pub fn record_agentops(
                     descriptor: agentops_descriptor(ingested),
                     claim: Some(agentops_claim(ingested.verdict.verdict)),
                     summary: format!(
-                        "agentops verdict.v2 {:?} on subject {}",
-                        ingested.verdict.verdict,
+                        "agentops verdict.v2 {} on subject {}",
+                        match ingested.verdict.verdict {
+                            Outcome::Pass => "PASS",
+                            Outcome::Fail => "FAIL",
+                            Outcome::NotProven => "NOT_PROVEN",
+                        },
                         &ingested.verdict.subject_manifest_digest[..16]
                     ),
                 },
