@@ -40,6 +40,7 @@ mod leader;
 mod list;
 mod machine;
 mod observations;
+mod paint;
 mod redirect;
 mod rejections;
 mod selection;
