@@ -303,6 +303,8 @@ pub struct ConsoleArgs {
     pub config: Option<PathBuf>,
     /// `--color always|never`.
     pub color: Option<bool>,
+    /// `--theme NAME`.
+    pub theme: Option<String>,
 }
 
 /// Opens the full-screen console on the control root (the daily start: observe, record,

@@ -24,6 +24,7 @@ pub fn load(args: &ConsoleArgs, files: &UserFiles) -> Result<valp_tui::Config, C
         files.config.as_deref(),
         args.color,
         no_color,
+        args.theme.as_deref(),
     )?;
     let chosen = named
         .as_deref()
