@@ -40,6 +40,7 @@ use valp_kernel::canonical::sha256_digest;
 use crate::abi::{AdapterRequest, Operation, attempt_folder};
 use crate::adapter::process::{self, ProcessError, invalid, io_error, same_evidence};
 
+mod channel;
 pub mod pane;
 pub mod records;
 pub mod screen;
