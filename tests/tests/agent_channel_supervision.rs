@@ -207,8 +207,14 @@ fn a_hooks_state_outranks_the_screen_until_the_channel_falls_silent() {
     });
     let working = state(&dir);
     assert_eq!(text(&working["source"]), "claude_hook:tool_requested#1");
-    // The screen still shows the idle prompt: the channel outranks it.
+    // The screen still shows the idle prompt: the channel outranks it, and says so.
     assert_eq!(text(&working["rule"]), "prompt box");
+    let status = project.ok(&["task", "status", "ranked"]);
+    assert!(
+        status.contains("    agent working (prompt box, line ")
+            && status.contains(" [from claude_hook:tool_requested#1]"),
+        "{status}"
+    );
 
     wait_until("the screen to decide again", || {
         state(&dir)["state"] == "idle"
@@ -401,4 +407,109 @@ fn an_interrupt_reaches_a_headless_agent_as_its_control_message_else_as_sigint()
                 .is_ok_and(|log| log.contains(&format!("; interrupts: {how}\n")))
         });
     }
+}
+
+/// The real Claude Code (pinned in `.ci/agents.lock`, installed by `.ci/agents`; skipped when
+/// it is not, unless `VALP_REQUIRE_AGENTS=1`) headless, through `valp agent run-stream`,
+/// against the scripted model: the prompt goes in as a stream-json user message, the model's
+/// `Write` runs, and the stream's init, tool call, tool result and result are the attempt's
+/// signals; the file is written and the wrapper exits with claude's code 0.
+#[test]
+fn a_real_headless_claude_streams_its_turn_into_signals() {
+    use valp_tests::agents::Cli;
+    use valp_tests::model::{ModelServer, Script};
+
+    const KEY: &str = "sk-ant-scripted-0123456789abcdefghij";
+    let Some(installed) = Cli::Claude.installed() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.canonicalize().unwrap();
+    let init = valp_tests::cli::valp_in(&project, None, &["init"]).unwrap();
+    assert_eq!(init.code, Some(0), "{}", init.stderr);
+    let state = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "customApiKeyResponses": {"approved": [&KEY[KEY.len() - 20..]], "rejected": []},
+        "projects": {project.display().to_string(): {"hasTrustDialogAccepted": true}},
+    });
+    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
+    let model = ModelServer::start(Script::tool_then_text(
+        "Write",
+        serde_json::json!({"file_path": project.join("hello.txt"), "content": "hello\n"}),
+        "I wrote hello.txt.",
+    ));
+    let claude = installed.folder.join("node_modules/.bin/claude");
+    let attempt = "real:stream:a1";
+    let output = Command::new(valp_binary().unwrap())
+        .args([
+            "agent",
+            "run-stream",
+            "claude",
+            "--prompt",
+            "Create hello.txt",
+            "--",
+        ])
+        .arg(&claude)
+        .args([
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "acceptEdits",
+        ])
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("VALP_CONTROL_ROOT", project.join(".valp"))
+        .env("VALP_TASK_ID", "real")
+        .env("VALP_WORK_ITEM_ID", "stream")
+        .env("VALP_ATTEMPT_ID", attempt)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("hello.txt")).unwrap(),
+        "hello\n"
+    );
+    let signals =
+        valp_runtime::agent::channel::inbox::read(&project.join(".valp"), attempt).unwrap();
+    let kinds: Vec<&str> = signals.iter().map(|signal| signal.kind.as_str()).collect();
+    eprintln!("claude {} stream signals: {kinds:?}", installed.version);
+    for kind in [
+        "session_started",
+        "tool_requested",
+        "tool_completed",
+        "turn_completed",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}; {stderr}");
+    }
+    let requested = signals
+        .iter()
+        .find(|signal| signal.kind.as_str() == "tool_requested")
+        .unwrap();
+    assert_eq!(requested.tool_name.as_deref(), Some("Write"));
+    // The model saw exactly the prompt the wrapper sent.
+    assert!(
+        model.requests().iter().any(|request| request
+            .user_texts()
+            .iter()
+            .any(|text| text == "Create hello.txt")),
+        "the prompt did not reach the model"
+    );
+    assert!(stderr.contains("; interrupts: none"), "{stderr}");
 }

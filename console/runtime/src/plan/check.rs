@@ -78,13 +78,19 @@ const RUN_KEYS: &[&str] = &[
 ];
 /// The keys only a `tmux` run has, with why the other adapters refuse them.
 const TMUX_ONLY: &[(&str, &str)] = &[
-    ("agent", "only the tmux adapter runs an agent"),
+    (
+        "agent",
+        "only the tmux and agent-stream adapters run an agent",
+    ),
     (
         "command",
         "only the tmux adapter starts an agent (a process runs argv)",
     ),
     ("target", "only the tmux adapter attaches to a pane"),
-    ("prompt", "only the tmux adapter submits a prompt"),
+    (
+        "prompt",
+        "only the tmux and agent-stream adapters take a prompt",
+    ),
     ("socket", "only the tmux adapter uses a tmux socket"),
 ];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];

@@ -65,19 +65,21 @@ impl Channel {
         }
     }
 
-    /// The signals observed since the submission began.
-    fn current(&self) -> Vec<AgentSignal> {
-        self.signals
-            .iter()
-            .filter(|signal| signal.observed().is_some_and(|at| at >= self.since))
-            .cloned()
-            .collect()
-    }
-
     /// The state to believe now: the channel's while fresh, else the (debounced) screen's.
+    /// Only signals from the first one observed since the submission began count.
     pub(super) fn view(&mut self, screen: &ScreenReading, silence_ms: u64) -> Viewed {
         self.refresh();
-        precedence::resolve(&self.current(), Some(screen), SystemClock.now(), silence_ms)
+        let first = self
+            .signals
+            .iter()
+            .position(|signal| signal.observed().is_some_and(|at| at >= self.since))
+            .unwrap_or(self.signals.len());
+        precedence::resolve(
+            &self.signals[first..],
+            Some(screen),
+            SystemClock.now(),
+            silence_ms,
+        )
     }
 
     /// The channel's acknowledgement of the prompt with `prompt_digest`: whether it is

@@ -86,3 +86,82 @@ pub fn pending_requests(
     }
     Ok(pending)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::agent::channel::approval::{TimeoutAnswer, await_answer, open_request};
+    use crate::agent::channel::hook::Ask;
+    use crate::agent::channel::signal::AttemptIds;
+    use crate::clock::FixedClock;
+
+    fn ask(tool: &str) -> Ask {
+        Ask {
+            tool_name: Some(tool.to_owned()),
+            tool_use_id: None,
+            detail: format!("run {tool}"),
+        }
+    }
+
+    #[test]
+    fn pending_requests_are_the_unanswered_ones_before_their_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let attempt = AttemptIds {
+            task_id: "T".into(),
+            work_item_id: "w".into(),
+            attempt_id: "T:w:a1".into(),
+        };
+        let clock = FixedClock::new(Timestamp::from_millis(1_000_000));
+        let wait = Duration::from_secs(60);
+        let (answered, folder) = open_request(
+            dir.path(),
+            &attempt,
+            1,
+            "claude",
+            None,
+            &ask("Bash"),
+            wait,
+            &clock,
+        )
+        .unwrap();
+        open_request(
+            dir.path(),
+            &attempt,
+            2,
+            "claude",
+            None,
+            &ask("Write"),
+            wait,
+            &clock,
+        )
+        .unwrap();
+        // The first is answered (its deadline passed on a later clock).
+        let later = FixedClock::new(Timestamp::from_millis(1_061_000));
+        await_answer(
+            &folder,
+            &answered,
+            Duration::from_millis(1),
+            TimeoutAnswer::Deny,
+            &later,
+        )
+        .unwrap();
+        let pending = |millis| {
+            pending_requests(dir.path(), "T", Timestamp::from_millis(millis))
+                .unwrap()
+                .iter()
+                .map(|request| request.tool_name.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pending(1_000_500), ["Write"]);
+        assert!(pending(1_060_000).is_empty(), "past its deadline");
+        assert!(
+            pending_requests(dir.path(), "other", Timestamp::from_millis(0))
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
