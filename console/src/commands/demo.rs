@@ -1,4 +1,5 @@
-//! `valp demo`: a task with a seeded legal history, written through the store.
+//! `valp demo`: a task with a seeded legal history, written through the store (with
+//! `--console`, only when `--entries` asks for it: the console's demo is the live plan).
 
 use std::io::Write;
 use std::path::Path;
@@ -16,6 +17,9 @@ use valp_view::sanitize::display_text;
 
 /// Entries the demo appends per batch (one `fdatasync` each).
 const DEMO_BATCH: usize = 1024;
+
+/// Accepted entries of the seeded task when `--entries` is not given (without `--console`).
+const DEFAULT_ENTRIES: usize = 120;
 
 pub(super) fn run(
     root_path: &Path,
@@ -39,6 +43,13 @@ pub(super) fn run(
     };
     let task = Identity::new(IdentityKind::Task, args.task.clone())
         .map_err(|_| CommandError::Usage("--task must not be empty".to_owned()))?;
+    // The console's demo is the live plan the System publishes once a Leader is bound; a
+    // seeded random history beside it only confuses, unless asked for.
+    let entries = match (args.entries, args.console) {
+        (Some(entries), _) => entries,
+        (None, false) => DEFAULT_ENTRIES,
+        (None, true) => return Ok(ExitCode::SUCCESS),
+    };
     if args.console && root.open_task(&args.task, Access::ReadOnly).is_ok() {
         writeln!(
             out,
@@ -63,7 +74,7 @@ pub(super) fn run(
         task,
     );
     let mut journal = root.create_task(walk.genesis())?;
-    let mut left = args.entries;
+    let mut left = entries;
     while left > 0 {
         // One `fdatasync` per batch (the store's bulk append): a crash loses at most the batch
         // in flight, never an entry of an earlier one.
