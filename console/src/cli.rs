@@ -656,6 +656,13 @@ pub enum IngestCommand {
         /// The VALP task these verdicts speak for; without it none is named (never guessed).
         #[arg(long, value_name = "TASK")]
         task: Option<String>,
+        /// The task's work item they speak for (with --task; never guessed).
+        #[arg(long, value_name = "ID", requires = "task")]
+        item: Option<String>,
+        /// Record each verdict in the task's foreign-observation journal (Evidence + Claim +
+        /// Review observation; never a kernel review, never Done). Needs --task.
+        #[arg(long, requires = "task")]
+        record: bool,
     },
 }
 
@@ -699,6 +706,22 @@ pub enum TaskCommand {
         /// The plan file.
         #[arg(value_name = "PLAN")]
         plan: PathBuf,
+    },
+    /// Import a SuperLoop finite Work Plan (`superloop/v2` loop folder) as a new task, read-only.
+    ///
+    /// Parts become required work items (external adapter) with hard dependencies, criteria
+    /// and expected artifacts carried; the contract digest is frozen into the plan; the
+    /// recorded state, runs, Part results and a completed Goal evaluation become foreign
+    /// observations (a Done claim, which still needs the Done gate). The frontier is
+    /// recomputed from loop.yaml and state.json. Never runs loopctl, takes no SuperLoop lock,
+    /// writes nothing into the loop folder.
+    ImportSuperloop {
+        /// The loop folder (holding loop.yaml and state.json).
+        #[arg(value_name = "LOOPDIR")]
+        dir: PathBuf,
+        /// The task id (default: superloop-<loop name>).
+        #[arg(long = "as", value_name = "ID")]
+        task: Option<String>,
     },
     /// Hand a task bound to a fenced Leader epoch over to the active epoch.
     ///

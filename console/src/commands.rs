@@ -18,6 +18,7 @@ mod related;
 mod report;
 mod run;
 mod status;
+mod superloop;
 mod task;
 mod upgrade;
 mod userconfig;
@@ -165,9 +166,9 @@ pub fn run(
                 out,
             )
         }
-        Command::Task(TaskCommand::Publish { plan }) => {
-            publish::run(&open_root(root.as_deref())?, &plan, &clock, &options, out)
-        }
+        Command::Task(
+            command @ (TaskCommand::Publish { .. } | TaskCommand::ImportSuperloop { .. }),
+        ) => superloop::publish_task(&open_root(root.as_deref())?, command, &clock, &options, out),
         Command::Task(TaskCommand::Handoff {
             task,
             successor,
@@ -201,8 +202,8 @@ pub fn run(
         command @ (Command::Hook { .. } | Command::Notify { .. } | Command::Agent(_)) => {
             channel::run(command, root.as_deref(), &clock, &options, input, out)
         }
+        Command::Ingest(command) => related::run(command, root.as_deref(), out),
         command @ (Command::DemoAgent { .. }
-        | Command::Ingest(_)
         | Command::Audit { .. }
         | Command::Conformance { .. }) => without_root(command, out),
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
@@ -210,7 +211,7 @@ pub fn run(
 }
 
 /// The commands that work without a control root: `valp agent …`, `valp demo-agent`,
-/// `valp ingest …` (read-only), `valp audit DIR…` and `valp conformance FILE…`.
+/// `valp audit DIR…` and `valp conformance FILE…`.
 fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
     match command {
         Command::Conformance {
@@ -219,7 +220,6 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
-        Command::Ingest(command) => related::run(command, out),
         Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Agent(AgentCommand::Classify {
             agent,

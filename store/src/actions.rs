@@ -298,7 +298,7 @@ const MEMBERS: [&str; 13] = [
 ];
 
 /// Reads the members of `value` (an object with exactly `names`).
-fn members<'v>(
+pub(crate) fn members<'v>(
     value: &'v Value,
     what: &str,
     names: &[&str],
@@ -316,14 +316,17 @@ fn members<'v>(
     Ok(members)
 }
 
-fn text(members: &std::collections::BTreeMap<String, Value>, name: &str) -> Result<String, String> {
+pub(crate) fn text(
+    members: &std::collections::BTreeMap<String, Value>,
+    name: &str,
+) -> Result<String, String> {
     match members.get(name) {
         Some(Value::String(text)) => Ok(text.clone()),
         _ => Err(format!("{name} must be a string")),
     }
 }
 
-fn optional_text(
+pub(crate) fn optional_text(
     members: &std::collections::BTreeMap<String, Value>,
     name: &str,
 ) -> Result<Option<String>, String> {

@@ -15,8 +15,8 @@
 //!
 //! See [`layout`] for the folder structure, [`chain`] for the line format, [`journal`] for
 //! open/verify/append, [`ledger`] for the chained files of records no kernel replays: the
-//! task's effect ledger ([`effects`]) and operator-action journal ([`actions`]) (the same line
-//! format, lock and recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
+//! task's effect ledger ([`effects`]), operator-action journal ([`actions`]) and
+//! foreign-observation journal ([`foreign`]) (the same line format, lock and recovery), [`blobs`] for content-addressed evidence, [`done`] for the Done gate and
 //! [`fence`] for the epoch fence the store enforces on task journals.
 
 pub mod actions;
@@ -28,6 +28,7 @@ pub mod effects;
 pub mod error;
 pub mod fence;
 mod files;
+pub mod foreign;
 pub mod head;
 pub mod installation;
 pub mod io;

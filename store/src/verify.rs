@@ -12,13 +12,14 @@ use std::sync::Arc;
 use crate::actions::{ACTIONS_FILE, ActionJournal};
 use crate::effects::{EFFECT_LEDGER_FILE, EffectLedger, LAYOUT1_EFFECTS_FILE, verify_against};
 use crate::error::StoreError;
+use crate::foreign::{FOREIGN_FILE, ForeignJournal};
 use crate::journal::Access;
 use crate::root::ControlRoot;
 
 /// One line of the verification table.
 #[derive(Debug)]
 pub struct Check {
-    /// `ledger`, `journal`, `effects`, `actions`, `blobs` or `blob`.
+    /// `ledger`, `journal`, `effects`, `actions`, `foreign`, `blobs` or `blob`.
     pub kind: &'static str,
     /// The task folder or blob name.
     pub name: String,
@@ -43,8 +44,10 @@ impl Verification {
         self.checks
             .iter()
             .filter(|check| {
-                matches!(check.kind, "journal" | "ledger" | "effects" | "actions")
-                    && check.problem.is_none()
+                matches!(
+                    check.kind,
+                    "journal" | "ledger" | "effects" | "actions" | "foreign"
+                ) && check.problem.is_none()
             })
             .count()
     }
@@ -129,6 +132,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .unwrap_or_default();
         let effects = verify_effects(root, &dir, &name);
         let actions = verify_actions(root, &dir, &name);
+        let foreign = verify_foreign(root, &dir, &name);
         let check = match root.verify_task_dir(&dir) {
             Ok(journal) => {
                 let mut warnings = journal_warnings(&journal);
@@ -158,6 +162,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         verification.checks.push(check);
         verification.checks.extend(effects);
         verification.checks.extend(actions);
+        verification.checks.extend(foreign);
     }
     let (good, problems) = root.blobs().verify_all()?;
     verification.checks.push(Check {
@@ -224,34 +229,61 @@ fn verify_effects(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
 
 /// The check of a task folder's operator-action journal, when it has one.
 fn verify_actions(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
-    if !dir.join(ACTIONS_FILE).exists() {
+    verify_records(dir, name, "actions", ACTIONS_FILE, || {
+        let actions = ActionJournal::open(
+            dir,
+            &root.layout().quarantine_dir(),
+            Arc::clone(root.storage()),
+            Access::ReadOnly,
+        )?;
+        let count = actions.len() as u64;
+        let anchored = actions.head().map(|head| head.seq + 1);
+        Ok((
+            count,
+            with_lag(actions.warnings(), anchored, count, "record"),
+        ))
+    })
+}
+
+/// The check of a task folder's foreign-observation journal, when it has one.
+fn verify_foreign(root: &ControlRoot, dir: &Path, name: &str) -> Option<Check> {
+    verify_records(dir, name, "foreign", FOREIGN_FILE, || {
+        let foreign = ForeignJournal::open(
+            dir,
+            &root.layout().quarantine_dir(),
+            Arc::clone(root.storage()),
+            Access::ReadOnly,
+        )?;
+        let count = foreign.records().len() as u64;
+        let anchored = foreign.head().map(|head| head.seq + 1);
+        Ok((
+            count,
+            with_lag(foreign.warnings(), anchored, count, "record"),
+        ))
+    })
+}
+
+/// The check (`kind`) of the chained file `file` of a task folder, when it has one: `open`
+/// verifies it and gives its record count and warnings.
+fn verify_records(
+    dir: &Path,
+    name: &str,
+    kind: &'static str,
+    file: &str,
+    open: impl FnOnce() -> Result<(u64, Vec<String>), StoreError>,
+) -> Option<Check> {
+    if !dir.join(file).exists() {
         return None;
     }
-    let opened = ActionJournal::open(
-        dir,
-        &root.layout().quarantine_dir(),
-        Arc::clone(root.storage()),
-        Access::ReadOnly,
-    );
-    Some(match opened {
-        Ok(actions) => Check {
-            kind: "actions",
-            name: name.to_owned(),
-            entries: actions.len() as u64,
-            warnings: with_lag(
-                actions.warnings(),
-                actions.head().map(|head| head.seq + 1),
-                actions.len() as u64,
-                "record",
-            ),
-            problem: None,
-        },
-        Err(problem) => Check {
-            kind: "actions",
-            name: name.to_owned(),
-            entries: 0,
-            warnings: Vec::new(),
-            problem: Some(problem),
-        },
+    let (entries, warnings, problem) = match open() {
+        Ok((entries, warnings)) => (entries, warnings, None),
+        Err(problem) => (0, Vec::new(), Some(problem)),
+    };
+    Some(Check {
+        kind,
+        name: name.to_owned(),
+        entries,
+        warnings,
+        problem,
     })
 }

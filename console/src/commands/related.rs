@@ -3,8 +3,11 @@
 //! Prints one block per verdict (origin, evidence content digest, the exact outcome mapping,
 //! verification levels, declared independence, validation time, criteria, findings, unbound
 //! references) and one `rejected:` line per file not taken. Every foreign string goes through
-//! the sanitizer. Nothing is written anywhere: no control root is opened, no kernel event is
-//! proposed (a foreign PASS is never a `review_passed`). Exit code 3 when a file was rejected.
+//! the sanitizer. Without `--record` nothing is written anywhere and no control root is opened.
+//! With `--record --task TASK [--item ID]` each verdict taken is kept in that task's
+//! foreign-observation journal (Evidence + Claim + Review observation,
+//! [`valp_runtime::related::record`]); rejected files are not recorded. Never a kernel event:
+//! a foreign PASS is never a `review_passed`, never Done. Exit code 3 when a file was rejected.
 
 use std::io::Write;
 use std::path::Path;
@@ -18,9 +21,30 @@ use valp_runtime::related::agentops::{
 use valp_view::sanitize::{display_line, display_text};
 
 /// Runs `valp ingest …`.
-pub(super) fn run(command: IngestCommand, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
+pub(super) fn run(
+    command: IngestCommand,
+    root: Option<&Path>,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
     match command {
-        IngestCommand::Agentops { dir, task } => agentops(dir.as_deref(), task.as_deref(), out),
+        IngestCommand::Agentops {
+            dir,
+            task,
+            item,
+            record,
+        } => {
+            let target = match (&task, record) {
+                (Some(task), true) => Some((super::open_root(root)?, task.as_str())),
+                _ => None,
+            };
+            agentops(
+                dir.as_deref(),
+                task.as_deref(),
+                item.as_deref(),
+                target,
+                out,
+            )
+        }
     }
 }
 
@@ -28,6 +52,8 @@ pub(super) fn run(command: IngestCommand, out: &mut dyn Write) -> Result<ExitCod
 fn agentops(
     dir: Option<&Path>,
     task: Option<&str>,
+    item: Option<&str>,
+    record: Option<(valp_store::ControlRoot, &str)>,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
     let dir = dir.unwrap_or_else(|| Path::new(agentops::DEFAULT_DIR));
@@ -62,6 +88,29 @@ fn agentops(
         report.intents.len(),
         report.rejections.len()
     )?;
+    if let Some((root, task)) = record {
+        let kept = valp_runtime::related::record::record_agentops(&root, task, item, &report)
+            .map_err(|error| CommandError::Usage(format!("recording in task {task}: {error}")))?;
+        for kept in &kept {
+            writeln!(
+                out,
+                "recorded: {} {} evidence {} claim {} review {}{}",
+                display_text(&kept.record.observation_id),
+                kept.record.work_item_id.as_deref().map_or_else(
+                    || "task".to_owned(),
+                    |item| format!("item {}", display_text(item))
+                ),
+                kept.evidence.evidence_id.value(),
+                kept.record.claim.map_or("-", |(claim, _)| claim.as_str()),
+                kept.record.claim.map_or("-", |(_, review)| review.as_str()),
+                if kept.written {
+                    ""
+                } else {
+                    " (already recorded)"
+                }
+            )?;
+        }
+    }
     Ok(if report.rejections.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -366,6 +366,8 @@ pub struct Ingested {
     pub independence: Independence,
     /// Whether the file bytes are exactly the canonical form plus LF (what AgentOps writes).
     pub byte_canonical: bool,
+    /// The file's bytes as read (the ones every digest above was computed from).
+    pub bytes: Vec<u8>,
 }
 
 /// Everything one folder held.
@@ -635,6 +637,7 @@ fn resolve(
         },
         independence: independence(&verdict),
         byte_canonical,
+        bytes: bytes.to_vec(),
         verdict,
     }
 }
