@@ -140,6 +140,7 @@ fn done_policy(dimensions: DimensionPolicy) -> DonePolicy {
         skippable_optional_items: false,
         degradable_soft_items: Vec::new(),
         dimensions: Some(dimensions),
+        correction_cycle: false,
     }
 }
 
@@ -612,7 +613,7 @@ fn the_policy_decoder_refuses_every_malformed_shape() {
         &edited("done-policy.v2", "done-policy.v3"),
         "policy.schema_version",
         &DecodeErrorKind::WrongSchema {
-            expected: "valp-kernel-done-policy.v1 or .v2",
+            expected: "valp-kernel-done-policy.v1, .v2 or .v3",
             found: "valp-kernel-done-policy.v3".to_owned(),
         },
     );

@@ -296,7 +296,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
-            self.task_guard(),
+            self.task_guard().in_task(&dir),
         ))
     }
 
@@ -334,7 +334,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.task_guard(),
+            self.task_guard().in_task(&dir),
         ))
     }
 
@@ -373,7 +373,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.task_guard(),
+            self.task_guard().in_task(dir),
             anchoring,
         ))
     }

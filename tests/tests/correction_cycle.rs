@@ -39,6 +39,31 @@ fn last_completed_attempt(project: &Project, task: &str) -> String {
         .expect("an attempt completed")
 }
 
+/// The `correction-cycle-…` evidence digests the journal's `recording_completed` binds.
+fn bound_cycles(project: &Project, task: &str) -> Vec<String> {
+    let journal = std::fs::read_to_string(
+        project
+            .control_root()
+            .join("tasks")
+            .join(task)
+            .join("journal.jsonl"),
+    )
+    .unwrap();
+    journal
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line.pointer("/entry/event/kind") == Some(&"recording_completed".into()))
+        .flat_map(|line| line["entry"]["evidence_set"].as_array().cloned().unwrap())
+        .filter(|evidence| {
+            evidence["evidence_id"]["value"]
+                .as_str()
+                .unwrap()
+                .starts_with("correction-cycle-")
+        })
+        .map(|evidence| evidence["content_digest"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[test]
 fn fail_retry_pass_reaches_done_with_a_fixed_cycle() {
     let project = Project::new();
@@ -103,6 +128,16 @@ fn fail_retry_pass_reaches_done_with_a_fixed_cycle() {
         "{fixed}"
     );
     assert_eq!(fixed["final_evidence_refs"][0], "journal.jsonl");
+    // The task froze a v3 Done policy, so its Done binds the cycle as it stood before Done,
+    // which is the file's content.
+    let file = project
+        .control_root()
+        .join("tasks/mend/correction-cycle.json");
+    let bytes = std::fs::read(file).unwrap();
+    assert_eq!(
+        bound_cycles(&project, "mend"),
+        [valp_kernel::canonical::sha256_digest(&bytes)]
+    );
     let status = project.ok(&["task", "status", "mend"]);
     assert!(
         status.contains("  correction fixed: 1 rounds, 0 open\n"),
@@ -127,6 +162,7 @@ fn a_task_without_a_signal_gets_no_cycle_file() {
     project.ok(&["run"]);
     assert_eq!(project.task_status("calm"), "done");
     assert_eq!(cycle_of(&project, "calm"), None);
+    assert!(bound_cycles(&project, "calm").is_empty());
     let status = project.ok(&["task", "status", "calm"]);
     assert!(!status.contains("correction"), "{status}");
 }
