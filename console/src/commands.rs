@@ -200,16 +200,17 @@ pub fn run(
         command @ (Command::Hook { .. } | Command::Notify { .. } | Command::Agent(_)) => {
             channel::run(command, root.as_deref(), &clock, &options, input, out)
         }
-        command @ (Command::DemoAgent { .. }
-        | Command::Ingest(_)
-        | Command::Audit { .. }
-        | Command::Conformance { .. }) => without_root(command, out),
+        Command::Audit { json, targets } => audit::run(root.as_deref(), &targets, json, out),
+        command
+        @ (Command::DemoAgent { .. } | Command::Ingest(_) | Command::Conformance { .. }) => {
+            without_root(command, out)
+        }
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
     }
 }
 
 /// The commands that work without a control root: `valp agent …`, `valp demo-agent`,
-/// `valp ingest …` (read-only), `valp audit DIR…` and `valp conformance FILE…`.
+/// `valp ingest …` (read-only) and `valp conformance FILE…`.
 fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
     match command {
         Command::Conformance {
@@ -219,7 +220,6 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
         Command::Ingest(command) => related::run(command, out),
-        Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Agent(AgentCommand::Classify {
             agent,
             profile,

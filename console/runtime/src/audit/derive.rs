@@ -125,13 +125,17 @@ pub struct Cycle {
     pub final_evidence_refs: Vec<String>,
 }
 
+impl Round {
+    /// Whether the round is not yet `fixed`, `blocked` or `cancelled`.
+    pub fn is_open(&self) -> bool {
+        matches!(self.status, "open" | "fixing")
+    }
+}
+
 impl Cycle {
     /// Rounds not yet `fixed`, `blocked` or `cancelled`.
     pub fn open_rounds(&self) -> usize {
-        self.rounds
-            .iter()
-            .filter(|round| matches!(round.status, "open" | "fixing"))
-            .count()
+        self.rounds.iter().filter(|round| round.is_open()).count()
     }
 }
 
