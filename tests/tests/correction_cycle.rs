@@ -6,7 +6,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
+use valp_runtime::audit::cycle_file::open_rounds;
 use valp_tests::project::{Project, item, plan};
 
 fn cycle_of(project: &Project, task: &str) -> Option<Value> {
@@ -52,6 +55,27 @@ fn gates(list: &[(&str, &str, &str)]) -> Gates {
     list.iter()
         .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
         .collect()
+}
+
+/// The digest of the first evidence in `journal` (its text) whose id starts with `prefix`.
+fn evidence_digest(journal: &str, prefix: &str) -> String {
+    journal
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .flat_map(|line| {
+            line.pointer("/entry/evidence_set")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find(|evidence| {
+            evidence["evidence_id"]["value"]
+                .as_str()
+                .unwrap()
+                .starts_with(prefix)
+        })
+        .and_then(|evidence| evidence["content_digest"].as_str().map(str::to_owned))
+        .unwrap()
 }
 
 /// The attempt id of the journal's last `attempt_completed` event.
@@ -126,6 +150,15 @@ fn fail_retry_pass_reaches_done_with_a_fixed_cycle() {
     assert_eq!(open["rounds"][0]["owner"], "process");
     assert!(open["rounds"][0]["started_at"].is_string(), "{open}");
     assert_eq!(open["rounds"][0]["ended_at"], Value::Null);
+    // What the needs-you queue reads: the one open round, owned by the plan item's adapter.
+    let owners = BTreeMap::from([("fix".to_owned(), "process".to_owned())]);
+    let task_dir = project.control_root().join("tasks/mend");
+    let rounds = open_rounds(&task_dir, "mend", &owners).unwrap();
+    assert_eq!(rounds.len(), 1);
+    assert_eq!(
+        (rounds[0].status, rounds[0].owner.as_str()),
+        ("open", "process")
+    );
 
     if project.task_status("mend") == "blocked" {
         project.ok(&["unblock", "mend", "--note", "go will exist"]);
@@ -145,6 +178,7 @@ fn fail_retry_pass_reaches_done_with_a_fixed_cycle() {
     let rounds = fixed["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 1, "{fixed}");
     assert_eq!(rounds[0]["status"], "fixed");
+    assert!(open_rounds(&task_dir, "mend", &owners).unwrap().is_empty());
     assert!(rounds[0]["ended_at"].is_string(), "{fixed}");
     // The Leader's recovery and retry are the round's actions, among them the attempt that
     // passed.
@@ -267,8 +301,13 @@ fn a_task_without_a_signal_gets_no_cycle_file() {
     let status = project.ok(&["task", "status", "calm"]);
     assert!(!status.contains("correction"), "{status}");
 
+    audit_a_task_without_a_signal(&project);
+}
+
+/// `valp audit` of the done task `calm` (no signal), then with evidence and a policy removed.
+fn audit_a_task_without_a_signal(project: &Project) {
     // The audit skips the correction cycle; no argument audits every task.
-    let (code, audited) = audit(&project, &[]);
+    let (code, audited) = audit(project, &[]);
     assert_eq!(code, Some(0));
     assert_eq!(
         audited,
@@ -287,32 +326,33 @@ fn a_task_without_a_signal_gets_no_cycle_file() {
     // again when the journal verifies).
     let journal =
         std::fs::read_to_string(project.control_root().join("tasks/calm/journal.jsonl")).unwrap();
-    let plan = journal
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .flat_map(|line| {
-            line.pointer("/entry/evidence_set")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .find(|evidence| {
-            evidence["evidence_id"]["value"]
-                .as_str()
-                .unwrap()
-                .starts_with("plan-")
-        })
-        .unwrap();
-    let digest = plan["content_digest"].as_str().unwrap();
     let blob = project
         .control_root()
         .join("evidence/sha256")
-        .join(digest.trim_start_matches("sha256:"));
+        .join(evidence_digest(&journal, "plan-").trim_start_matches("sha256:"));
     std::fs::remove_file(blob).unwrap();
-    let (code, audited) = audit(&project, &["calm"]);
+    let (code, audited) = audit(project, &["calm"]);
     assert_eq!(code, Some(1));
     assert_eq!(audited[0][3].1, "fail");
     assert_eq!(audited[0][3].2, "missing_evidence");
+
+    // The frozen policy's blob removed: the journal no longer verifies, the other gates skip.
+    let policy = project
+        .control_root()
+        .join("evidence/sha256")
+        .join(evidence_digest(&journal, "done-policy-").trim_start_matches("sha256:"));
+    std::fs::remove_file(policy).unwrap();
+    let (code, audited) = audit(project, &["calm"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        audited,
+        [gates(&[
+            ("done_matrix", "skip", "journal_unverified"),
+            ("correction_cycle", "skip", "journal_unverified"),
+            ("journal_integrity", "fail", "journal_corrupt"),
+            ("evidence", "skip", "journal_unverified"),
+        ])]
+    );
 
     // A task that is not there is a usage error.
     let run = project.valp(&["audit", "nope"]);
