@@ -19,13 +19,18 @@ pub struct Cli {
     /// Where the Doctor looks for Leader candidates.
     #[command(flatten)]
     pub observe: ObserveArgs,
-    /// The console's configuration file (keymap, theme, refresh period) instead of the one in
-    /// the platform's config folder (`valp doctor` shows where that is).
+    /// The console's configuration file (keymap, theme, refresh period, agent profile
+    /// overrides) instead of `$VALP_CONFIG` or the one in the platform's config folder (`valp
+    /// doctor` shows where that is).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Colours in the console: `auto` follows `NO_COLOR`; this flag beats it and the config.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// The console's theme: default (ANSI-16), dark, light or high-contrast; beats the config
+    /// file's `[console] theme` (`:theme NAME` switches while it runs).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
     /// What to do; without a command valp opens the operator console on the control root.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -404,9 +409,10 @@ pub struct DemoArgs {
     /// Task id of the demo task.
     #[arg(long, default_value = "demo-1")]
     pub task: String,
-    /// Accepted entries to write.
-    #[arg(long, default_value_t = 120)]
-    pub entries: usize,
+    /// Accepted entries to write (120 without `--console`). With `--console` the seeded task
+    /// is written only when this is given: the console opens on the live demo plan.
+    #[arg(long)]
+    pub entries: Option<usize>,
     /// Work items in the task.
     #[arg(long, default_value_t = 6)]
     pub work_items: usize,
@@ -570,6 +576,22 @@ pub enum AgentCommand {
         /// A transcript (default: stdin).
         #[arg(value_name = "FILE")]
         file: Option<PathBuf>,
+    },
+    /// Run a headless agent for an `agent-stream` work item (the process adapter runs this):
+    /// its JSON stream is passed on to stdout and recorded as the attempt's signals; an
+    /// interrupt (SIGINT) reaches the agent as its control message where it has one, else as
+    /// SIGINT. Exits with the agent's exit code.
+    #[command(name = "run-stream")]
+    RunStream {
+        /// Whose stream ARGV prints.
+        #[arg(value_enum)]
+        agent: valp_runtime::agent::channel::stream::Stream,
+        /// The prompt for the agent's stdin (claude: a stream-json user message).
+        #[arg(long, value_name = "TEXT")]
+        prompt: Option<String>,
+        /// The agent's command, after `--`.
+        #[arg(last = true, required = true, value_name = "ARGV")]
+        argv: Vec<String>,
     },
     /// List a task's permission requests from its agents, with their answers.
     Requests {

@@ -15,6 +15,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use super::app::Ctx;
+use super::paint;
 use super::selection::Pane;
 use super::text::{Cut, cell, fit, row, span};
 use super::theme::Slot;
@@ -65,6 +66,8 @@ pub struct Listing<'a> {
     pub cursor: usize,
     /// What an empty pane says.
     pub empty: String,
+    /// The pane it lists, so a click on a row selects it.
+    pub pane: Option<Pane>,
 }
 
 impl<'a> Listing<'a> {
@@ -85,6 +88,7 @@ impl<'a> Listing<'a> {
             entries,
             cursor: ctx.selection.cursor(pane),
             empty: empty.to_owned(),
+            pane: Some(pane),
         }
     }
 }
@@ -105,20 +109,23 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     } else {
         Slot::Border
     };
+    let border = ctx.style(border);
     let room = area.width.saturating_sub(2);
-    let mut block = Block::bordered().border_style(ctx.style(border)).title(fit(
+    let top = [fit(
         Line::from(span(
             &format!(" {} ", listing.title),
             ctx.style(Slot::Title),
         )),
         room,
-    ));
-    if let Some(note) = listing.note {
-        block = block.title_bottom(fit(note, room));
-    }
-    let inner = block.inner(area);
+    )];
+    let mut bottom: Vec<Line> = listing
+        .note
+        .map(|note| fit(note, room))
+        .into_iter()
+        .collect();
+    let inner = Block::bordered().inner(area);
     if listing.entries.is_empty() {
-        frame.render_widget(block, area);
+        paint::bordered(frame.buffer_mut(), area, border, &top, &bottom);
         let empty = Paragraph::new(Line::from(span(&listing.empty, ctx.style(Slot::Muted))))
             .wrap(Wrap { trim: true });
         frame.render_widget(empty, inner);
@@ -137,6 +144,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     let mut end = start;
     for (at, entry) in (start..).zip(shown) {
         let rows = entry.len();
+        if let Some(pane) = listing.pane {
+            // Where the entry is drawn, for clicks (what falls below the pane is never hit).
+            let top = inner.y + u16::try_from(lines.len()).unwrap_or(u16::MAX);
+            let area = Rect::new(inner.x, top, inner.width, u16::try_from(rows).unwrap_or(1))
+                .intersection(inner);
+            ctx.row_areas.borrow_mut().push((pane, area, at));
+        }
         for line in entry {
             let line = fit(line, inner.width);
             lines.push(if listing.focused && at == cursor {
@@ -154,15 +168,19 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     }
     if start > 0 || end < count {
         let shown = format!(" {}–{} of {count} ", start + 1, end.max(start + 1));
-        block = block.title_bottom(
-            fit(Line::from(span(&shown, ctx.style(Slot::Muted))), room).right_aligned(),
-        );
+        bottom.push(fit(Line::from(span(&shown, ctx.style(Slot::Muted))), room).right_aligned());
     }
-    frame.render_widget(block, area);
+    // The border and titles straight into the cells (see `paint`).
+    paint::bordered(frame.buffer_mut(), area, border, &top, &bottom);
     // Line by line rather than as a `Paragraph`: the lines are already cut to the width, so
-    // the paragraph's reflow (a second pass over every grapheme of the pane) buys nothing.
+    // the paragraph's reflow (a second pass over every grapheme of the pane) buys nothing; and
+    // plain ASCII lines straight into the cells (see `paint`).
     for (line, y) in lines.into_iter().zip(inner.top()..inner.bottom()) {
-        frame.render_widget(line, Rect::new(inner.x, y, inner.width, 1));
+        paint::line(
+            frame.buffer_mut(),
+            Rect::new(inner.x, y, inner.width, 1),
+            &line,
+        );
     }
 }
 
