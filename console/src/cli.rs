@@ -152,23 +152,25 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
-    /// Audit task folders: one line per gate (Done matrix, correction cycle, journal
-    /// integrity, evidence present), each pass, fail or skip with its reason.
+    /// Audit tasks: one line per gate (Done matrix, correction cycle, journal integrity,
+    /// evidence present and bound), each pass, fail or skip with its reason.
     ///
-    /// Each DIR is a task folder in the VALP reference repository's layout (`state.json`,
-    /// `dispatch-receipts.jsonl`, `evidence-status.json`, `correction-cycle.json`, `agents/`,
-    /// `evidence/`). The correction-cycle gate applies the audit rule of seed 003: when a
-    /// correction signal exists (a `dispatch_blocked` receipt, evidence marked invalid,
-    /// superseded, rejected or blocked) `correction-cycle.json` must exist, be
-    /// `valp-correction-cycle.v1`, hold at least one round, end `fixed`, and every ref must be
-    /// a task-relative safe path that exists. Exits 1 when a gate fails.
+    /// Each TASK is a task id of the control root (no argument: every task of it); each DIR
+    /// (an existing folder) a task folder in the VALP reference repository's layout
+    /// (`state.json`, `dispatch-receipts.jsonl`, `evidence-status.json`,
+    /// `correction-cycle.json`, `agents/`, `evidence/`). The correction-cycle gate applies the
+    /// audit rule of seed 003: when a correction signal exists (a failed, blocked or rejected
+    /// step in the journal; a `dispatch_blocked` receipt or evidence marked invalid,
+    /// superseded, rejected or blocked in a reference folder) `correction-cycle.json` must
+    /// exist, be `valp-correction-cycle.v1`, hold at least one round, end `fixed`, and every
+    /// ref must be a task-relative safe path that exists. Exits 1 when a gate fails.
     Audit {
         /// Print one JSON document instead of lines.
         #[arg(long)]
         json: bool,
-        /// The task folders.
-        #[arg(value_name = "DIR", required = true)]
-        dirs: Vec<PathBuf>,
+        /// Task ids of the control root, or reference-layout task folders.
+        #[arg(value_name = "TASK|DIR")]
+        targets: Vec<PathBuf>,
     },
     /// Observe the Leader candidates on this machine and record the observation.
     ///

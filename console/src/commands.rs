@@ -203,15 +203,16 @@ pub fn run(
             channel::run(command, root.as_deref(), &clock, &options, input, out)
         }
         Command::Ingest(command) => related::run(command, root.as_deref(), out),
-        command @ (Command::DemoAgent { .. }
-        | Command::Audit { .. }
-        | Command::Conformance { .. }) => without_root(command, out),
+        Command::Audit { json, targets } => audit::run(root.as_deref(), &targets, json, out),
+        command @ (Command::DemoAgent { .. } | Command::Conformance { .. }) => {
+            without_root(command, out)
+        }
         Command::Demo(args) => demo::run(&init_target(root.as_deref())?, &args, out),
     }
 }
 
-/// The commands that work without a control root: `valp agent …`, `valp demo-agent`,
-/// `valp audit DIR…` and `valp conformance FILE…`.
+/// The commands that work without a control root: `valp agent …`, `valp demo-agent`
+/// and `valp conformance FILE…`.
 fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, CommandError> {
     match command {
         Command::Conformance {
@@ -220,7 +221,6 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             no_deviations,
             quiet,
         } => conformance::run(&files, deviations.as_deref(), no_deviations, quiet, out),
-        Command::Audit { json, dirs } => audit::run(&dirs, json, out),
         Command::Agent(AgentCommand::Classify {
             agent,
             profile,

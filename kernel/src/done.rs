@@ -59,7 +59,15 @@
 //! A gate that is not required and not `pass` is a note,
 //! `advisory_dimension:<dimension>:<verdict>`. The gate's own reasons are in
 //! [`dimension_gates`]. A v1 policy keeps the rule it was frozen under: no dimension gate.
+//!
+//! **Correction cycle** (seed 003, [`correction`]). A v3 policy (`correction_cycle`) also needs,
+//! when the task's history holds a correction signal, a bound `correction-cycle-…` evidence that
+//! satisfies the seed's audit rule; its reasons (`correction_cycle_…`) follow the matrix's.
+//! The store supplies the signals, the decoded cycle and the presence of its refs
+//! ([`correction::locate`], [`correction::judge`]). A v1 or v2 policy keeps the rule it was
+//! frozen under.
 
+pub mod correction;
 pub(crate) mod decode;
 mod model;
 
@@ -68,7 +76,7 @@ use std::collections::BTreeSet;
 pub use decode::{decode_done_closure, decode_done_gate, decode_done_policy};
 pub use model::{
     CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2, ClosureCriterion, DoneClosure, DoneGate, DonePolicy,
-    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, PolicyCriterion,
+    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, POLICY_SCHEMA_V3, PolicyCriterion,
 };
 
 use crate::canonical::Canonical;

@@ -140,6 +140,7 @@ fn done_policy(dimensions: DimensionPolicy) -> DonePolicy {
         skippable_optional_items: false,
         degradable_soft_items: Vec::new(),
         dimensions: Some(dimensions),
+        correction_cycle: false,
     }
 }
 
@@ -609,12 +610,18 @@ fn the_policy_decoder_refuses_every_malformed_shape() {
     }
     policy_refused(&value, "policy.dimensions", &DecodeErrorKind::Missing);
     policy_refused(
-        &edited("done-policy.v2", "done-policy.v3"),
+        &edited("done-policy.v2", "done-policy.v4"),
         "policy.schema_version",
         &DecodeErrorKind::WrongSchema {
-            expected: "valp-kernel-done-policy.v1 or .v2",
-            found: "valp-kernel-done-policy.v3".to_owned(),
+            expected: "valp-kernel-done-policy.v1, .v2 or .v3",
+            found: "valp-kernel-done-policy.v4".to_owned(),
         },
+    );
+    // v3 may carry the section, and must name its correction cycle.
+    policy_refused(
+        &edited("done-policy.v2", "done-policy.v3"),
+        "policy.correction_cycle",
+        &DecodeErrorKind::Missing,
     );
     policy_refused(
         &edited(

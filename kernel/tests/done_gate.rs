@@ -108,6 +108,7 @@ fn policy() -> DonePolicy {
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-soft".to_owned()],
         dimensions: None,
+        correction_cycle: false,
     }
 }
 
@@ -527,6 +528,7 @@ fn a_task_without_work_items_or_criteria_needs_only_the_claim() {
         criteria: Vec::new(),
         skippable_optional_items: false,
         degradable_soft_items: Vec::new(),
+        correction_cycle: false,
         dimensions: None,
     };
     let closure = DoneClosure {
@@ -828,15 +830,21 @@ fn the_policy_decoder_is_strict() {
             error("policy.criteria", DecodeErrorKind::Missing),
         ),
         (
-            r#"{"schema_version":"valp-kernel-done-policy.v3","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+            r#"{"schema_version":"valp-kernel-done-policy.v4","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
                 .to_owned(),
             error(
                 "policy.schema_version",
                 DecodeErrorKind::WrongSchema {
-                    expected: "valp-kernel-done-policy.v1 or .v2",
-                    found: "valp-kernel-done-policy.v3".to_owned(),
+                    expected: "valp-kernel-done-policy.v1, .v2 or .v3",
+                    found: "valp-kernel-done-policy.v4".to_owned(),
                 },
             ),
+        ),
+        (
+            // v3 names the correction cycle Done needs after a signal.
+            r#"{"schema_version":"valp-kernel-done-policy.v3","criteria":[],"skippable_optional_items":false,"degradable_soft_items":[]}"#
+                .to_owned(),
+            error("policy.correction_cycle", DecodeErrorKind::Missing),
         ),
         (
             // v2 carries the dimension gates (tests/dimension_gates.rs).

@@ -34,18 +34,29 @@
 //! `<label>_digest_invalid:<digest>`, `<label>_invalid:<why>` (not canonical, or not the record),
 //! and `evidence_store_unavailable` for a guard without an evidence store.
 //!
+//! **Correction cycle** (seed 003, [`valp_kernel::done::correction`]). The guard keeps the
+//! correction signals of the entries it has seen. Under a `valp-kernel-done-policy.v3`, a
+//! `recording_completed` after a signal must also bind one `correction-cycle-…` evidence
+//! whose blob (canonical JSON: the task's `correction-cycle.json`) satisfies the seed's audit
+//! rule; on append its refs are looked up in the task folder ([`DoneGuard::in_task`]; a guard
+//! without one adds `task_folder_unavailable`), on open only what the journal binds is judged
+//! (the blob, by digest). Blob reasons use the label `correction_cycle`. Without a signal, and
+//! under a v1 or v2 policy, nothing changes: tasks frozen before verify as they did.
+//!
 //! **Reference journals.** A journal whose revision 1 carries no `done-policy-…` evidence was
 //! written under the reference's rule (an imported reference store: the reference enforces no
 //! gate). The store never appends `recording_completed` to it (`done_policy_missing`); one it
 //! already holds verifies by replay alone and is reported by [`DoneGuard::ungated_done`] (and
 //! by `valp verify` as a warning).
 
+use std::path::{Path, PathBuf};
 use valp_kernel::canonical::decode_canonical;
 use valp_kernel::decode::DecodeError;
 use valp_kernel::dimension;
+
 use valp_kernel::done::{
-    self, DoneGate, POLICY_EVIDENCE_PREFIX, decode_done_closure, decode_done_policy,
-    evidence_with_prefix,
+    self, DoneGate, DonePolicy, POLICY_EVIDENCE_PREFIX, correction, decode_done_closure,
+    decode_done_policy, evidence_with_prefix,
 };
 use valp_kernel::json::Value;
 use valp_kernel::live::LiveState;
@@ -66,6 +77,10 @@ pub struct DoneGuard {
     frozen: Vec<Evidence>,
     /// The revision of a `recording_completed` held without a Done policy (reference rule).
     ungated_done: Option<u64>,
+    /// The correction signals of the entries observed, each once, in order.
+    signals: Vec<String>,
+    /// The task's folder, where a correction cycle's refs are looked up.
+    task_dir: Option<PathBuf>,
 }
 
 impl DoneGuard {
@@ -75,7 +90,16 @@ impl DoneGuard {
             blobs: Some(blobs),
             frozen: Vec::new(),
             ungated_done: None,
+            signals: Vec::new(),
+            task_dir: None,
         }
+    }
+
+    /// The same guard, looking a correction cycle's refs up in `dir` (the task's folder).
+    #[must_use]
+    pub fn in_task(mut self, dir: &Path) -> Self {
+        self.task_dir = Some(dir.to_path_buf());
+        self
     }
 
     /// The same evidence store, nothing observed yet (to re-verify a journal from its start).
@@ -85,7 +109,14 @@ impl DoneGuard {
             blobs: self.blobs.clone(),
             frozen: Vec::new(),
             ungated_done: None,
+            signals: Vec::new(),
+            task_dir: self.task_dir.clone(),
         }
+    }
+
+    /// The correction signals of the entries observed so far, each once, in order.
+    pub fn correction_signals(&self) -> &[String] {
+        &self.signals
     }
 
     /// The frozen Done policy's evidence (from revision 1): normally one, empty for a journal
@@ -109,6 +140,16 @@ impl DoneGuard {
         before: &StateBody,
         evidence_set: &[Evidence],
     ) -> Result<DoneGate, StoreError> {
+        self.gate_with(before, evidence_set, Refs::Checked)
+    }
+
+    /// [`DoneGuard::gate`], looking a correction cycle's refs up in the task folder or not.
+    fn gate_with(
+        &self,
+        before: &StateBody,
+        evidence_set: &[Evidence],
+        refs: Refs,
+    ) -> Result<DoneGate, StoreError> {
         let located = match done::locate(&self.frozen, evidence_set) {
             Ok(located) => located,
             Err(reasons) => return Ok(DoneGate::refused(reasons)),
@@ -128,9 +169,48 @@ impl DoneGuard {
         )?;
         Ok(match (policy, closure) {
             (Some(policy), Some(closure)) => {
-                done::evaluate_bound(before, evidence_set, &policy, &closure)
+                let gate = done::evaluate_bound(before, evidence_set, &policy, &closure);
+                let mut reasons = gate.reasons;
+                reasons.extend(self.correction(before, evidence_set, &policy, refs)?);
+                DoneGate::from_findings(reasons, gate.notes)
             }
             _ => DoneGate::refused(reasons),
+        })
+    }
+
+    /// The correction-cycle reasons of a `recording_completed` with `evidence_set` under
+    /// `policy` (none unless it is v3 and a signal was observed).
+    fn correction(
+        &self,
+        before: &StateBody,
+        evidence_set: &[Evidence],
+        policy: &DonePolicy,
+        refs: Refs,
+    ) -> Result<Vec<String>, StoreError> {
+        if !correction::required(policy, &self.signals) {
+            return Ok(Vec::new());
+        }
+        let evidence = match correction::locate(evidence_set, &self.signals) {
+            Ok(evidence) => evidence,
+            Err(reason) => return Ok(vec![reason]),
+        };
+        let mut reasons = Vec::new();
+        let Some(cycle) = self.read(
+            evidence,
+            "correction_cycle",
+            |v| Ok(v.clone()),
+            &mut reasons,
+        )?
+        else {
+            return Ok(reasons);
+        };
+        let task = before.task_id.value();
+        Ok(match (refs, &self.task_dir) {
+            (Refs::Bound, _) => correction::judge(task, &cycle, &|_| true),
+            (Refs::Checked, Some(dir)) => correction::judge(task, &cycle, &|reference| {
+                dir.join(reference.trim()).exists()
+            }),
+            (Refs::Checked, None) => vec!["task_folder_unavailable".to_owned()],
         })
     }
 
@@ -200,6 +280,16 @@ impl DoneGuard {
     }
 }
 
+/// Whether a correction cycle's refs are looked up in the task folder: when a Done is
+/// written (and when the runtime asks before proposing one), not when a recorded Done is
+/// verified, which judges only what the journal binds (an exported or imported journal has no
+/// task folder; `valp audit` checks the refs of a folder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refs {
+    Checked,
+    Bound,
+}
+
 fn is_recording_completed(event: &Event) -> bool {
     event.kind.known() == Some(EventKind::RecordingCompleted)
 }
@@ -248,7 +338,7 @@ impl Guard<LiveState> for DoneGuard {
             return Ok(());
         }
         let gate = self
-            .gate(live.body(), evidence_set)
+            .gate_with(live.body(), evidence_set, Refs::Bound)
             .map_err(Refusal::Store)?;
         if gate.passed {
             Ok(())
@@ -266,6 +356,11 @@ impl Guard<LiveState> for DoneGuard {
         }
         if is_recording_completed(event) && self.frozen.is_empty() {
             self.ungated_done = Some(seq);
+        }
+        if let Some(signal) = correction::signal(event)
+            && !self.signals.iter().any(|seen| seen == signal)
+        {
+            self.signals.push(signal.to_owned());
         }
     }
 }

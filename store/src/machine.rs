@@ -242,6 +242,14 @@ impl TaskGuard {
         &self.done
     }
 
+    /// The same guard, looking a correction cycle's refs up in `dir` (the task's folder; see
+    /// [`DoneGuard::in_task`]).
+    #[must_use]
+    pub fn in_task(mut self, dir: &std::path::Path) -> Self {
+        self.done = self.done.in_task(dir);
+        self
+    }
+
     /// The epoch fence, if this guard has one.
     pub fn fence(&self) -> Option<&EpochFence> {
         self.fence.as_ref()

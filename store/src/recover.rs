@@ -157,7 +157,7 @@ pub struct Recovered {
 /// The journal of a task, by id (or by its folder name when that is hashed).
 pub fn task_plan(root: &ControlRoot, task_id: &str) -> Result<Plan, StoreError> {
     let dir = task_dir(root, task_id)?;
-    plan_in::<valp_kernel::live::LiveState>(root, &dir, &|| root.task_guard())
+    plan_in::<valp_kernel::live::LiveState>(root, &dir, &|| root.task_guard().in_task(&dir))
 }
 
 /// Recovers the journal of a task as `confirmed` says (see [`apply`]).
@@ -167,7 +167,12 @@ pub fn recover_task(
     confirmed: &Plan,
 ) -> Result<Recovered, StoreError> {
     let dir = task_dir(root, task_id)?;
-    apply_in::<valp_kernel::live::LiveState>(root, &dir, &|| root.task_guard(), confirmed)
+    apply_in::<valp_kernel::live::LiveState>(
+        root,
+        &dir,
+        &|| root.task_guard().in_task(&dir),
+        confirmed,
+    )
 }
 
 /// The installation ledger.

@@ -313,7 +313,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             Access::Write,
-            self.task_guard(),
+            self.task_guard().in_task(&dir),
         ))
     }
 
@@ -351,7 +351,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.task_guard(),
+            self.task_guard().in_task(&dir),
         ))
     }
 
@@ -405,7 +405,7 @@ impl ControlRoot {
             &self.layout.quarantine_dir(),
             Arc::clone(&self.storage),
             access,
-            self.task_guard(),
+            self.task_guard().in_task(dir),
             anchoring,
         ))
     }

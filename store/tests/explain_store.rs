@@ -114,6 +114,7 @@ fn done_evidence(
             .map(|item| item.work_item_id.value().to_owned())
             .collect(),
         dimensions: None,
+        correction_cycle: false,
     };
     let closure = DoneClosure {
         policy_digest: policy.digest(),

@@ -1,5 +1,5 @@
 //! The dimension gates (RFC 0002 §10.1) end to end, through the real `valp` binary: a plan with
-//! a `[dimensions]` section freezes the Done policy v2, the runtime measures at closure, and the
+//! a `[dimensions]` section freezes the dimension gates in the Done policy (v3), the runtime measures at closure, and the
 //! Done gate passes or refuses naming the dimension; an unsupported operator or version is
 //! refused at publish with the spec's exact code.
 

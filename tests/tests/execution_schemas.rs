@@ -22,16 +22,19 @@ use serde_json::{Value, json};
 use valp_tests::project::{Project, item, plan};
 use valp_tests::schemas::{errors, validator};
 
-const POLICY: &str = "valp-kernel-done-policy.v1";
+const POLICY: &str = "valp-kernel-done-policy.v3";
 const CLOSURE: &str = "valp-kernel-done-closure.v1";
 const ACTION: &str = "valp-operator-action.v1";
 const EFFECT: &str = "valp-kernel-effect-record.v1";
+/// The correction cycle a v3 policy's Done binds after a correction signal.
+const CYCLE: &str = "valp-correction-cycle.v1";
 /// An effect ledger's line: the store's journal line (layout 3: with `recorded_at`).
 const EFFECT_LINE: &str = "valp-store-journal.v2";
 
 /// The schema of each format, by `schema_version`.
-const SCHEMAS: [(&str, &str); 5] = [
+const SCHEMAS: [(&str, &str); 6] = [
     (POLICY, "kernel/done-policy.schema.json"),
+    (CYCLE, "console/correction-cycle.schema.json"),
     (CLOSURE, "kernel/done-closure.schema.json"),
     (ACTION, "console/operator-action.schema.json"),
     (EFFECT, "console/effect-record.schema.json"),
@@ -295,6 +298,15 @@ fn broken_done_policies_are_refused() {
             ("unknown member", |v| v["extra"] = true.into()),
             ("wrong schema_version", |v| {
                 v["schema_version"] = "valp-kernel-done-policy.v2".into();
+            }),
+            ("v3 without its correction cycle", |v| {
+                remove(v, "correction_cycle");
+            }),
+            ("v1 with a correction cycle", |v| {
+                v["schema_version"] = "valp-kernel-done-policy.v1".into();
+            }),
+            ("another correction cycle version", |v| {
+                v["correction_cycle"] = "valp-correction-cycle.v2".into();
             }),
             ("missing criterion member", |v| {
                 remove(&mut v["criteria"][0], "required");

@@ -811,10 +811,11 @@ fn the_done_policy_is_frozen_in_plan_order() {
     assert_eq!(
         String::from_utf8(bytes.clone()).unwrap(),
         concat!(
-            r#"{"criteria":[{"criterion_id":"docs-staged","not_applicable_allowed":false,"required":true},"#,
+            r#"{"correction_cycle":"valp-correction-cycle.v1","#,
+            r#""criteria":[{"criterion_id":"docs-staged","not_applicable_allowed":false,"required":true},"#,
             r#"{"criterion_id":"archive-intact","not_applicable_allowed":false,"required":true},"#,
             r#"{"criterion_id":"checksums-listed","not_applicable_allowed":true,"required":false}],"#,
-            r#""degradable_soft_items":["checksums"],"schema_version":"valp-kernel-done-policy.v1","#,
+            r#""degradable_soft_items":["checksums"],"schema_version":"valp-kernel-done-policy.v3","#,
             r#""skippable_optional_items":true}"#,
             "\n"
         )
@@ -1165,7 +1166,7 @@ rules = [{ rule_id = "few-retries", measure = "stability.retries", operator = "l
 "#;
 
 #[test]
-fn a_dimensions_section_freezes_a_v2_done_policy_and_round_trips() {
+fn a_dimensions_section_freezes_dimension_gates_and_round_trips() {
     let text = base_and(DIMENSIONS);
     let parsed = plan::parse(Path::new("plan.toml"), text.as_bytes()).unwrap();
     let bytes = parsed.canonical_bytes();
@@ -1182,7 +1183,8 @@ fn a_dimensions_section_freezes_a_v2_done_policy_and_round_trips() {
     assert_eq!(Plan::from_canonical("plan", &bytes).unwrap(), parsed);
     let policy = parsed.done_policy();
     let policy_text = String::from_utf8(policy.canonical_bytes()).unwrap();
-    assert!(policy_text.contains(r#""schema_version":"valp-kernel-done-policy.v2""#));
+    // A plan freezes v3 (the correction cycle), which carries the dimension section.
+    assert!(policy_text.contains(r#""schema_version":"valp-kernel-done-policy.v3""#));
     assert!(policy_text.contains(
         r#""policy_id":"t:dimensions","scope_task_id":"t","version":"valp-kernel-dimension-policy.v1""#
     ));
@@ -1190,7 +1192,7 @@ fn a_dimensions_section_freezes_a_v2_done_policy_and_round_trips() {
         decode_done_policy(&decode_canonical(&policy.canonical_bytes()).unwrap()).unwrap(),
         policy
     );
-    // Without the section the policy stays v1.
+    // Without the section the policy has no dimension gates.
     let plain = plan::parse(Path::new("plan.toml"), BASE.as_bytes()).unwrap();
     assert!(plain.done_policy().dimensions.is_none());
     assert!(

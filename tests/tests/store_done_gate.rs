@@ -119,6 +119,7 @@ fn done_policy() -> DonePolicy {
         skippable_optional_items: true,
         degradable_soft_items: vec!["wi-c".to_owned()],
         dimensions: None,
+        correction_cycle: false,
     }
 }
 
@@ -210,7 +211,11 @@ impl Task {
     }
 
     fn complete_attempt(&mut self, item: &str) {
-        let mut event = self.event(EventKind::AttemptCompleted, Some(item));
+        self.end_attempt(item, EventKind::AttemptCompleted);
+    }
+
+    fn end_attempt(&mut self, item: &str, kind: EventKind) {
+        let mut event = self.event(kind, Some(item));
         event.attempt_id = Some(id(IdentityKind::Attempt, &format!("att-{item}")));
         event.dispatch_id = Some(id(IdentityKind::Dispatch, &format!("dsp-{item}")));
         event.dispatch_generation = Some(0);
@@ -219,12 +224,24 @@ impl Task {
 
     /// Drives the task to `recording`: wi-a completed, wi-b skipped, wi-c degraded.
     fn drive_to_recording(&mut self) {
+        self.drive(false);
+    }
+
+    /// Drives the task to `recording`: wi-a completed, wi-b skipped (or, with `fail_b`, its
+    /// attempt failed: a `runtime_failed` correction signal), wi-c degraded.
+    fn drive(&mut self, fail_b: bool) {
         self.accept(EventKind::RoutingValidationPassed, None, &[]);
         self.accept(EventKind::DispatchAccepted, None, &[]);
         self.accept(EventKind::WorkItemEligible, Some("wi-a"), &[]);
         self.run_attempt("wi-a");
         self.complete_attempt("wi-a");
-        self.accept(EventKind::WorkItemSkipped, Some("wi-b"), &[]);
+        if fail_b {
+            self.accept(EventKind::WorkItemEligible, Some("wi-b"), &[]);
+            self.run_attempt("wi-b");
+            self.end_attempt("wi-b", EventKind::AttemptFailed);
+        } else {
+            self.accept(EventKind::WorkItemSkipped, Some("wi-b"), &[]);
+        }
         self.accept(EventKind::WorkItemEligible, Some("wi-c"), &[]);
         self.run_attempt("wi-c");
         self.accept(EventKind::WorkItemDegraded, Some("wi-c"), &[]);
@@ -758,7 +775,7 @@ fn the_policy_frozen_at_revision_one_must_be_a_readable_policy() {
             vec![not_a_policy],
             strings(&[
                 "done_policy_invalid:policy.schema_version: schema_version must be \
-                 \"valp-kernel-done-policy.v1 or .v2\", found \"valp-kernel-done-closure.v1\"",
+                 \"valp-kernel-done-policy.v1, .v2 or .v3\", found \"valp-kernel-done-closure.v1\"",
             ]),
         ),
     ];
@@ -940,4 +957,198 @@ fn a_v2_policy_s_required_quality_gate_is_enforced_on_append_and_its_done_verifi
     ));
     let verification = verify(&task.root).unwrap();
     assert_eq!(verification.problems(), 0, "{verification:?}");
+}
+
+/// The v3 policy: the same criteria, and Done needs the correction cycle after a signal.
+fn v3_policy() -> DonePolicy {
+    DonePolicy {
+        correction_cycle: true,
+        ..done_policy()
+    }
+}
+
+fn v3_closure() -> DoneClosure {
+    DoneClosure {
+        policy_digest: v3_policy().digest(),
+        ..passing_closure()
+    }
+}
+
+/// A task in `recording` whose `policy` was frozen at revision 1; with `fail_b`, wi-b's
+/// attempt failed on the way (a `runtime_failed` signal).
+fn recording_task_under(dir: &Path, policy: &DonePolicy, fail_b: bool) -> (Task, Evidence) {
+    let root = init_root(dir);
+    let policy = store_evidence(&root, "done-policy-", &policy.canonical_bytes());
+    let plan = store_evidence(&root, "plan-", b"{\"plan\":\"demo\"}\n");
+    let mut task = Task::new(root, &[plan, policy.clone()]);
+    task.drive(fail_b);
+    (task, policy)
+}
+
+/// A fixed correction cycle of the task whose refs are the journal (which exists).
+fn fixed_cycle() -> Value {
+    json::parse(&format!(
+        r#"{{"schema_version":"valp-correction-cycle.v1","task_id":"{TASK}","status":"fixed",
+        "rounds":[{{"round":1,"trigger":"runtime_failed","owner":"process","status":"fixed",
+        "started_at":null,"ended_at":null,"reason":"attempt_failed","rejected_refs":[],
+        "required_actions":[],"evidence_refs":["journal.jsonl"],"receipt_refs":["journal.jsonl"]}}],
+        "final_outcome":"fixed","final_evidence_refs":["journal.jsonl"]}}"#
+    ))
+    .unwrap()
+}
+
+/// `cycle`'s canonical bytes stored as evidence `correction-cycle-…`.
+fn cycle_evidence(task: &Task, cycle: &Value) -> Evidence {
+    let bytes = json::write::canonical_bytes(cycle).unwrap();
+    store_evidence(&task.root, "correction-cycle-", &bytes)
+}
+
+fn set_member(value: &mut Value, path: &[&str], to: Value) {
+    let Value::Object(map) = value else { panic!() };
+    match path {
+        [last] => {
+            map.insert((*last).to_owned(), to);
+        }
+        [first, rest @ ..] => {
+            let next = map.get_mut(*first).unwrap();
+            let next = match next {
+                Value::Array(items) => &mut items[0],
+                other => other,
+            };
+            set_member(next, rest, to);
+        }
+        [] => unreachable!(),
+    }
+}
+
+#[test]
+fn a_v3_done_after_a_signal_needs_a_fixed_correction_cycle_naming_each_failure() {
+    let temp = tempfile::tempdir().unwrap();
+    let (mut task, policy) = recording_task_under(temp.path(), &v3_policy(), true);
+    assert_eq!(
+        task.journal.guard().done().correction_signals(),
+        strings(&["runtime_failed"])
+    );
+    let base = task.closure_set(&policy, &v3_closure());
+    let with = |task: &Task, cycle: &Value| {
+        let mut set = base.clone();
+        set.push(cycle_evidence(task, cycle));
+        set
+    };
+
+    // No cycle bound: the refusal names the missing file and the signal that needs it.
+    refused(
+        &mut task,
+        &base,
+        &strings(&["correction_cycle_missing:runtime_failed"]),
+    );
+    let changed = |path: &[&str], to: Value| {
+        let mut cycle = fixed_cycle();
+        set_member(&mut cycle, path, to);
+        cycle
+    };
+    let refs = |refs: &[&str]| Value::Array(refs.iter().map(|&r| r.into()).collect());
+    let cases = [
+        (
+            changed(&["schema_version"], "valp-correction-cycle.v0".into()),
+            vec!["correction_cycle_schema:valp-correction-cycle.v0"],
+        ),
+        (
+            changed(&["rounds"], Value::Array(Vec::new())),
+            vec!["correction_cycle_no_rounds"],
+        ),
+        (
+            changed(&["final_outcome"], "blocked".into()),
+            vec!["correction_cycle_outcome:blocked"],
+        ),
+        (
+            changed(&["rounds", "evidence_refs"], refs(&["../x", "/etc/passwd"])),
+            vec![
+                "correction_cycle_unsafe_ref:../x",
+                "correction_cycle_unsafe_ref:/etc/passwd",
+            ],
+        ),
+        (
+            changed(
+                &["rounds", "rejected_refs"],
+                refs(&["agents/codex/draft.md"]),
+            ),
+            vec!["correction_cycle_missing_ref:agents/codex/draft.md"],
+        ),
+        (
+            changed(&["task_id"], "task-other".into()),
+            vec!["correction_cycle_task:task-other"],
+        ),
+    ];
+    for (cycle, reasons) in &cases {
+        let set = with(&task, cycle);
+        refused(&mut task, &set, &strings(reasons));
+    }
+    // Two cycles, and one whose blob was never stored.
+    let mut set = with(&task, &fixed_cycle());
+    let mut other = fixed_cycle();
+    set_member(&mut other, &["status"], "FIXED".into());
+    set.push(cycle_evidence(&task, &other));
+    refused(&mut task, &set, &strings(&["correction_cycle_ambiguous"]));
+    let unstored = format!("sha256:{}", "2".repeat(64));
+    let mut set = base.clone();
+    set.push(Evidence {
+        evidence_id: id(IdentityKind::Evidence, "correction-cycle-unstored"),
+        content_digest: unstored.clone(),
+    });
+    refused(
+        &mut task,
+        &set,
+        &[format!("correction_cycle_blob_missing:{unstored}")],
+    );
+
+    // A fixed cycle whose refs exist: Done, and the journal reopens verified.
+    let set = with(&task, &fixed_cycle());
+    let event = task.event(EventKind::RecordingCompleted, None);
+    assert!(matches!(
+        task.journal.append(&event, &set).unwrap(),
+        Appended::Accepted { .. }
+    ));
+    assert_eq!(
+        task.journal.live().body().status.known(),
+        Some(TaskStatus::Done)
+    );
+    let reopened = task.root.open_task(TASK, Access::ReadOnly).unwrap();
+    assert_eq!(reopened.len(), task.journal.len());
+    assert_eq!(verify(&task.root).unwrap().problems(), 0);
+}
+
+#[test]
+fn a_v3_task_without_a_signal_skips_the_correction_cycle() {
+    let temp = tempfile::tempdir().unwrap();
+    let (mut task, policy) = recording_task_under(temp.path(), &v3_policy(), false);
+    assert!(task.journal.guard().done().correction_signals().is_empty());
+    let set = task.closure_set(&policy, &v3_closure());
+    let event = task.event(EventKind::RecordingCompleted, None);
+    assert!(matches!(
+        task.journal.append(&event, &set).unwrap(),
+        Appended::Accepted { .. }
+    ));
+}
+
+#[test]
+fn a_task_frozen_under_an_older_policy_keeps_its_rule_after_a_signal() {
+    let temp = tempfile::tempdir().unwrap();
+    let (mut task, policy) = recording_task_under(temp.path(), &done_policy(), true);
+    assert_eq!(
+        task.journal.guard().done().correction_signals(),
+        strings(&["runtime_failed"])
+    );
+    let set = task.closure_set(&policy, &passing_closure());
+    let event = task.event(EventKind::RecordingCompleted, None);
+    assert!(matches!(
+        task.journal.append(&event, &set).unwrap(),
+        Appended::Accepted { .. }
+    ));
+    let reopened = task.root.open_task(TASK, Access::ReadOnly).unwrap();
+    assert_eq!(
+        reopened.live().body().status.known(),
+        Some(TaskStatus::Done)
+    );
+    assert_eq!(verify(&task.root).unwrap().problems(), 0);
 }

@@ -3,10 +3,12 @@
 //! `correction-cycle.json`, `agents/…`, `evidence/…`): reads the files (a missing or malformed
 //! file reads as empty, as the reference audit does, so hostile input gives a verdict, never a
 //! crash) and judges each gate. The correction-cycle rule itself is [`correction::judge`].
+//! Tasks of the control root are audited by [`task::audit_task`].
 
 pub mod correction;
 pub mod cycle_file;
 pub mod derive;
+pub mod task;
 
 use std::path::{Path, PathBuf};
 

@@ -125,8 +125,9 @@
 //! digests of plans published earlier do not change. Publishing stores exactly
 //! these bytes as evidence; [`Plan::from_canonical`] reads them back and refuses any byte that
 //! differs from the re-encoding. The frozen Done policy is derived from the plan as its own
-//! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v1`, or `.v2` with the
-//! dimension gates when the plan has `[dimensions]`), which the Done gate evaluates at closure.
+//! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v3`: the correction cycle of
+//! seed 003, and the dimension gates when the plan has `[dimensions]`), which the Done gate
+//! evaluates at closure. Tasks published before keep the v1 or v2 policy they froze.
 //! `[dimensions]` is written only when present, so plans without it keep their digests.
 //!
 //! # Publication
@@ -521,6 +522,7 @@ impl Plan {
                 .dimensions
                 .as_ref()
                 .map(|dimensions| dimensions.policy(&self.task_id)),
+            correction_cycle: true,
         }
     }
 }

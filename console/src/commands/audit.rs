@@ -1,31 +1,70 @@
-//! `valp audit DIR...`: the gates of [`valp_runtime::audit`] over reference-layout task folders,
-//! printed one line per gate (sanitized, since every reason can hold text from the folder) or
-//! as one JSON document; exit code 1 when any gate fails.
+//! `valp audit [TASK|DIR]...`: the gates of [`valp_runtime::audit`] over tasks of the control
+//! root ([`audit_task`]; every task when no argument is given) and reference-layout task
+//! folders (an argument naming an existing folder, [`audit_folder`]), printed one line per gate
+//! (sanitized, since every reason can hold text from the folder) or as one JSON document; exit
+//! code 1 when any gate fails. The control root is opened only when a task is named (or none
+//! is).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 use super::CommandError;
+use valp_runtime::audit::task::{audit_task, audit_task_dir};
 use valp_runtime::audit::{FolderAudit, audit_folder};
+use valp_store::ControlRoot;
 use valp_view::sanitize::display_line;
 
 pub(super) fn run(
-    dirs: &[PathBuf],
+    root: Option<&Path>,
+    targets: &[PathBuf],
     as_json: bool,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let mut audits = Vec::with_capacity(dirs.len());
-    for dir in dirs {
-        if !dir.is_dir() {
+    let mut opened: Option<ControlRoot> = None;
+    let mut control = || -> Result<ControlRoot, CommandError> {
+        if let Some(root) = &opened {
+            return Ok(root.clone());
+        }
+        let root = super::open_root(root)?;
+        opened = Some(root.clone());
+        Ok(root)
+    };
+    let mut audits = Vec::with_capacity(targets.len());
+    if targets.is_empty() {
+        let root = control()?;
+        for dir in root.task_dirs()? {
+            audits.push(audit_task_dir(&root, &dir));
+        }
+    }
+    for target in targets {
+        if target.is_dir() {
+            audits.push(audit_folder(target));
+            continue;
+        }
+        let task = target.to_string_lossy();
+        if task.contains(['/', '\\']) {
+            // A task id holds no path separator: this names a folder that is not there.
             return Err(CommandError::Usage(format!(
                 "audit: {} is not a task folder",
-                display_line(&dir.display().to_string())
+                display_line(&task)
             )));
         }
-        audits.push(audit_folder(dir));
+        let root = control()?;
+        if !root
+            .layout()
+            .task_dir(&task)
+            .join("journal.jsonl")
+            .is_file()
+        {
+            return Err(CommandError::Usage(format!(
+                "audit: {} is neither a task of the control root nor a task folder",
+                display_line(&task)
+            )));
+        }
+        audits.push(audit_task(&root, &task));
     }
     if as_json {
         let document = json!({

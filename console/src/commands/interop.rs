@@ -1,9 +1,12 @@
-//! `valp export --reference` and `valp import`.
+//! `valp export --reference` (the journal in the reference layout, and the task's
+//! `correction-cycle.json` beside it) and `valp import`.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use valp_runtime::audit::cycle_file;
+use valp_runtime::runtime::driver::RuntimeError;
 use valp_store::{Access, ControlRoot, reference};
 
 use super::CommandError;
@@ -26,6 +29,12 @@ pub(super) fn export(
         exported.genesis_bytes,
         exported.replay_bytes
     )?;
+    // The correction cycle travels with the task (seed 003), where the reference layout has it.
+    let cycle = cycle_file::export(journal.dir(), dir)
+        .map_err(|error| RuntimeError::Integrity(format!("export: {error}")))?;
+    if let Some(path) = cycle {
+        writeln!(out, "  correction-cycle.json to {}", super::shown(&path))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

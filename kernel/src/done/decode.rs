@@ -11,35 +11,56 @@ use std::collections::BTreeSet;
 use crate::decode::DecodeErrorKind;
 use crate::decode::reader::{DecodeError, ObjectReader, Path, string, vocabulary};
 use crate::dimension::decode::{measures_at, policy_at};
+use crate::done::correction::CYCLE_SCHEMA;
 use crate::done::model::{
     CLOSURE_SCHEMA, CLOSURE_SCHEMA_V2, ClosureCriterion, DoneClosure, DoneGate, DonePolicy,
-    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, PolicyCriterion,
+    GATE_SCHEMA, POLICY_SCHEMA, POLICY_SCHEMA_V2, POLICY_SCHEMA_V3, PolicyCriterion,
 };
 use crate::json::Value;
 use crate::model::ClaimResult;
 
-/// Decodes a Done policy: `valp-kernel-done-policy.v1`, or `.v2` with its `dimensions`.
+/// Decodes a Done policy: `valp-kernel-done-policy.v1`, `.v2` with its `dimensions`, or `.v3`
+/// with `correction_cycle` (`valp-correction-cycle.v1`) and optional `dimensions`.
 pub fn decode_done_policy(value: &Value) -> Result<DonePolicy, DecodeError> {
     let path = Path::Root("policy");
     let mut policy = ObjectReader::new(value, &path)?;
-    let v2 = versioned(
-        &mut policy,
-        &path,
-        [POLICY_SCHEMA, POLICY_SCHEMA_V2],
-        "valp-kernel-done-policy.v1 or .v2",
-    )?;
+    let found = policy.string("schema_version")?;
+    let version = [POLICY_SCHEMA, POLICY_SCHEMA_V2, POLICY_SCHEMA_V3]
+        .iter()
+        .position(|schema| *schema == found)
+        .ok_or_else(|| DecodeError {
+            path: path.key("schema_version").to_string(),
+            kind: DecodeErrorKind::WrongSchema {
+                expected: "valp-kernel-done-policy.v1, .v2 or .v3",
+                found,
+            },
+        })?;
+    let dimensions = match version {
+        0 => None,
+        1 => Some(policy.required("dimensions")?),
+        _ => policy.optional("dimensions"),
+    };
+    let correction_cycle = version == 2;
+    if correction_cycle {
+        let cycle = policy.string("correction_cycle")?;
+        if cycle != CYCLE_SCHEMA {
+            return Err(DecodeError {
+                path: path.key("correction_cycle").to_string(),
+                kind: DecodeErrorKind::WrongSchema {
+                    expected: CYCLE_SCHEMA,
+                    found: cycle,
+                },
+            });
+        }
+    }
     let decoded = DonePolicy {
         criteria: policy.required_list("criteria", policy_criterion_at)?,
         skippable_optional_items: policy.bool("skippable_optional_items")?,
         degradable_soft_items: policy.required_list("degradable_soft_items", id_at)?,
-        dimensions: if v2 {
-            Some(policy_at(
-                policy.required("dimensions")?,
-                &path.key("dimensions"),
-            )?)
-        } else {
-            None
-        },
+        dimensions: dimensions
+            .map(|value| policy_at(value, &path.key("dimensions")))
+            .transpose()?,
+        correction_cycle,
     };
     policy.finish()?;
     unique_criteria(

@@ -10,6 +10,9 @@ use crate::model::ClaimResult;
 pub const POLICY_SCHEMA: &str = "valp-kernel-done-policy.v1";
 /// `schema_version` of a Done policy with a dimension section (RFC 0002 §10.1).
 pub const POLICY_SCHEMA_V2: &str = "valp-kernel-done-policy.v2";
+/// `schema_version` of a Done policy whose Done also needs the correction cycle (seed 003) when
+/// a correction signal exists; it may carry a dimension section.
+pub const POLICY_SCHEMA_V3: &str = "valp-kernel-done-policy.v3";
 /// `schema_version` of a Done closure for a v1 policy.
 pub const CLOSURE_SCHEMA: &str = "valp-kernel-done-closure.v1";
 /// `schema_version` of a Done closure for a v2 policy: it carries the dimension measurement.
@@ -32,7 +35,9 @@ pub struct PolicyCriterion {
 /// The Done policy, frozen before execution: the task's criteria, whether optional work items
 /// may be skipped, which soft work items may end degraded (RFC 0002 §10) and, from version 2
 /// on, the dimension gates (§10.1). Without `dimensions` it is `valp-kernel-done-policy.v1`,
-/// byte for byte as before; with them, `valp-kernel-done-policy.v2`.
+/// byte for byte as before; with them, `valp-kernel-done-policy.v2`. With `correction_cycle`
+/// it is `valp-kernel-done-policy.v3` (dimensions optional), whose Done also needs the
+/// correction cycle ([`super::correction`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DonePolicy {
     /// The criteria, in declared order.
@@ -42,8 +47,10 @@ pub struct DonePolicy {
     /// Work item ids (values of `work_item` identities) of soft items that may end `degraded`:
     /// the degradation floor. Only soft items may be listed.
     pub degradable_soft_items: Vec<String>,
-    /// The dimension gates (v2 only).
+    /// The dimension gates (v2, optional in v3).
     pub dimensions: Option<DimensionPolicy>,
+    /// Whether Done needs the correction cycle when a correction signal exists (v3 only).
+    pub correction_cycle: bool,
 }
 
 /// The result claimed for one criterion at closure.
@@ -117,10 +124,15 @@ impl Canonical for PolicyCriterion {
 impl Canonical for DonePolicy {
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let mut fields = Fields::begin(out);
+        if self.correction_cycle {
+            fields.str("correction_cycle", super::correction::CYCLE_SCHEMA);
+        }
         fields.list("criteria", &self.criteria);
         fields.strs("degradable_soft_items", &self.degradable_soft_items);
         fields.optional("dimensions", self.dimensions.as_ref());
-        let schema = if self.dimensions.is_some() {
+        let schema = if self.correction_cycle {
+            POLICY_SCHEMA_V3
+        } else if self.dimensions.is_some() {
             POLICY_SCHEMA_V2
         } else {
             POLICY_SCHEMA

@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 /// The `schema_version` a correction cycle must carry.
-pub const SCHEMA_VERSION: &str = "valp-correction-cycle.v1";
+pub const SCHEMA_VERSION: &str = valp_kernel::done::correction::CYCLE_SCHEMA;
 
 /// The file's name in a task folder.
 pub const FILE_NAME: &str = "correction-cycle.json";
@@ -280,15 +280,7 @@ fn correction_refs(rounds: &[Value], final_refs: Option<&Value>) -> Vec<String> 
         .collect()
 }
 
-/// A task-relative POSIX path that cannot leave the task folder: not empty (after trimming),
-/// not absolute, no backslash, no line break, no `..` component.
-pub fn is_safe_task_ref(reference: &str) -> bool {
-    let trimmed = reference.trim();
-    !trimmed.is_empty()
-        && !trimmed.starts_with('/')
-        && !trimmed.contains(['\\', '\n', '\r'])
-        && !trimmed.split('/').any(|part| part == "..")
-}
+pub use valp_kernel::done::correction::is_safe_task_ref;
 
 #[cfg(test)]
 mod tests {

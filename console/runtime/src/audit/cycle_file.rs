@@ -11,7 +11,7 @@ use valp_store::StoreError;
 use valp_store::journal::{JOURNAL_FILE, read_entries};
 
 use super::correction::FILE_NAME;
-use super::derive::{Cycle, Fact, canonical_bytes, derive};
+use super::derive::{Cycle, Fact, Round, canonical_bytes, derive};
 use crate::adapter::files::write_replacing;
 
 /// Why the file could not be maintained.
@@ -42,6 +42,20 @@ pub fn facts(task_dir: &Path) -> Result<Vec<Fact>, StoreError> {
     Ok(facts)
 }
 
+/// The open correction rounds of the task `task_id` in `task_dir` (status `open` or
+/// `fixing`), derived from its journal; `owners` maps a work item to its adapter (an empty map
+/// names every owner `unknown`). Empty when the task has no correction signal or every round
+/// is closed. For the needs-you queue.
+pub fn open_rounds(
+    task_dir: &Path,
+    task_id: &str,
+    owners: &BTreeMap<String, String>,
+) -> Result<Vec<Round>, StoreError> {
+    Ok(derive(task_id, &facts(task_dir)?, owners)
+        .map(|cycle| cycle.rounds.into_iter().filter(Round::is_open).collect())
+        .unwrap_or_default())
+}
+
 /// Derives the cycle of the task in `task_dir` and writes it when it changed; returns it.
 pub fn maintain(
     task_dir: &Path,
@@ -60,4 +74,19 @@ pub fn maintain(
         })?;
     }
     Ok(Some(cycle))
+}
+
+/// Copies the task folder's `correction-cycle.json` to `out` (the export's task folder, where
+/// the reference layout keeps it beside `runtime/kernel/`), atomically; the path written, or
+/// `None` when the task has none (no correction signal).
+pub fn export(task_dir: &Path, out: &Path) -> Result<Option<PathBuf>, CycleFileError> {
+    let Ok(bytes) = std::fs::read(task_dir.join(FILE_NAME)) else {
+        return Ok(None);
+    };
+    let path = out.join(FILE_NAME);
+    write_replacing(&path, &bytes).map_err(|source| CycleFileError::Write {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(Some(path))
 }

@@ -27,6 +27,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use valp_kernel::done::correction::signal_of;
 use valp_kernel::model::{EventKind, IdentityKind};
 use valp_kernel::replay::CompactEntry;
 use valp_store::clock::Timestamp;
@@ -124,33 +125,27 @@ pub struct Cycle {
     pub final_evidence_refs: Vec<String>,
 }
 
-impl Cycle {
-    /// Rounds not yet `fixed`, `blocked` or `cancelled`.
-    pub fn open_rounds(&self) -> usize {
-        self.rounds
-            .iter()
-            .filter(|round| matches!(round.status, "open" | "fixing"))
-            .count()
+impl Round {
+    /// Whether the round is not yet `fixed`, `blocked` or `cancelled`.
+    pub fn is_open(&self) -> bool {
+        matches!(self.status, "open" | "fixing")
     }
 }
 
-/// The seed signal a fact shows, if any.
+impl Cycle {
+    /// Rounds not yet `fixed`, `blocked` or `cancelled`.
+    pub fn open_rounds(&self) -> usize {
+        self.rounds.iter().filter(|round| round.is_open()).count()
+    }
+}
+
+/// The seed signal a fact shows, if any (the kernel's map, which the Done gate also reads).
 fn trigger(fact: &Fact) -> Option<&'static str> {
-    let kind = EventKind::from_wire(&fact.kind)?;
-    Some(match kind {
-        EventKind::AttemptFenced | EventKind::AttemptFailed | EventKind::WorkItemFailed => {
-            "runtime_failed"
-        }
-        EventKind::AttemptCancelled if fact.control_reason.as_deref() == Some("runtime_failed") => {
-            "runtime_failed"
-        }
-        EventKind::WorkItemBlocked | EventKind::TaskBlocked => "dispatch_blocked",
-        EventKind::VerificationFailed => "verification_failed",
-        EventKind::ReviewRejected => "review_finding",
-        EventKind::ApprovalDenied => "approval_blocked",
-        EventKind::RedirectAuthorized if !fact.superseded.is_empty() => "evidence_superseded",
-        _ => return None,
-    })
+    signal_of(
+        EventKind::from_wire(&fact.kind)?,
+        fact.control_reason.as_deref(),
+        !fact.superseded.is_empty(),
+    )
 }
 
 /// Derives the cycle of `task_id` from its history; `owners` maps a work item to its adapter.

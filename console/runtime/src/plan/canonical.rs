@@ -1,6 +1,6 @@
 //! The canonical JSON of a plan (`valp-plan.v1`) and of its Done policy
-//! (`valp-kernel-done-policy.v1`, or `.v2` with `[dimensions]`), and the strict reader of a
-//! published plan.
+//! (`valp-kernel-done-policy.v3`, with `[dimensions]` when the plan has them), and the strict
+//! reader of a published plan.
 
 use std::collections::BTreeMap;
 

@@ -9,9 +9,10 @@
 //! rules = [{ rule_id = "checks-pass", measure = "quality.verification_failed", operator = "eq", threshold = 0 }]
 //! ```
 //!
-//! A plan with a `[dimensions]` section freezes the Done policy `valp-kernel-done-policy.v2`
-//! (its dimension policy, `valp-kernel-dimension-policy.v1`, is scoped to the plan's task);
-//! a plan without one freezes v1, byte for byte as before. The rules checked at parse (and so at
+//! A plan with a `[dimensions]` section freezes its dimension policy in the Done policy
+//! (`valp-kernel-done-policy.v3` now, `.v2` for tasks published before the correction cycle;
+//! the dimension policy, `valp-kernel-dimension-policy.v1`, is scoped to the plan's task);
+//! a plan without one freezes no dimension gates. The rules checked at parse (and so at
 //! publish): `version` is 1, else `VALP-E-DIMENSION-POLICY-UNSUPPORTED-VERSION`; `operator` is
 //! one of `eq ne lt le gt ge`, else `VALP-E-DIMENSION-POLICY-UNSUPPORTED-OPERATOR`; `measure`
 //! is one of [`MEASURES`] and belongs to the gate's dimension; `rule_id`s are unique across the

@@ -9,6 +9,7 @@
 
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::{decode_compact_entry, decode_genesis_root};
+use valp_kernel::done::DonePolicy;
 use valp_kernel::replay::GenesisRoot;
 use valp_kernel::{
     Dependency, Event, EventKind, Evidence, Identity, IdentityKind, Int, State, WorkItem,
@@ -264,7 +265,13 @@ pub fn of_task(root: &ControlRoot, task_id: &str) -> Result<(Plan, Evidence, Evi
         .blobs()
         .get(&policy_evidence.content_digest)
         .map_err(|error| bad(&policy_evidence, error.to_string()))?;
-    if policy_bytes != plan.done_policy().canonical_bytes() {
+    // A task published before the correction cycle froze the same policy without it (v1/v2).
+    let declared = plan.done_policy();
+    let before_v3 = DonePolicy {
+        correction_cycle: false,
+        ..declared.clone()
+    };
+    if policy_bytes != declared.canonical_bytes() && policy_bytes != before_v3.canonical_bytes() {
         return Err(bad(
             &policy_evidence,
             "not the Done policy the plan declares".to_owned(),

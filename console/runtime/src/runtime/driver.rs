@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 
 use valp_kernel::canonical::{Canonical, decode_canonical, sha256_digest};
 use valp_kernel::dimension::{DimensionMeasures, GateResult, GateVerdict};
+use valp_kernel::done::correction::CYCLE_EVIDENCE_PREFIX;
 use valp_kernel::done::{
     CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, dimension_gates,
-    evaluate_bound,
 };
 use valp_kernel::{
     AcceptedEvent, AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind,
@@ -133,6 +133,8 @@ pub struct Driver {
     effects_due: bool,
     /// The journal length `correction-cycle.json` was last derived at (`None`: not yet).
     cycle_derived_at: Option<u64>,
+    /// The correction cycle derived then (`None`: no correction signal).
+    cycle: Option<crate::audit::derive::Cycle>,
     /// Why an external attempt's report counts as a failure, by attempt, when the report
     /// itself does not say (shown with the proposal).
     notes: BTreeMap<String, String>,
@@ -191,6 +193,7 @@ impl Driver {
             recorded,
             effects_due: true,
             cycle_derived_at: None,
+            cycle: None,
             notes: BTreeMap::new(),
         })
     }
@@ -336,7 +339,7 @@ impl Driver {
             .map(|item| (item.id.clone(), item.run.adapter.as_str().to_owned()))
             .collect();
         let task_id = self.journal.live().body().task_id.value().to_owned();
-        crate::audit::cycle_file::maintain(self.journal.dir(), &task_id, &owners)
+        self.cycle = crate::audit::cycle_file::maintain(self.journal.dir(), &task_id, &owners)
             .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         self.cycle_derived_at = Some(length);
         Ok(())
@@ -1084,9 +1087,16 @@ impl Driver {
         };
         let closure_evidence = self.store(CLOSURE_EVIDENCE_PREFIX, &closure.canonical_bytes())?;
         evidence.push(closure_evidence);
+        if let Some(cycle) = self.cycle.as_ref().filter(|_| self.policy.correction_cycle) {
+            // A v3 policy's Done binds the correction cycle the journal derives (seed 003).
+            let bytes = crate::audit::derive::canonical_bytes(cycle)
+                .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+            evidence.push(self.store(CYCLE_EVIDENCE_PREFIX, &bytes)?);
+        }
         let mut seen = std::collections::BTreeSet::new();
         evidence.retain(|item| seen.insert(item.evidence_id.clone()));
-        let gate = evaluate_bound(body, &evidence, &self.policy, &closure);
+        // The store's own gate (matrix, bound evidence, correction cycle), run before proposing.
+        let gate = self.journal.guard().done().gate(body, &evidence)?;
         if !gate.passed {
             // Name each failing dimension gate with its own reasons, beside the matrix's.
             let dimensions: Vec<String> = dimension_gates(body, &self.policy, &closure)
