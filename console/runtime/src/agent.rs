@@ -7,3 +7,4 @@ pub mod classify;
 pub mod command;
 pub mod demo;
 pub mod profile;
+pub mod redact;

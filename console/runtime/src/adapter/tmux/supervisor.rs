@@ -90,6 +90,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
     let (dir, request) = (&claimed.dir, &claimed.request);
     let writer = claimed.writer(ADAPTER_ID);
     log(&format!("supervising attempt {}", request.attempt_id));
+    sweep_captures(dir);
     let spec = match load_spec(dir, request) {
         Ok(spec) => spec,
         Err(reason) => return refuse(&writer, ObservationStatus::Blocked, reason),
@@ -543,6 +544,11 @@ impl Agent {
                     .map_or((None, None), |(name, line)| {
                         (Some(name.clone()), Some(*line as u64))
                     });
+                if state == AgentState::Blocked
+                    && shown.as_ref().map(|(state, ..)| *state) != Some(AgentState::Blocked)
+                {
+                    keep_capture(writer.dir, &sample, state);
+                }
                 write_state(
                     writer,
                     &StateRecord {
@@ -934,6 +940,38 @@ fn unconfirmed_before(dir: &Path, socket: &str, pane_id: &str) -> Option<String>
                 .filter(|proof| !proof.proven && proof.socket == socket && proof.pane_id == pane_id)
                 .map(|proof| proof.attempt_id)
         })
+}
+
+/// Keeps the screen of `sample` as a capture of the attempt ([`super::capture`]); a failure is
+/// logged (a capture is the Leader's context, not the attempt's record).
+fn keep_capture(dir: &Path, sample: &Sample, state: AgentState) {
+    let capture = super::capture::Capture {
+        schema_version: super::capture::CAPTURE_SCHEMA.to_owned(),
+        state: state.name().to_owned(),
+        rule: sample.read.rule.as_ref().map(|(name, _)| name.clone()),
+        screen_digest: sample.digest.clone(),
+        at: now(),
+        lines: sample.tail.clone(),
+    };
+    match super::capture::keep(dir, capture) {
+        Ok(Some(name)) => log(&format!("screen kept as captures/{name}")),
+        Ok(None) => {}
+        Err(error) => log(&format!("capture not kept: {error}")),
+    }
+}
+
+/// Deletes the captures of every tmux attempt past their retention ([`super::capture::sweep`]).
+fn sweep_captures(dir: &Path) {
+    if let Some(tmux_root) = dir.parent().and_then(Path::parent) {
+        let deleted = super::capture::sweep(
+            tmux_root,
+            std::time::SystemTime::now(),
+            super::capture::RETENTION,
+        );
+        if deleted > 0 {
+            log(&format!("{deleted} captures past their retention deleted"));
+        }
+    }
 }
 
 /// Replaces `state.json` with `record` (a failure is logged: the console's view, not the
