@@ -404,7 +404,7 @@ pub fn status_lines(dir: &Path) -> Vec<String> {
             },
         ),
         None => match changes(&record) {
-            Ok(files) => (files, 0, "attempt running"),
+            Ok(files) => (files, 0, "as it is now (recorded when the attempt ends)"),
             Err(error) => {
                 return vec![format!(
                     "worktree {}: {}",
