@@ -425,12 +425,13 @@ pub fn status_lines(dir: &Path) -> Vec<String> {
         if total == 1 { "" } else { "s" },
     )];
     for file in files.iter().take(SHOWN_FILES) {
-        let count = |value: Option<u64>| value.map_or_else(|| "-".to_owned(), |n| n.to_string());
+        let counts = match (file.insertions, file.deletions) {
+            (Some(plus), Some(minus)) => format!("+{plus} -{minus}"),
+            _ => "binary".to_owned(),
+        };
         lines.push(format!(
-            "  {} +{} -{}{}",
+            "  {} {counts}{}",
             display_text(&file.path),
-            count(file.insertions),
-            count(file.deletions),
             if file.new { " (new)" } else { "" }
         ));
     }
@@ -443,6 +444,121 @@ pub fn status_lines(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run_git(folder: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(folder)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
+
+    /// A repository with `a.txt` (two lines) and a `.gitignore` of `*.log`, committed, and a
+    /// control root inside it.
+    fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
+        let temp = tempfile::tempdir().unwrap();
+        let project = temp.path().canonicalize().unwrap();
+        run_git(&project, &["init", "-q"]);
+        std::fs::write(project.join("a.txt"), "one\ntwo\n").unwrap();
+        std::fs::write(project.join(".gitignore"), "*.log\n.valp/\n").unwrap();
+        run_git(&project, &["add", "."]);
+        run_git(&project, &["commit", "-q", "-m", "base"]);
+        (temp, project)
+    }
+
+    /// A worktree for `attempt` and its attempt folder.
+    fn tree(project: &Path, attempt: &str) -> (WorktreeRecord, std::path::PathBuf) {
+        let record = create(project, &project.join(".valp"), attempt).unwrap();
+        let dir = project.join(".valp/attempts").join(attempt_folder(attempt));
+        std::fs::create_dir_all(&dir).unwrap();
+        write_record(&dir, &record).unwrap();
+        (record, dir)
+    }
+
+    #[test]
+    fn a_changed_worktree_is_kept_with_its_diff_and_an_untouched_one_removed() {
+        let (_temp, project) = repository();
+        let (changed, dir) = tree(&project, "t:w:a1");
+        let path = Path::new(&changed.path);
+        assert_eq!(
+            create(&project, &project.join(".valp"), "t:w:a1").unwrap(),
+            changed
+        );
+        std::fs::write(path.join("a.txt"), "one\n2\nthree\n").unwrap();
+        std::fs::write(path.join("new.md"), "x\ny").unwrap();
+        std::fs::write(path.join("bin.dat"), [0_u8, 1, 2]).unwrap();
+        let bytes = finish(&dir).unwrap().unwrap();
+        let diff = DiffRecord::decode(&bytes).unwrap();
+        let shown: Vec<_> = diff
+            .files
+            .iter()
+            .map(|file| {
+                (
+                    file.path.as_str(),
+                    file.insertions,
+                    file.deletions,
+                    file.new,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("a.txt", Some(2), Some(1), false),
+                ("bin.dat", None, None, true),
+                ("new.md", Some(2), Some(0), true),
+            ]
+        );
+        assert_eq!((diff.insertions, diff.deletions, diff.kept), (4, 1, true));
+        assert!(path.is_dir());
+        // Once recorded, the diff is read back, not made again.
+        std::fs::write(path.join("later.md"), "z\n").unwrap();
+        assert_eq!(finish(&dir).unwrap().unwrap(), bytes);
+        let lines = status_lines(&dir);
+        assert_eq!(
+            lines[0],
+            format!(
+                "worktree {} (base {}): 3 files changed, +4 -1; kept for review (git worktree \
+                 remove PATH when done)",
+                changed.path,
+                &changed.base[..12]
+            )
+        );
+        assert_eq!(
+            lines[1..],
+            [
+                "  a.txt +2 -1",
+                "  bin.dat binary (new)",
+                "  new.md +2 -0 (new)"
+            ]
+        );
+        // Untouched: removed. Only an ignored file: kept (valp never deletes an agent's work).
+        let (untouched, dir) = tree(&project, "t:w:a2");
+        let diff = DiffRecord::decode(&finish(&dir).unwrap().unwrap()).unwrap();
+        assert!(!diff.kept && diff.files.is_empty());
+        assert!(!Path::new(&untouched.path).exists());
+        let (ignored, dir) = tree(&project, "t:w:a3");
+        std::fs::write(Path::new(&ignored.path).join("build.log"), "log\n").unwrap();
+        let diff = DiffRecord::decode(&finish(&dir).unwrap().unwrap()).unwrap();
+        assert!(diff.kept && diff.files.is_empty());
+        assert!(Path::new(&ignored.path).join("build.log").is_file());
+    }
+
+    #[test]
+    fn a_folder_outside_a_repository_is_refused_with_gits_reason() {
+        let temp = tempfile::tempdir().unwrap();
+        let error = create(temp.path(), &temp.path().join(".valp"), "t:w:a1").unwrap_err();
+        assert!(
+            error.to_string().starts_with(
+                "workdir = \"worktree\" needs the project in a git repository with a commit: \
+                 fatal: not a git repository"
+            ),
+            "{error}"
+        );
+    }
 
     #[test]
     fn lines_are_counted_as_git_counts_them() {
