@@ -26,6 +26,10 @@ pub struct Cli {
     /// Colours in the console: `auto` follows `NO_COLOR`; this flag beats it and the config.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// The console's theme: default (ANSI-16), dark, light or high-contrast; beats the config
+    /// file's `[console] theme` (`:theme NAME` switches while it runs).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
     /// What to do; without a command valp opens the operator console on the control root.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -402,9 +406,10 @@ pub struct DemoArgs {
     /// Task id of the demo task.
     #[arg(long, default_value = "demo-1")]
     pub task: String,
-    /// Accepted entries to write.
-    #[arg(long, default_value_t = 120)]
-    pub entries: usize,
+    /// Accepted entries to write (120 without `--console`). With `--console` the seeded task
+    /// is written only when this is given: the console opens on the live demo plan.
+    #[arg(long)]
+    pub entries: Option<usize>,
     /// Work items in the task.
     #[arg(long, default_value_t = 6)]
     pub work_items: usize,

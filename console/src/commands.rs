@@ -302,6 +302,8 @@ pub struct ConsoleArgs {
     pub config: Option<PathBuf>,
     /// `--color always|never`.
     pub color: Option<bool>,
+    /// `--theme NAME`.
+    pub theme: Option<String>,
 }
 
 /// Opens the full-screen console on the control root (the daily start: observe, record,
@@ -321,6 +323,7 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
         files.config.as_deref(),
         args.color,
         no_color,
+        args.theme.as_deref(),
     )?;
     // The console owns the terminal: what it has to say beyond the screen goes to the log.
     if let Some(logs) = &files.logs

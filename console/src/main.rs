@@ -35,6 +35,7 @@ fn main() -> Result<ExitCode> {
         demo: cli.is_demo(),
         config: cli.config.clone(),
         color: cli.color.forced(),
+        theme: cli.theme.clone(),
     });
     let code = {
         let mut out = std::io::stdout().lock();

@@ -24,6 +24,9 @@ use crate::layout::{FOLDERS, Layout};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::TaskGuard;
 
+/// The folder of the console's own files under the control root.
+const CONSOLE_DIR: &str = "console";
+
 /// An opened control root. Its clones share one read-only ledger handle for the epoch fence of
 /// their task journals (see [`fence`](crate::fence)).
 #[derive(Debug, Clone)]
@@ -252,6 +255,20 @@ impl ControlRoot {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(StoreError::io(&path, "read", source)),
         }
+    }
+
+    /// Replaces `console/<name>` atomically with `bytes`: the console's own state (the
+    /// needs-you acknowledgements), which the store does not interpret. `name` is a plain file
+    /// name the caller owns.
+    pub fn write_console_file(&self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        let dir = self.layout.root().join(CONSOLE_DIR);
+        create_dir_durably(self.storage.as_ref(), &dir)?;
+        write_atomically(self.storage.as_ref(), &dir, &dir.join(name), bytes)
+    }
+
+    /// The path of `console/<name>`, for reading and for messages.
+    pub fn console_file(&self, name: &str) -> PathBuf {
+        self.layout.root().join(CONSOLE_DIR).join(name)
     }
 
     /// The evidence store.

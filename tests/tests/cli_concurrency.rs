@@ -119,11 +119,13 @@ fn two_hundred_concurrent_interrupts_and_resumes_never_collide() {
                 assert!(run.stdout.starts_with("accepted: task t is "), "{run:?}");
                 accepted += 1;
             }
-            // The kernel's own answers to the operation, reported as such.
+            // The kernel's own answers to the operation, reported as such: the rule, the
+            // task's state and why, in words (issue 16).
             ("interrupt", Some(1)) => assert_eq!(
                 run.stdout,
-                "refused: VALP-E-STATE-CONFLICT: the kernel refused the event in the current \
-                 state (VALP-E-STATE-CONFLICT)\n",
+                "refused: VALP-E-STATE-CONFLICT: interrupt_requested needs control not \
+                 interrupted; control active, intent version current; the task is \
+                 routing_validation (interrupted): the task is interrupted: resume it first\n",
                 "{run:?}"
             ),
             ("resume", Some(2)) => {

@@ -57,7 +57,13 @@ fn the_schemas_are_valid_draft_2020_12_schemas_with_their_ids() {
 
 #[test]
 fn the_shipped_files_validate_and_name_their_schema() {
-    for (file, schema) in [(KEYMAP, KEYMAP_SCHEMA), (THEME, THEME_SCHEMA)] {
+    for (file, schema) in [
+        (KEYMAP, KEYMAP_SCHEMA),
+        (THEME, THEME_SCHEMA),
+        ("themes/dark.toml", THEME_SCHEMA),
+        ("themes/light.toml", THEME_SCHEMA),
+        ("themes/high-contrast.toml", THEME_SCHEMA),
+    ] {
         let text = shipped(file);
         assert_eq!(
             errors(&validator(schema), &toml_as_json(&text)),
@@ -89,6 +95,21 @@ fn the_shipped_files_validate_and_name_their_schema() {
         Theme::builtin().unwrap(),
         Theme::from_toml(&shipped(THEME)).unwrap()
     );
+    for name in ["dark", "light", "high-contrast"] {
+        let theme = Theme::from_toml(&shipped(&format!("themes/{name}.toml"))).unwrap();
+        assert_eq!(Theme::named(name).unwrap(), theme);
+        assert_ne!(theme, Theme::named("default").unwrap(), "{name}");
+        // Every slot is styled: a theme made for one background leaves nothing unstyled.
+        let unstyled = Theme::from_toml("").unwrap();
+        for slot in Slot::ALL {
+            assert_ne!(
+                theme.style(slot),
+                unstyled.style(slot),
+                "{name}: {}",
+                slot.name()
+            );
+        }
+    }
 }
 
 #[test]
@@ -131,7 +152,7 @@ fn the_schemas_list_exactly_what_the_parser_knows() {
     );
     assert_eq!(
         keymap["$defs"]["action"]["enum"],
-        json!(Action::ALL.map(Action::name))
+        json!(Action::ALL.map(Action::name).to_vec())
     );
 
     let theme = read_json(&workspace_root().join("schemas").join(THEME_SCHEMA));
@@ -146,5 +167,47 @@ fn the_schemas_list_exactly_what_the_parser_knows() {
     {
         let text = format!("base = {{ fg = {color} }}\n");
         Theme::from_toml(&text).unwrap_or_else(|e| panic!("{color}: {e}"));
+    }
+}
+
+/// The needs-you acknowledgements file as the console writes it validates against its schema;
+/// the shapes the console's reader refuses, the schema refuses too.
+#[test]
+fn the_acknowledgements_file_follows_its_schema() {
+    use valp_runtime::clock::{FixedClock, Timestamp};
+    use valp_runtime::needs::{Queue, acks};
+
+    const SCHEMA: &str = "console/acknowledgements.schema.json";
+    let temp = tempfile::tempdir().unwrap();
+    let root = valp_store::ControlRoot::init(
+        temp.path(),
+        valp_kernel::Identity::new(valp_kernel::IdentityKind::Installation, "inst").unwrap(),
+        std::sync::Arc::new(valp_store::io::OsStorage),
+    )
+    .unwrap();
+    let clock = FixedClock::new(Timestamp::from_millis(1_796_040_000_000));
+    let mut queue = Queue::new(&root);
+    queue.acknowledge("review:t:r9", true, &[], &clock).unwrap();
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(root.console_file(acks::FILE)).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        json!({"acknowledged": [{"at": "2026-11-30T12:00:00.000Z", "key": "review:t:r9"}],
+               "schema_version": "valp-console-acknowledgements.v1"})
+    );
+    let schema = validator(SCHEMA);
+    assert_eq!(errors(&schema, &written), Vec::<String>::new());
+    for broken in [
+        json!({"acknowledged": [], "schema_version": "v0"}),
+        json!({"schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "", "at": "2026-11-30T12:00:00.000Z"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "k", "at": "yesterday"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [{"key": "k", "at": "2026-11-30T12:00:00.000Z", "by": "me"}],
+               "schema_version": "valp-console-acknowledgements.v1"}),
+        json!({"acknowledged": [], "schema_version": "valp-console-acknowledgements.v1", "x": 1}),
+    ] {
+        assert!(!schema.is_valid(&broken), "the schema accepts {broken}");
     }
 }

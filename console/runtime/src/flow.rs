@@ -9,8 +9,6 @@
 //!   lister ([`valp_kernel::explain`]) fed with the active epoch and the frozen Done policy, as
 //!   rows with the words the console shows, and for an allowed transition the Leader sends
 //!   from the console, the [`Request`] its key sends. `valp task explain` prints the same.
-//! - [`refusal_words`]: the lister's reasons for a refused transition, which the console shows
-//!   when the kernel refuses one of the Leader's keys.
 //!
 //! No Done closure is built for the lister (building one gathers and stores evidence): a
 //! `recording_completed` in `recording` is listed as refused by the Done gate with
@@ -174,37 +172,6 @@ fn action(body: &StateBody, transition: &Transition) -> Option<Request> {
         }
         _ => return None,
     })
-}
-
-/// The lister's words for why `kind` (on `work_item`, when it targets one) is refused with
-/// `code`, or `None` when the listed transition is not refused with that code (the refusal came
-/// from something the lister does not model, and its own message stands).
-pub fn refusal_words(
-    transitions: &[Transition],
-    kind: EventKind,
-    work_item: Option<&str>,
-    code: &str,
-) -> Option<String> {
-    transitions
-        .iter()
-        .filter(|transition| transition.kind == kind)
-        .find(|transition| match (&transition.target, work_item) {
-            (
-                Target::WorkItem(item)
-                | Target::Attempt {
-                    work_item: item, ..
-                },
-                Some(wanted),
-            ) => item.value() == wanted,
-            (_, wanted) => wanted.is_none(),
-        })
-        .and_then(|transition| match &transition.judgement {
-            Judgement::Refused {
-                code: listed,
-                reasons,
-            } if listed == code => Some(display_text(&reasons.join("; "))),
-            _ => None,
-        })
 }
 
 /// The work items of a task, counted as the strip shows them.
@@ -641,40 +608,6 @@ mod tests {
             recording.line(),
             "refused recording_completed task VALP-E-STATE-CONFLICT: the transition table has \
              no edge reviewing --recording_completed--> (allowed from: recording)"
-        );
-        // The words the console shows when the kernel refuses the key.
-        assert_eq!(
-            refusal_words(
-                &listed,
-                EventKind::RecordingCompleted,
-                None,
-                "VALP-E-STATE-CONFLICT"
-            )
-            .as_deref(),
-            Some(
-                "the transition table has no edge reviewing --recording_completed--> \
-                 (allowed from: recording)"
-            )
-        );
-        // Another code than the listed one: the refusal's own message stands.
-        assert_eq!(
-            refusal_words(
-                &listed,
-                EventKind::RecordingCompleted,
-                None,
-                "VALP-E-DONE-GATE"
-            ),
-            None
-        );
-        // An allowed transition has no refusal words.
-        assert_eq!(
-            refusal_words(
-                &listed,
-                EventKind::ReviewPassed,
-                None,
-                "VALP-E-STATE-CONFLICT"
-            ),
-            None
         );
     }
 

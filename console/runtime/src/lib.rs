@@ -19,6 +19,7 @@ pub mod doctor;
 pub mod evidence;
 pub mod flow;
 pub mod ingest;
+pub mod needs;
 pub mod plan;
 pub mod related;
 pub mod runtime;

@@ -15,6 +15,7 @@ pub mod control;
 pub mod driver;
 pub mod effects;
 pub mod measures;
+pub mod refusal;
 pub mod workflow;
 
 use valp_kernel::{Event, EventKind, Identity, IdentityKind, StateBody};

@@ -12,6 +12,7 @@
 
 mod agents;
 pub mod feed;
+mod history;
 mod tasks;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use crate::authority::{self, Approval, AuthorityError, Confirmation, SessionChec
 use crate::clock::Clock;
 use crate::doctor::report::shows;
 use crate::doctor::{self, HealthStatus, Observation, ObserveOptions};
+use crate::needs;
 use crate::runtime::control::{Actor, Operation};
 use valp_view::sanitize::display_text;
 use valp_view::{
@@ -38,6 +40,13 @@ pub struct SystemBackend<'c> {
     observation: Observation,
     session: SessionCheck,
     desk: tasks::Desk,
+    needs: needs::Queue,
+    /// The needs on screen, which an acknowledgement keeps in the file.
+    shown_needs: Vec<valp_view::NeedRow>,
+    /// When each observation on screen was first read.
+    observations_seen: needs::FirstSeen,
+    /// When each current attempt on screen was first seen.
+    attempts_seen: needs::FirstSeen,
     feed: Option<feed::Feed>,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
@@ -56,6 +65,7 @@ impl<'c> SystemBackend<'c> {
         let observation = doctor::observe(clock, &options);
         let session = authority::open_session(&root, &mut ledger, &observation)?;
         Ok(Self {
+            needs: needs::Queue::new(&root),
             root,
             ledger,
             clock,
@@ -63,6 +73,9 @@ impl<'c> SystemBackend<'c> {
             observation,
             session,
             desk: tasks::Desk::new(None),
+            shown_needs: Vec::new(),
+            observations_seen: needs::FirstSeen::default(),
+            attempts_seen: needs::FirstSeen::default(),
             feed: None,
             pending_plan: None,
         })
@@ -159,6 +172,34 @@ impl<'c> SystemBackend<'c> {
         let active = self.ledger.live().state().active_epoch;
         self.desk
             .operate(&self.root, active, task_id, operation, &actor)
+    }
+
+    /// Stamps each observation row with when the System first read it (its ingest time).
+    fn stamp(&mut self, rows: &mut [valp_view::ObservationRow]) {
+        let now = self.clock.now().millis();
+        let key = |row: &valp_view::ObservationRow| {
+            format!("{}\u{0}{}\u{0}{}", row.source, row.attempt_id, row.sequence)
+        };
+        for row in rows.iter_mut() {
+            row.seen_ms = self.observations_seen.stamp(&key(row), now);
+            row.seen_at = crate::clock::Timestamp::from_millis(row.seen_ms).to_rfc3339();
+        }
+        let live: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
+        self.observations_seen.keep(|seen| live.contains(seen));
+    }
+
+    /// Stamps each work item's current attempt with when the System first saw it.
+    fn stamp_attempts(&mut self, rows: &mut [valp_view::ItemRow]) {
+        let now = self.clock.now().millis();
+        let key = |row: &valp_view::ItemRow| {
+            let attempt = row.attempt.split(' ').next().unwrap_or_default();
+            format!("{}\u{0}{}\u{0}{attempt}", row.task_id, row.work_item_id)
+        };
+        for row in rows.iter_mut().filter(|row| !row.attempt.is_empty()) {
+            row.attempt_since_ms = self.attempts_seen.stamp(&key(row), now);
+        }
+        let live: std::collections::BTreeSet<String> = rows.iter().map(key).collect();
+        self.attempts_seen.keep(|seen| live.contains(seen));
     }
 
     /// What this start found.
@@ -291,15 +332,22 @@ impl Backend for SystemBackend<'_> {
             self.desk.pump(&self.root, active);
         }
         let lane = self.lane();
-        let (tasks, items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, mut items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        self.stamp_attempts(&mut items);
         let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
             self.feed.as_ref().map(feed::Feed::rows).unwrap_or_default();
         self.desk.explain(&mut observations);
+        self.stamp(&mut observations);
         // The runtime's refusals stand as long as the file does; the feed's are events.
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
         let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
+        let (needs, acks_problem) = self
+            .needs
+            .rows(self.desk.needs(lane.active_epoch), self.clock);
+        rejections.extend(acks_problem);
+        self.shown_needs.clone_from(&needs);
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
             root: display_text(&self.root.layout().root().display().to_string()),
@@ -310,6 +358,8 @@ impl Backend for SystemBackend<'_> {
             rejections,
             activity: self.desk.activity(),
             agents,
+            needs,
+            now_ms: self.clock.now().millis(),
             workflows,
             machine,
         }
@@ -377,6 +427,26 @@ impl Backend for SystemBackend<'_> {
             Request::Attach { attempt_id } => {
                 let inside = std::env::var("TMUX").ok();
                 return agents::attach(self.root.layout().root(), attempt_id, inside.as_deref());
+            }
+            Request::Acknowledge { key, seen } => {
+                return self
+                    .needs
+                    .acknowledge(key, *seen, &self.shown_needs, self.clock)
+                    .map(|()| {
+                        format!(
+                            "{} {}",
+                            if *seen {
+                                "acknowledged"
+                            } else {
+                                "unacknowledged"
+                            },
+                            display_text(key)
+                        )
+                    })
+                    .map_err(|error| Refusal {
+                        code: needs::AcksError::CODE.to_owned(),
+                        message: display_text(&error.to_string()),
+                    });
             }
             Request::Explain { task_id } => {
                 self.desk.focus_machine(task_id.clone());

@@ -1,4 +1,5 @@
-//! `valp demo`: a task with a seeded legal history, written through the store.
+//! `valp demo`: a task with a seeded legal history, written through the store (with
+//! `--console`, only when `--entries` asks for it: the console's demo is the live plan).
 
 use std::io::Write;
 use std::path::Path;
@@ -13,6 +14,9 @@ use valp_store::{Access, Appended, ControlRoot};
 use super::CommandError;
 use crate::cli::DemoArgs;
 use valp_view::sanitize::display_text;
+
+/// Accepted entries of the seeded task when `--entries` is not given (without `--console`).
+const DEFAULT_ENTRIES: usize = 120;
 
 pub(super) fn run(
     root_path: &Path,
@@ -36,6 +40,13 @@ pub(super) fn run(
     };
     let task = Identity::new(IdentityKind::Task, args.task.clone())
         .map_err(|_| CommandError::Usage("--task must not be empty".to_owned()))?;
+    // The console's demo is the live plan the System publishes once a Leader is bound; a
+    // seeded random history beside it only confuses, unless asked for.
+    let entries = match (args.entries, args.console) {
+        (Some(entries), _) => entries,
+        (None, false) => DEFAULT_ENTRIES,
+        (None, true) => return Ok(ExitCode::SUCCESS),
+    };
     if args.console && root.open_task(&args.task, Access::ReadOnly).is_ok() {
         writeln!(
             out,
@@ -60,7 +71,7 @@ pub(super) fn run(
         task,
     );
     let mut journal = root.create_task(walk.genesis())?;
-    for step in walk.by_ref().take(args.entries) {
+    for step in walk.by_ref().take(entries) {
         match journal.append(&step.event, &step.evidence_set)? {
             Appended::Accepted { .. } => {}
             other => {

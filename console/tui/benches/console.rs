@@ -66,6 +66,7 @@ fn view() -> ConsoleView {
             status: statuses[at % statuses.len()].to_owned(),
             position: "locked by item-000 (running)".to_owned(),
             attempt: format!("task:item-{at}:a1 g1 running"),
+            attempt_since_ms: 0,
         })
         .collect();
     let observations = (0..200u64)
@@ -76,6 +77,10 @@ fn view() -> ConsoleView {
             sequence: at,
             status: "accepted".to_owned(),
             detail: "the process started".to_owned(),
+            source: String::new(),
+            provenance: String::new(),
+            seen_ms: 0,
+            seen_at: String::new(),
         })
         .collect();
     ConsoleView {
@@ -105,9 +110,7 @@ fn view() -> ConsoleView {
         activity: (0..100)
             .map(|at| format!("task-000: proposal {at} accepted"))
             .collect(),
-        agents: Vec::new(),
-        workflows: Vec::new(),
-        machine: None,
+        ..ConsoleView::default()
     }
 }
 

@@ -61,13 +61,34 @@ pub enum Action {
     Message,
     /// Agent pane: follow the screen's end again after scrolling.
     Follow,
+    /// Jump to the next need that waits for the Leader: its task (and work item) selected,
+    /// so the key that answers it acts on it.
+    NextNeed,
+    /// Acknowledge the need under the Needs-you cursor (or take the acknowledgement back).
+    Acknowledge,
+    /// Move the cursor a page up.
+    PageUp,
+    /// Move the cursor a page down.
+    PageDown,
+    /// Move the cursor to the first row.
+    First,
+    /// Move the cursor to the last row.
+    Last,
+    /// Open the `:` command palette.
+    Palette,
+    /// Open the `/` filter prompt.
+    Filter,
+    /// Complete the typed command to the chosen palette entry.
+    Complete,
+    /// Open the detail view of the selected row.
+    Details,
     /// Show the protocol state machine of the selected task (or work item).
     StateMachine,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 28] = [
+    pub const ALL: [Self; 38] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -95,6 +116,16 @@ impl Action {
         Self::Attach,
         Self::Message,
         Self::Follow,
+        Self::NextNeed,
+        Self::Acknowledge,
+        Self::PageUp,
+        Self::PageDown,
+        Self::First,
+        Self::Last,
+        Self::Palette,
+        Self::Filter,
+        Self::Complete,
+        Self::Details,
         Self::StateMachine,
     ];
 
@@ -128,6 +159,16 @@ impl Action {
             Self::Attach => "attach",
             Self::Message => "message",
             Self::Follow => "follow",
+            Self::NextNeed => "next_need",
+            Self::Acknowledge => "acknowledge",
+            Self::PageUp => "page_up",
+            Self::PageDown => "page_down",
+            Self::First => "first",
+            Self::Last => "last",
+            Self::Palette => "palette",
+            Self::Filter => "filter",
+            Self::Complete => "complete",
+            Self::Details => "details",
             Self::StateMachine => "state_machine",
         }
     }
@@ -167,13 +208,32 @@ impl Action {
             Self::Attach => "attach",
             Self::Message => "message…",
             Self::Follow => "follow",
+            Self::NextNeed => "next need",
+            Self::Acknowledge => "seen",
+            Self::PageUp => "page up",
+            Self::PageDown => "page down",
+            Self::First => "first",
+            Self::Last => "last",
+            Self::Palette => "commands",
+            Self::Filter => "filter",
+            Self::Complete => "complete",
+            Self::Details => "details",
             Self::StateMachine => "state machine",
         }
     }
 
-    /// Whether the footer lists the action (help always does).
+    /// Whether the footer lists the action (help always does): not the second of a pair, the
+    /// page keys or Enter (the footer's row is worth more to the task keys).
     pub const fn hinted(self) -> bool {
-        !matches!(self, Self::PreviousPane)
+        !matches!(
+            self,
+            Self::PreviousPane
+                | Self::PageUp
+                | Self::PageDown
+                | Self::First
+                | Self::Last
+                | Self::Details
+        )
     }
 
     /// A sentence for the help overlay and the read-only banner.
@@ -208,6 +268,16 @@ impl Action {
             Self::Attach => "attach a terminal to the agent's pane (a popup inside tmux)",
             Self::Message => "type a message for the running agent (delivered with proof)",
             Self::Follow => "follow the end of the agent's screen again",
+            Self::NextNeed => "jump to the next need that waits for you (its task selected)",
+            Self::Acknowledge => "mark the need under the Needs-you cursor as seen (again: unmark)",
+            Self::PageUp => "move the cursor a page up",
+            Self::PageDown => "move the cursor a page down",
+            Self::First => "move the cursor to the first row",
+            Self::Last => "move the cursor to the last row",
+            Self::Palette => "open the command palette: every action, theme and task by name",
+            Self::Filter => "show only the rows of every list that contain a text",
+            Self::Complete => "complete the typed command to the chosen entry",
+            Self::Details => "show everything about the selected row, and why it is in its state",
             Self::StateMachine => {
                 "what the protocol allows next for the selected task or work item, and why not"
             }

@@ -37,11 +37,18 @@ use super::dialog::Dialog;
 use super::event::{Effect, Event};
 use super::keymap::{Key, Keymap, Mode};
 use super::machine::{Choice, Machine};
+use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, footer, help, intro, leader, title, workflow};
-use valp_view::{ConsoleView, Refusal, Request, SessionCheck, TaskRow};
+use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title, workflow};
+use std::cell::{Cell, RefCell};
+
+use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+use std::collections::BTreeSet;
+
+use valp_view::{ConsoleView, NeedRow, Refusal, Request, SessionCheck, TaskRow};
 
 /// The task status in which the Leader's review decision is offered.
 const REVIEWING: &str = "reviewing";
@@ -53,6 +60,30 @@ const BLOCKED: &str = "blocked";
 const FIXING: &str = "fixing";
 /// The task status in which the System runs attempts.
 const EXECUTING: &str = "executing";
+
+/// The main screen's actions that propose something or write under the control root: the
+/// ones read-only mode refuses in words.
+const OPERATIONS: [Action; 11] = [
+    Action::CancelSelected,
+    Action::Interrupt,
+    Action::Resume,
+    Action::Redirect,
+    Action::PassReview,
+    Action::RejectReview,
+    Action::GrantApproval,
+    Action::DenyApproval,
+    Action::RetryItem,
+    Action::Recover,
+    Action::Acknowledge,
+];
+
+/// Rows one wheel step moves.
+const WHEEL_ROWS: usize = 3;
+
+/// How long a confirmation stays in the footer.
+pub const NOTICE_MS: i64 = 15_000;
+/// How long a refusal stays in the footer.
+pub const REFUSAL_MS: i64 = 60_000;
 
 /// What the footer shows after a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +107,12 @@ pub struct Ctx<'a> {
     /// What the footer offers: the mode's actions that mean something right now, with keys.
     pub hints: Vec<(Action, Vec<Key>)>,
     theme: &'a Theme,
+    /// The `/` filter in force (empty: none), for the title line.
+    pub filter: &'a str,
+    /// Where each task pane is drawn (the body records it, clicks read it).
+    pub pane_areas: &'a RefCell<Vec<(Pane, Rect)>>,
+    /// Where each row of a task pane is drawn (the lists record it, clicks read it).
+    pub row_areas: &'a RefCell<Vec<(Pane, Rect, usize)>>,
 }
 
 impl Ctx<'_> {
@@ -97,7 +134,14 @@ enum Screen {
 #[derive(Debug)]
 pub struct App {
     config: Config,
+    /// The view as the backend gave it.
+    full: ConsoleView,
+    /// What is on screen: [`Self::full`] through the `/` filter (the cursors index it).
     view: ConsoleView,
+    /// The `/` filter in force (empty: none).
+    filter: String,
+    /// The `:` palette or the `/` prompt, while open.
+    prompt: Option<Prompt>,
     /// The candidate list on screen: always on first run, on `r`/`s` in read-only mode.
     list: Option<CandidateList>,
     dialog: Option<Dialog>,
@@ -111,6 +155,26 @@ pub struct App {
     help: bool,
     notice: Option<Notice>,
     dirty: bool,
+    /// Needs already announced by the bell or desktop notification (each once).
+    alerted: BTreeSet<String>,
+    /// What the loop should write to the terminal to announce needs, if anything.
+    alert: Option<String>,
+    /// The need `n` jumped to last (its key), so the next `n` goes on from it.
+    jumped: Option<String>,
+    /// How far the help overlay is scrolled down, and the most its text allowed when last
+    /// drawn (drawing takes `&self`; the keys that scroll stop there).
+    help_scroll: usize,
+    help_most: Cell<usize>,
+    /// The detail view, while open: how far it is scrolled, and the most its text allowed when
+    /// last drawn.
+    detail: Option<usize>,
+    detail_most: Cell<usize>,
+    /// The notice on screen and the view time it was first drawn at, for expiry.
+    noted: Option<(Notice, i64)>,
+    /// Where each task pane was drawn last (for clicks; drawing takes `&self`).
+    pane_areas: RefCell<Vec<(Pane, Rect)>>,
+    /// Where each row of those panes was drawn last: pane, rows, index.
+    row_areas: RefCell<Vec<(Pane, Rect, usize)>>,
 }
 
 impl App {
@@ -118,7 +182,10 @@ impl App {
     pub fn new(config: Config, view: ConsoleView) -> Self {
         let mut app = Self {
             config,
+            full: view.clone(),
             view,
+            filter: String::new(),
+            prompt: None,
             list: None,
             dialog: None,
             redirect: None,
@@ -128,8 +195,19 @@ impl App {
             help: false,
             notice: None,
             dirty: true,
+            alerted: BTreeSet::new(),
+            alert: None,
+            jumped: None,
+            help_scroll: 0,
+            help_most: Cell::new(0),
+            detail: None,
+            detail_most: Cell::new(0),
+            noted: None,
+            pane_areas: RefCell::new(Vec::new()),
+            row_areas: RefCell::new(Vec::new()),
         };
         app.sync_list();
+        app.check_alerts();
         app
     }
 
@@ -174,6 +252,10 @@ impl App {
     pub fn mode(&self) -> Mode {
         if self.help {
             Mode::Help
+        } else if self.prompt.is_some() {
+            Mode::Prompt
+        } else if self.detail.is_some() {
+            Mode::Detail
         } else if self.dialog.is_some() {
             Mode::Dialog
         } else if self.redirect.is_some() {
@@ -197,6 +279,68 @@ impl App {
         std::mem::take(&mut self.dirty)
     }
 
+    /// The bytes the loop should write to the terminal to announce needs that still wait after
+    /// the configured delay (a bell, or an OSC 9 desktop notification), once per need.
+    pub fn take_alert(&mut self) -> Option<String> {
+        self.alert.take()
+    }
+
+    /// Clears a confirmation [`NOTICE_MS`] (a refusal [`REFUSAL_MS`]) after the view it was
+    /// first seen with, by the view's clock; a request still pending stays.
+    fn expire_notice(&mut self) {
+        let now = self.view.now_ms;
+        match (&self.notice, &self.noted) {
+            (Some(notice), Some((noted, at))) if notice == noted => {
+                let lasts = match notice {
+                    Notice::Pending(_) => return,
+                    Notice::Done(_) => NOTICE_MS,
+                    Notice::Refused(_) => REFUSAL_MS,
+                };
+                if now.saturating_sub(*at) >= lasts {
+                    self.notice = None;
+                    self.noted = None;
+                    self.dirty = true;
+                }
+            }
+            (Some(notice), _) => self.noted = Some((notice.clone(), now)),
+            (None, _) => self.noted = None,
+        }
+    }
+
+    /// Announces the unacknowledged needs that have waited the configured delay and were not
+    /// announced yet.
+    fn check_alerts(&mut self) {
+        let Some(delay) = self.config.notify.delay_ms() else {
+            return;
+        };
+        let due: Vec<&NeedRow> = self
+            .view
+            .needs
+            .iter()
+            .filter(|need| {
+                !need.acknowledged
+                    && self.view.now_ms.saturating_sub(need.since_ms) >= delay
+                    && !self.alerted.contains(&need.key)
+            })
+            .collect();
+        let Some(first) = due.first() else {
+            return;
+        };
+        let text = format!(
+            "valp: {} {} waits for you{}",
+            first.kind.title(),
+            first.task_id,
+            if due.len() > 1 {
+                format!(" (and {} more)", due.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+        self.alert = self.config.notify.announce(&text);
+        let keys: Vec<String> = due.iter().map(|need| need.key.clone()).collect();
+        self.alerted.extend(keys);
+    }
+
     fn screen(&self) -> Screen {
         match self.view.lane.session {
             SessionCheck::Unbound => Screen::FirstRun,
@@ -209,6 +353,14 @@ impl App {
     pub fn handle(&mut self, event: Event) -> Vec<Effect> {
         match event {
             Event::Key(key) => {
+                if self.mode() == Mode::Prompt
+                    && Prompt::captures(&key)
+                    && let Some(prompt) = &mut self.prompt
+                {
+                    prompt.edit(&key);
+                    self.dirty = true;
+                    return Vec::new();
+                }
                 if self.mode() == Mode::Redirect
                     && let Some(redirect) = &mut self.redirect
                     && redirect.captures(&key)
@@ -227,6 +379,12 @@ impl App {
                 }
                 match self.config.keymap.action(self.mode(), &key) {
                     Some(action) => self.update(action),
+                    None if self.mode() == Mode::ReadOnly => {
+                        match self.config.keymap.action(Mode::Main, &key) {
+                            Some(action) => self.refuse_read_only(action),
+                            None => Vec::new(),
+                        }
+                    }
                     None => Vec::new(),
                 }
             }
@@ -234,6 +392,7 @@ impl App {
                 self.dirty = true;
                 Vec::new()
             }
+            Event::Mouse(mouse) => self.mouse(mouse),
             Event::Tick => vec![Effect::Send {
                 request: Request::Refresh,
                 quiet: true,
@@ -268,6 +427,8 @@ impl App {
             },
             Event::Loaded(view) => {
                 self.load(*view);
+                self.check_alerts();
+                self.expire_notice();
                 Vec::new()
             }
         }
@@ -281,7 +442,40 @@ impl App {
             (_, Action::Quit) => return vec![Effect::Quit],
             (_, Action::Refresh) => return self.send(Request::Refresh),
             (Mode::Help, Action::Help | Action::Cancel) => self.help = false,
-            (_, Action::Help) => self.help = true,
+            (Mode::Detail, Action::Cancel) => self.detail = None,
+            (Mode::Detail, action) if motion::is_motion(action) => {
+                let most = self.detail_most.get();
+                self.detail = self
+                    .detail
+                    .map(|scroll| motion::moved(scroll, most + 1, action));
+            }
+            // Only on a row: an empty pane has nothing to show.
+            (Mode::Main | Mode::ReadOnly, Action::Details)
+                if self.selection.len(self.selection.focus(), &self.view) > 0 =>
+            {
+                self.detail = Some(0);
+            }
+            (Mode::Prompt, Action::Cancel) => self.prompt = None,
+            (Mode::Prompt, Action::Confirm) => return self.run_prompt(),
+            (Mode::Prompt, action) => {
+                if let Some(prompt) = &mut self.prompt {
+                    prompt.update(action, &prompt::commands(&self.view));
+                }
+            }
+            (Mode::Main | Mode::ReadOnly, Action::Palette) => {
+                self.prompt = Some(Prompt::palette());
+            }
+            (Mode::Main | Mode::ReadOnly, Action::Filter) => {
+                self.prompt = Some(Prompt::filter(&self.filter));
+            }
+            (Mode::Help, action) if motion::is_motion(action) => {
+                let most = self.help_most.get();
+                self.help_scroll = motion::moved(self.help_scroll, most + 1, action);
+            }
+            (_, Action::Help) => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
             (Mode::Dialog, Action::Confirm) => {
                 if let Some(dialog) = self.dialog.take() {
                     self.redirect = None;
@@ -300,36 +494,30 @@ impl App {
             }
             (Mode::Agent, action) => return self.agent_action(action),
             (Mode::Main | Mode::ReadOnly, Action::StateMachine) => return self.open_machine(),
-            (Mode::Machine, Action::Cancel) => {
-                self.machine = None;
-                self.dirty = true;
-                return vec![Effect::Send {
-                    request: Request::Explain { task_id: None },
-                    quiet: true,
-                }];
-            }
-            (Mode::Machine, Action::Up | Action::Down) => {
-                if let Some(machine) = &mut self.machine {
-                    machine.step(action == Action::Up, &self.view);
-                }
-            }
-            (Mode::Machine, Action::Choose) if self.screen() == Screen::Main => {
-                match self.machine.as_ref().and_then(|m| m.choose(&self.view)) {
-                    Some(Choice::Confirm(dialog)) => self.dialog = Some(dialog),
-                    Some(Choice::Send(request)) => return self.send(request),
-                    None => return Vec::new(),
-                }
-            }
+            (Mode::Machine, action) => return self.on_machine(action),
             (Mode::Main | Mode::ReadOnly, Action::NextPane) => self.selection.focus_next(),
             (Mode::Main | Mode::ReadOnly, Action::PreviousPane) => {
                 self.selection.focus_previous();
             }
-            (Mode::Main | Mode::ReadOnly, Action::Up | Action::Down) => {
-                self.selection.step(action == Action::Up, &self.view);
+            (Mode::Main | Mode::ReadOnly, action) if motion::is_motion(action) => {
+                self.selection.step(action, &self.view);
+            }
+            (Mode::Main | Mode::ReadOnly, Action::NextNeed) => {
+                let next = self.next_need();
+                self.selection.jump(&self.view, next);
+                self.jumped = self.view.needs.get(next).map(|need| need.key.clone());
+            }
+            (Mode::Main, Action::Acknowledge) => {
+                if let Some(need) = self.view.needs.get(self.selection.cursor(Pane::Needs)) {
+                    return self.send(Request::Acknowledge {
+                        key: need.key.clone(),
+                        seen: !need.acknowledged,
+                    });
+                }
             }
             (Mode::Main, _) if self.offers(action) => return self.operate(action),
             (Mode::Picker, Action::Cancel) => self.list = None,
-            (Mode::FirstRun | Mode::Picker, Action::Up | Action::Down) => {
+            (Mode::FirstRun | Mode::Picker, action) if motion::is_motion(action) => {
                 if let Some(list) = &mut self.list {
                     list.update(action, &self.view);
                 }
@@ -353,6 +541,41 @@ impl App {
         Vec::new()
     }
 
+    /// An action in the state machine view: move, close (the backend stops carrying the
+    /// machine), or choose an allowed transition (on the main screen only: same dialog, or same
+    /// request, as its key).
+    fn on_machine(&mut self, action: Action) -> Vec<Effect> {
+        match action {
+            Action::Cancel => {
+                self.machine = None;
+                self.dirty = true;
+                vec![Effect::Send {
+                    request: Request::Explain { task_id: None },
+                    quiet: true,
+                }]
+            }
+            Action::Up | Action::Down => {
+                if let Some(machine) = &mut self.machine {
+                    machine.step(action == Action::Up, &self.view);
+                }
+                self.dirty = true;
+                Vec::new()
+            }
+            Action::Choose if self.screen() == Screen::Main => {
+                match self.machine.as_ref().and_then(|m| m.choose(&self.view)) {
+                    Some(Choice::Confirm(dialog)) => {
+                        self.dialog = Some(dialog);
+                        self.dirty = true;
+                        Vec::new()
+                    }
+                    Some(Choice::Send(request)) => self.send(request),
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether `action` means something right now (the footer offers only those). On the main
     /// screen the task actions need a selected task in the focused Tasks or Work items pane:
     /// cancel needs the selected row of the focused pane, interrupt a task that is not
@@ -371,7 +594,9 @@ impl App {
                     Action::CancelSelected => match focus {
                         Pane::Tasks => task.is_some(),
                         Pane::Items => self.selection.item(&self.view).is_some(),
-                        Pane::Observations | Pane::Rejections | Pane::Activity => false,
+                        Pane::Observations | Pane::Rejections | Pane::Activity | Pane::Needs => {
+                            false
+                        }
                     },
                     Action::Interrupt => task.is_some_and(|task| !task.interrupted),
                     Action::Resume => task.is_some_and(|task| task.interrupted),
@@ -396,6 +621,7 @@ impl App {
                         task.is_some_and(|task| task.status == BLOCKED || task.status == FIXING)
                     }
                     Action::Agent => focus == Pane::Items && self.selected_agent().is_some(),
+                    Action::NextNeed | Action::Acknowledge => !self.view.needs.is_empty(),
                     _ => true,
                 }
             }
@@ -403,12 +629,166 @@ impl App {
                 .agent
                 .as_ref()
                 .is_none_or(|agent| agent.offers(action, &self.view.agents)),
+            Mode::ReadOnly => action != Action::NextNeed || !self.view.needs.is_empty(),
             Mode::Redirect => self
                 .redirect
                 .as_ref()
                 .is_none_or(|redirect| redirect.offers(action)),
             _ => true,
         }
+    }
+
+    /// The need `n` goes to: the first unacknowledged one from the Needs-you cursor on
+    /// (wrapping), after it when `n` already went there; the one after the cursor when every
+    /// need is acknowledged.
+    fn next_need(&self) -> usize {
+        let needs = &self.view.needs;
+        let cursor = self
+            .selection
+            .cursor(Pane::Needs)
+            .min(needs.len().saturating_sub(1));
+        let there = needs
+            .get(cursor)
+            .is_some_and(|need| self.jumped.as_ref() == Some(&need.key));
+        let start = if there { cursor + 1 } else { cursor };
+        let count = needs.len().max(1);
+        (0..count)
+            .map(|step| (start + step) % count)
+            .find(|at| needs.get(*at).is_some_and(|need| !need.acknowledged))
+            .unwrap_or(start % count)
+    }
+
+    /// In read-only mode, a task action (its main-screen key, or its palette command) is
+    /// refused in words: why, and the two ways on (anything else does nothing, as before).
+    fn refuse_read_only(&mut self, action: Action) -> Vec<Effect> {
+        if self.mode() != Mode::ReadOnly || !OPERATIONS.contains(&action) {
+            return Vec::new();
+        }
+        let reason = match &self.view.lane.session {
+            SessionCheck::Unproven { reason } => reason.as_str(),
+            SessionCheck::Unbound | SessionCheck::Reopened { .. } => "",
+        };
+        let ways: Vec<String> = [Action::Rebind, Action::SelectOther]
+            .into_iter()
+            .filter_map(|way| {
+                let keys = self.config.keymap.keys(Mode::ReadOnly, way);
+                (!keys.is_empty())
+                    .then(|| format!("{} {}", crate::keymap::keys_text(&keys), way.describe()))
+            })
+            .collect();
+        self.notice = Some(Notice::Refused(Refusal {
+            code: "VALP-CONSOLE-READ-ONLY".to_owned(),
+            message: format!(
+                "{}: refused, the console is read-only because the Leader session is not \
+                 re-proven ({reason}). Ways on: {}",
+                action.label().trim_end_matches('…'),
+                ways.join("; or ")
+            ),
+        }));
+        self.dirty = true;
+        Vec::new()
+    }
+
+    /// The wheel moves the cursor of the focused list (or scrolls the help and the detail
+    /// view) three rows; a left click selects the row under the pointer (or focuses the pane).
+    fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
+        let steps = match mouse.kind {
+            MouseEventKind::ScrollUp => Some(Action::Up),
+            MouseEventKind::ScrollDown => Some(Action::Down),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let at = Position::new(mouse.column, mouse.row);
+                let row = self
+                    .row_areas
+                    .borrow()
+                    .iter()
+                    .find(|(_, area, _)| area.contains(at))
+                    .map(|(pane, _, index)| (*pane, *index));
+                let pane = self
+                    .pane_areas
+                    .borrow()
+                    .iter()
+                    .find(|(_, area)| area.contains(at))
+                    .map(|(pane, _)| *pane);
+                if matches!(self.mode(), Mode::Main | Mode::ReadOnly) {
+                    if let Some((pane, index)) = row {
+                        self.selection.focus_on(pane);
+                        self.selection.select(pane, index);
+                    } else if let Some(pane) = pane {
+                        self.selection.focus_on(pane);
+                    }
+                    self.dirty = true;
+                }
+                None
+            }
+            _ => None,
+        };
+        let Some(action) = steps else {
+            return Vec::new();
+        };
+        let mut effects = Vec::new();
+        for _ in 0..WHEEL_ROWS {
+            effects.extend(self.update(action));
+        }
+        effects
+    }
+
+    /// Runs the open prompt: the palette's chosen command, or the typed filter.
+    fn run_prompt(&mut self) -> Vec<Effect> {
+        let Some(prompt) = self.prompt.take() else {
+            return Vec::new();
+        };
+        self.dirty = true;
+        match prompt.purpose() {
+            Purpose::Filter => {
+                self.set_filter(prompt.text().trim());
+                Vec::new()
+            }
+            Purpose::Palette => match prompt.chosen(&prompt::commands(&self.view)).cloned() {
+                Some(Command::Act(action)) if self.mode() == Mode::ReadOnly => {
+                    match self.update(action) {
+                        effects if effects.is_empty() => self.refuse_read_only(action),
+                        effects => effects,
+                    }
+                }
+                Some(Command::Act(action)) => self.update(action),
+                Some(Command::Theme(name)) => {
+                    self.notice = Some(match self.config.use_theme(&name) {
+                        Ok(()) => Notice::Done(format!("theme {name}")),
+                        Err(error) => Notice::Refused(Refusal {
+                            code: "VALP-CONSOLE-THEME".to_owned(),
+                            message: error.to_string(),
+                        }),
+                    });
+                    Vec::new()
+                }
+                Some(Command::Task(task)) => {
+                    self.selection.select_task(&self.view, &task);
+                    Vec::new()
+                }
+                None => {
+                    self.notice = Some(Notice::Refused(Refusal {
+                        code: "VALP-CONSOLE-NO-COMMAND".to_owned(),
+                        message: format!(
+                            "no command matches {:?}",
+                            valp_view::sanitize::display_line(prompt.text())
+                        ),
+                    }));
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Shows every list through `text` (empty: everything).
+    fn set_filter(&mut self, text: &str) {
+        text.clone_into(&mut self.filter);
+        let old = std::mem::replace(&mut self.view, filter::filtered(&self.full, &self.filter));
+        self.selection.reload(&old, &self.view);
+    }
+
+    /// The `/` filter in force (empty: none).
+    pub fn filter(&self) -> &str {
+        &self.filter
     }
 
     /// Carries out a task action the main screen [offers](Self::offers).
@@ -519,15 +899,18 @@ impl App {
     /// Replaces the view; the cursors stay on their rows, and a dialog opened for another
     /// screen closes.
     fn load(&mut self, view: ConsoleView) {
-        if view == self.view {
+        if view == self.full {
             return;
         }
         let old_screen = self.screen();
-        let old = std::mem::replace(&mut self.view, view);
+        let shown = filter::filtered(&view, &self.filter);
+        self.full = view;
+        let old = std::mem::replace(&mut self.view, shown);
         if self.screen() != old_screen {
             self.dialog = None;
             self.redirect = None;
             self.agent = None;
+            self.detail = None;
         }
         if let Some(list) = &mut self.list {
             list.reload(&old, &self.view);
@@ -566,7 +949,12 @@ impl App {
                 .filter(|(action, _)| self.offers(*action))
                 .collect(),
             theme: &self.config.theme,
+            filter: &self.filter,
+            pane_areas: &self.pane_areas,
+            row_areas: &self.row_areas,
         };
+        self.pane_areas.borrow_mut().clear();
+        self.row_areas.borrow_mut().clear();
         frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
         let notice = self.notice.as_ref();
         match self.screen() {
@@ -596,10 +984,13 @@ impl App {
                 // compact Leader pane, tabs) stays what the screen's size calls for.
                 let strip = workflow::selected(&ctx).filter(|_| self.list.is_none());
                 let strip_height = strip.map_or(0, |_| workflow::height(area.width));
+                // The plan counts the footer as one notice row and one row of hints: a long
+                // notice or hints that wrap take their extra rows from the body, so the Leader
+                // pane does not flip to its compact form when a refusal shows or a key applies.
                 let spare = area
                     .height
                     .saturating_sub(banner_height.saturating_add(1))
-                    .saturating_sub(footer_height);
+                    .saturating_sub(footer_height.min(footer::PLANNED_HEIGHT));
                 let plan = body::plan(area.width, spare, leader::height(&self.view));
                 let leader_height = if plan.compact_leader {
                     leader::COMPACT_HEIGHT
@@ -641,17 +1032,31 @@ impl App {
                 footer::render(frame, footer_area, &ctx, notice);
             }
         }
+        self.render_overlays(frame, area, &ctx);
+    }
+
+    /// Draws what lies over the screen, bottom to top: the state machine view, the redirect
+    /// dialog, the detail view, the palette or filter prompt, a confirmation, help.
+    fn render_overlays(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
         if let Some(machine) = &self.machine {
-            machine.render(frame, area, &ctx);
+            machine.render(frame, area, ctx);
         }
         if let Some(redirect) = &self.redirect {
-            redirect.render(frame, area, &ctx);
+            redirect.render(frame, area, ctx);
+        }
+        if let Some(scroll) = self.detail {
+            self.detail_most
+                .set(detail::render(frame, area, ctx, scroll));
+        }
+        if let Some(prompt) = &self.prompt {
+            prompt.render(frame, area, ctx, &prompt::commands(&self.view));
         }
         if let Some(dialog) = &self.dialog {
-            dialog.render(frame, area, &ctx);
+            dialog.render(frame, area, ctx);
         }
         if self.help {
-            help::render(frame, area, &ctx);
+            self.help_most
+                .set(help::render(frame, area, ctx, self.help_scroll));
         }
     }
 }

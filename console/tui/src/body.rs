@@ -16,7 +16,7 @@ use super::leader::COMPACT_HEIGHT;
 use super::selection::Pane;
 use super::text::{fit, span};
 use super::theme::Slot;
-use super::{activity, items, observations, rejections, tasks};
+use super::{activity, items, needs, observations, rejections, tasks};
 
 /// Narrowest terminal that shows every pane at once.
 pub const FULL_WIDTH: u16 = 100;
@@ -63,7 +63,14 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, tabbed: bool) {
         return;
     }
     let task_rows = u16::try_from(ctx.view.tasks.len().clamp(1, MAX_TASK_ROWS)).unwrap_or(1);
-    let [tasks_area, items_area, observations_area, logs_area] = area.layout(&Layout::vertical([
+    let [
+        needs_area,
+        tasks_area,
+        items_area,
+        observations_area,
+        logs_area,
+    ] = area.layout(&Layout::vertical([
+        Constraint::Length(needs::height(&ctx.view.needs)),
         Constraint::Length(task_rows + 3),
         Constraint::Fill(3),
         Constraint::Fill(2),
@@ -73,6 +80,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, tabbed: bool) {
         Constraint::Fill(2),
         Constraint::Fill(3),
     ]));
+    render_pane(frame, needs_area, ctx, Pane::Needs);
     render_pane(frame, tasks_area, ctx, Pane::Tasks);
     render_pane(frame, items_area, ctx, Pane::Items);
     render_pane(frame, observations_area, ctx, Pane::Observations);
@@ -81,12 +89,14 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, tabbed: bool) {
 }
 
 fn render_pane(frame: &mut Frame, area: Rect, ctx: &Ctx, pane: Pane) {
+    ctx.pane_areas.borrow_mut().push((pane, area));
     match pane {
         Pane::Tasks => tasks::render(frame, area, ctx),
         Pane::Items => items::render(frame, area, ctx),
         Pane::Observations => observations::render(frame, area, ctx),
         Pane::Rejections => rejections::render(frame, area, ctx),
         Pane::Activity => activity::render(frame, area, ctx),
+        Pane::Needs => needs::render(frame, area, ctx),
     }
 }
 
@@ -98,14 +108,18 @@ fn render_strip(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         if !spans.is_empty() {
             spans.push(span("│", ctx.style(Slot::Border)));
         }
-        let count = ctx.selection.len(pane, ctx.view);
+        let count = match pane {
+            Pane::Needs => needs::waiting(&ctx.view.needs),
+            other => ctx.selection.len(other, ctx.view),
+        };
         let name = match pane {
             Pane::Rejections => "Rejected",
+            Pane::Needs => "Needs",
             other => other.title(),
         };
         let slot = if pane == ctx.selection.focus() {
             Slot::Selection
-        } else if pane == Pane::Rejections && count > 0 {
+        } else if matches!(pane, Pane::Rejections | Pane::Needs) && count > 0 {
             Slot::AlertWarn
         } else {
             Slot::Muted

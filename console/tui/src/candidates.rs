@@ -69,12 +69,7 @@ impl CandidateList {
 
     /// Moves the cursor for [`Action::Up`] and [`Action::Down`].
     pub fn update(&mut self, action: Action, view: &ConsoleView) {
-        let last = self.rows(view).len().saturating_sub(1);
-        self.cursor = match action {
-            Action::Up => self.cursor.saturating_sub(1),
-            Action::Down => (self.cursor + 1).min(last),
-            _ => self.cursor,
-        };
+        self.cursor = super::motion::moved(self.cursor, self.rows(view).len(), action);
     }
 
     /// Keeps the cursor on the same candidate when the view changes from `old` to `new`, or
@@ -149,6 +144,8 @@ impl CandidateList {
             ],
             Slot::Muted,
         )];
+        let ids: Vec<&str> = rows.iter().map(|row| row.candidate_id.as_str()).collect();
+        let names = super::labels::candidates(&ids, usize::from(columns[1]));
         let visible = usize::from(inner.height).saturating_sub(1).max(1);
         let offset = (self.cursor + 1).saturating_sub(visible);
         for (at, candidate) in rows.iter().enumerate().skip(offset).take(visible) {
@@ -156,7 +153,7 @@ impl CandidateList {
             let line = cells(
                 [
                     if selected { "›" } else { "" },
-                    &candidate.candidate_id,
+                    &names[at],
                     &candidate.principal_id,
                     &candidate.principal_kind,
                     &candidate.health,

@@ -1,7 +1,7 @@
 //! What the event loop feeds the [`App`](super::App) ([`Event`]) and what the app asks of the
 //! loop in return ([`Effect`]).
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
 
 use valp_view::{ConsoleView, Refusal, Request};
 
@@ -12,6 +12,8 @@ pub enum Event {
     Key(KeyEvent),
     /// The terminal changed size.
     Resize,
+    /// The wheel or a click (only when the mouse is on: `[console] mouse`).
+    Mouse(MouseEvent),
     /// The slow tick: time to observe again.
     Tick,
     /// Something changed on disk (sent through a [`Notifier`](super::Notifier)).

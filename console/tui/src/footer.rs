@@ -16,6 +16,9 @@ use valp_view::Request;
 /// Columns between two hints.
 const GAP: &str = "  ";
 
+/// The footer rows the layout plan counts on: one notice row and one row of hints.
+pub const PLANNED_HEIGHT: u16 = 2;
+
 /// Rows the footer needs at `width` columns.
 pub fn height(ctx: &Ctx, notice: Option<&Notice>, width: u16) -> u16 {
     let rows =
@@ -126,6 +129,10 @@ fn pending_text(request: &Request) -> String {
             format!("interrupting the agent of {attempt_id}")
         }
         Request::Attach { attempt_id } => format!("attaching to the agent of {attempt_id}"),
+        Request::Acknowledge { key, seen: true } => format!("acknowledging {key}"),
+        Request::Acknowledge { key, seen: false } => {
+            format!("taking back the acknowledgement of {key}")
+        }
         Request::Explain {
             task_id: Some(task_id),
         } => format!("listing the transitions of task {task_id}"),

@@ -1,35 +1,36 @@
-//! The help overlay: the whole keymap, mode by mode, generated from the keymap itself. Up and
-//! down, and the two focus moves, share a row.
+//! The help overlay: the whole keymap, mode by mode, generated from the keymap itself, in one
+//! column whose descriptions wrap (never cut) and which scrolls when it is taller than the
+//! terminal (80x24 among others). Up and down, the page keys, the ends and the two focus moves
+//! share a row.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::action::Action;
 use super::app::Ctx;
 use super::keymap::{Key, Mode, keys_text};
-use super::text::{Cut, cell, fit, row, span};
+use super::overlay;
+use super::text::{Cut, cell, fit, pieces, row, span};
 use super::theme::Slot;
 
-/// Widest the overlay gets.
-const MAX_WIDTH: u16 = 84;
 /// Columns for the keys of one row.
 const KEYS_WIDTH: u16 = 14;
-/// Narrowest inner width that still takes two columns of sections.
-const TWO_COLUMNS_FROM: u16 = 60;
 /// Actions shown on one row, with what the row says.
-const PAIRS: [(Action, Action, &str); 2] = [
+const PAIRS: [(Action, Action, &str); 4] = [
     (Action::Up, Action::Down, "move the cursor up / down"),
+    (
+        Action::PageUp,
+        Action::PageDown,
+        "move the cursor a page up / down",
+    ),
+    (Action::First, Action::Last, "move to the first / last row"),
     (
         Action::NextPane,
         Action::PreviousPane,
         "focus the next / previous pane (or field)",
     ),
 ];
-
-/// One mode's rows: keys and what they do.
-type Section = (Mode, Vec<(String, &'static str)>);
 
 /// The rows of `mode`, in keymap order, pairs merged into the first one's row.
 fn rows(ctx: &Ctx, mode: Mode) -> Vec<(String, &'static str)> {
@@ -59,62 +60,31 @@ fn rows(ctx: &Ctx, mode: Mode) -> Vec<(String, &'static str)> {
     rows
 }
 
-/// Draws the overlay centred over `area`.
-pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
-    let sections: Vec<Section> = Mode::ALL
-        .into_iter()
-        .map(|mode| (mode, rows(ctx, mode)))
-        .filter(|(_, rows)| !rows.is_empty())
-        .collect();
-    let total: usize = sections.iter().map(|(_, rows)| rows.len() + 1).sum();
-
-    let popup = area.centered(
-        Constraint::Length(area.width.min(MAX_WIDTH)),
-        Constraint::Length(u16::try_from(total + 2).unwrap_or(u16::MAX)),
-    );
-    let close = keys_text(&ctx.keymap.keys(Mode::Help, Action::Cancel));
-    let block = Block::bordered()
-        .border_style(ctx.style(Slot::FocusBorder))
-        .padding(Padding::horizontal(1))
-        .title(span(" Keys ", ctx.style(Slot::Title)))
-        .title_bottom(Line::from(vec![
-            span(&format!(" {close}"), ctx.style(Slot::Key)),
-            span(" close ", ctx.style(Slot::Muted)),
-        ]));
-    let inner = block.inner(popup);
-    frame.render_widget(Clear, popup);
-    frame.render_widget(block, popup);
-
-    let height = usize::from(inner.height);
-    let two = height < total && inner.width >= TWO_COLUMNS_FROM;
-    let areas = if two {
-        Layout::horizontal([Constraint::Fill(1); 2])
-            .spacing(2)
-            .split(inner)
-            .to_vec()
-    } else {
-        vec![inner]
-    };
-    // Whole sections per column while they fit; the last column takes the rest (cut).
-    let mut sections = sections.into_iter().peekable();
-    let last = areas.len() - 1;
-    for (at, column) in areas.into_iter().enumerate() {
-        let mut lines = Vec::new();
-        while let Some((mode, rows)) = sections.next_if(|(_, rows)| {
-            at == last || lines.is_empty() || lines.len() + rows.len() < height
-        }) {
-            lines.push(fit(
-                Line::from(span(mode.title(), ctx.style(Slot::Title))),
-                column.width,
-            ));
-            for (keys, what) in rows {
-                let describe_width = column.width.saturating_sub(KEYS_WIDTH + 1);
+/// Draws the overlay centred over `area`, scrolled down by `scroll` lines (kept within the
+/// text); returns the largest scroll the text allows at this size.
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, scroll: usize) -> usize {
+    let text_width = overlay::text_width(area.width);
+    let describe_width = text_width.saturating_sub(KEYS_WIDTH + 1);
+    let mut lines = Vec::new();
+    for mode in Mode::ALL {
+        let rows = rows(ctx, mode);
+        if rows.is_empty() {
+            continue;
+        }
+        lines.push(fit(
+            Line::from(span(mode.title(), ctx.style(Slot::Title))),
+            text_width,
+        ));
+        for (keys, what) in rows {
+            // A description wraps under itself rather than being cut.
+            for (at, piece) in pieces(what, describe_width, usize::MAX).iter().enumerate() {
+                let keys = if at == 0 { keys.as_str() } else { "" };
                 lines.push(row([
-                    cell(&keys, KEYS_WIDTH, Cut::End, ctx.style(Slot::Key)),
-                    cell(what, describe_width, Cut::End, ctx.style(Slot::Base)),
+                    cell(keys, KEYS_WIDTH, Cut::End, ctx.style(Slot::Key)),
+                    cell(piece, describe_width, Cut::End, ctx.style(Slot::Base)),
                 ]));
             }
         }
-        frame.render_widget(Paragraph::new(lines), column);
     }
+    overlay::render(frame, area, ctx, ("Keys", Mode::Help), lines, scroll)
 }

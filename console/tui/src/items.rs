@@ -7,10 +7,13 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
 
 use super::app::Ctx;
+use super::labels;
 use super::list::{self, Entries, Listing};
+use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, row, span, widths};
 use super::theme::Slot;
+use valp_view::needs::age_text;
 
 /// Draws the pane into `area`.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
@@ -41,13 +44,24 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     );
     let entries = Entries::new(items.len(), |at| {
         let item = items[at];
+        let mut attempt =
+            labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id).to_owned();
+        // How long an attempt still in flight has been going.
+        if item.attempt_since_ms > 0
+            && ["created", "submitted", "running"]
+                .iter()
+                .any(|status| item.attempt.ends_with(status))
+        {
+            attempt.push_str(" · ");
+            attempt.push_str(&age_text(item.attempt_since_ms, ctx.view.now_ms));
+        }
         vec![cells([
             (if at == cursor { "›" } else { "" }, Slot::Accent),
             (&item.work_item_id, Slot::Base),
             (&item.requirement, Slot::Muted),
             (&item.status, Slot::of_status(&item.status)),
             (&item.position, Slot::Base),
-            (&item.attempt, Slot::Muted),
+            (&attempt, Slot::Muted),
         ])]
     });
     let title = match task {
@@ -64,8 +78,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         if !task.gates.is_empty() {
             parts.push(format!("gates: {}", task.gates));
         }
-        if !task.waiting.is_empty() {
-            parts.push(format!("waiting for: {}", task.waiting));
+        let waiting = needs::waiting_for(ctx, task);
+        if !waiting.is_empty() {
+            parts.push(format!("waiting for: {waiting}"));
         }
         (!parts.is_empty()).then(|| {
             Line::from(span(
@@ -79,6 +94,7 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         area,
         ctx,
         Listing {
+            pane: Some(Pane::Items),
             title,
             note,
             focused: selection.focus() == Pane::Items,

@@ -39,11 +39,15 @@ pub enum Mode {
     Machine,
     /// The help overlay.
     Help,
+    /// The `:` palette or the `/` filter prompt.
+    Prompt,
+    /// The detail view of a row.
+    Detail,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::Global,
         Self::FirstRun,
         Self::Main,
@@ -53,6 +57,8 @@ impl Mode {
         Self::Redirect,
         Self::Agent,
         Self::Machine,
+        Self::Prompt,
+        Self::Detail,
         Self::Help,
     ];
 
@@ -69,6 +75,8 @@ impl Mode {
             Self::Agent => "agent",
             Self::Machine => "machine",
             Self::Help => "help",
+            Self::Prompt => "prompt",
+            Self::Detail => "detail",
         }
     }
 
@@ -85,6 +93,8 @@ impl Mode {
             Self::Agent => "Agent pane",
             Self::Machine => "State machine",
             Self::Help => "Help",
+            Self::Prompt => "Command palette and filter",
+            Self::Detail => "Detail view",
         }
     }
 
@@ -93,7 +103,13 @@ impl Mode {
     const fn uses_global(self) -> bool {
         !matches!(
             self,
-            Self::Global | Self::Dialog | Self::Redirect | Self::Machine | Self::Help
+            Self::Global
+                | Self::Dialog
+                | Self::Redirect
+                | Self::Machine
+                | Self::Help
+                | Self::Prompt
+                | Self::Detail
         )
     }
 
@@ -440,7 +456,8 @@ mod tests {
             press(Mode::ReadOnly, KeyCode::Char('r')),
             Some(Action::Rebind)
         );
-        assert_eq!(press(Mode::ReadOnly, KeyCode::Enter), None);
+        // Enter in read-only mode only opens the detail view of a row.
+        assert_eq!(press(Mode::ReadOnly, KeyCode::Enter), Some(Action::Details));
         assert_eq!(
             press(Mode::Dialog, KeyCode::Char('y')),
             Some(Action::Confirm)
@@ -534,7 +551,8 @@ mod tests {
              next_pane, previous_pane, up, down, choose, confirm, cancel, rebind, select_other, \
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
              grant_approval, deny_approval, retry_item, recover, toggle, agent, attach, message, \
-             follow, state_machine)"
+             follow, next_need, acknowledge, page_up, page_down, first, last, palette, filter, \
+             complete, details, state_machine)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -7,7 +7,8 @@
 //! - [`App`] holds the view and the UI state; [`App::handle`] turns an [`Event`] into
 //!   [`Effect`]s without doing IO, and [`App::render`] composes one pane per module (`title`,
 //!   `intro`, `banner`, `leader`, `candidates`, `footer`, `dialog`, `redirect`, `help`, and the
-//!   task panes `tasks`, `items`, `observations`, `rejections`, `activity`, laid out by `body`
+//!   task panes `needs` (the needs-you queue), `tasks`, `items`, `observations`, `rejections`,
+//!   `activity`, laid out by `body`
 //!   over the shared `list`; `selection` holds the focus and cursors).
 //! - [`run`] is the one event loop, a tokio task that owns the terminal and the app and never
 //!   waits for the backend: it selects over terminal input (crossterm's `EventStream`), the
@@ -29,17 +30,24 @@ mod banner;
 mod body;
 mod candidates;
 mod config;
+mod detail;
 mod dialog;
 mod event;
+mod filter;
 mod footer;
 mod help;
 mod intro;
 mod items;
 mod keymap;
+mod labels;
 mod leader;
 mod list;
 mod machine;
+mod motion;
+mod needs;
 mod observations;
+mod overlay;
+mod prompt;
 mod redirect;
 mod rejections;
 mod selection;
@@ -61,8 +69,8 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::time::{Instant, MissedTickBehavior};
 
 pub use action::Action;
-pub use app::{App, Notice};
-pub use config::{Config, ConfigError, Sources};
+pub use app::{App, NOTICE_MS, Notice, REFUSAL_MS};
+pub use config::{Config, ConfigError, Notify, NotifyHow, Sources};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
 pub use redirect::MAX_INTENT;
@@ -137,7 +145,16 @@ pub async fn run(backend: Box<dyn Backend + Send>, config: Config, inbox: Inbox)
             return Err(error);
         }
     };
+    // The wheel and clicks, unless the user file turns them off (a terminal that reports the
+    // mouse no longer selects text by itself).
+    let mouse = config.mouse;
+    if mouse {
+        crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+    }
     let result = event_loop(&mut terminal, backend, config, inbox).await;
+    if mouse {
+        let _ = crossterm::execute!(io::stdout(), crossterm::event::DisableMouseCapture);
+    }
     ratatui::restore();
     result
 }
@@ -184,6 +201,7 @@ async fn event_loop(
                 Some(Err(error)) => return Err(error),
                 Some(Ok(Terminal::Key(key))) => Event::Key(key),
                 Some(Ok(Terminal::Resize(..))) => Event::Resize,
+                Some(Ok(Terminal::Mouse(mouse))) => Event::Mouse(mouse),
                 Some(Ok(_)) => continue,
             },
             Some(event) = worker.answers.recv() => event,
@@ -192,6 +210,12 @@ async fn event_loop(
         };
         let flow = worker.apply(&mut app, event);
         dirty |= app.take_dirty();
+        if let Some(alert) = app.take_alert() {
+            // Between frames: a bell or an OSC 9 notification draws nothing.
+            let mut out = io::stdout();
+            io::Write::write_all(&mut out, alert.as_bytes())?;
+            io::Write::flush(&mut out)?;
+        }
         if flow == Flow::Quit {
             return Ok(());
         }

@@ -65,6 +65,8 @@ pub struct Listing<'a> {
     pub cursor: usize,
     /// What an empty pane says.
     pub empty: String,
+    /// The pane it lists, so a click on a row selects it.
+    pub pane: Option<Pane>,
 }
 
 impl<'a> Listing<'a> {
@@ -85,6 +87,7 @@ impl<'a> Listing<'a> {
             entries,
             cursor: ctx.selection.cursor(pane),
             empty: empty.to_owned(),
+            pane: Some(pane),
         }
     }
 }
@@ -137,6 +140,13 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     let mut end = start;
     for (at, entry) in (start..).zip(shown) {
         let rows = entry.len();
+        if let Some(pane) = listing.pane {
+            // Where the entry is drawn, for clicks (what falls below the pane is never hit).
+            let top = inner.y + u16::try_from(lines.len()).unwrap_or(u16::MAX);
+            let area = Rect::new(inner.x, top, inner.width, u16::try_from(rows).unwrap_or(1))
+                .intersection(inner);
+            ctx.row_areas.borrow_mut().push((pane, area, at));
+        }
         for line in entry {
             let line = fit(line, inner.width);
             lines.push(if listing.focused && at == cursor {

@@ -135,7 +135,8 @@ impl Machine {
             | Request::Explain { .. }
             | Request::Message { .. }
             | Request::InterruptAgent { .. }
-            | Request::Attach { .. } => return None,
+            | Request::Attach { .. }
+            | Request::Acknowledge { .. } => return None,
         }))
     }
 
@@ -203,6 +204,8 @@ impl Machine {
                 } else {
                     "Asking the kernel…".to_owned()
                 },
+                // The view is an overlay, not a pane: a click on it selects nothing.
+                pane: None,
             },
         );
         let block = Block::bordered().border_style(ctx.style(Slot::FocusBorder));

@@ -5,6 +5,8 @@
 //! (Observations, Rejected files, Activity) keep following the newest row while their cursor is
 //! on it, and otherwise stay on the row they were on.
 
+use super::action::Action;
+use super::motion;
 use valp_view::{ConsoleView, ItemRow, TaskRow};
 
 /// A pane of the main screen's body, in focus order.
@@ -20,16 +22,19 @@ pub enum Pane {
     Rejections,
     /// What the System did, newest first.
     Activity,
+    /// What waits for the Leader, across tasks.
+    Needs,
 }
 
 impl Pane {
     /// Every pane, in focus order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Tasks,
         Self::Items,
         Self::Observations,
         Self::Rejections,
         Self::Activity,
+        Self::Needs,
     ];
 
     /// The pane's name on screen.
@@ -40,6 +45,7 @@ impl Pane {
             Self::Observations => "Observations",
             Self::Rejections => "Rejected files",
             Self::Activity => "Activity",
+            Self::Needs => "Needs you",
         }
     }
 
@@ -50,6 +56,7 @@ impl Pane {
             Self::Observations => 2,
             Self::Rejections => 3,
             Self::Activity => 4,
+            Self::Needs => 5,
         }
     }
 
@@ -75,7 +82,7 @@ impl Pane {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection {
     focus: Pane,
-    cursors: [usize; 5],
+    cursors: [usize; Pane::ALL.len()],
 }
 
 impl Default for Selection {
@@ -89,7 +96,7 @@ impl Selection {
     pub const fn new() -> Self {
         Self {
             focus: Pane::Tasks,
-            cursors: [0; 5],
+            cursors: [0; Pane::ALL.len()],
         }
     }
 
@@ -127,7 +134,58 @@ impl Selection {
             Pane::Observations => view.observations.len(),
             Pane::Rejections => view.rejections.len(),
             Pane::Activity => view.activity.len(),
+            Pane::Needs => view.needs.len(),
         }
+    }
+
+    /// Puts the Needs-you cursor on `need` and selects its task (and work item), focusing the
+    /// pane whose keys answer it: Work items for a need about one, else Tasks.
+    pub fn jump(&mut self, view: &ConsoleView, need: usize) {
+        let Some(row) = view.needs.get(need) else {
+            return;
+        };
+        self.cursors[Pane::Needs.index()] = need;
+        if let Some(task) = view
+            .tasks
+            .iter()
+            .position(|task| task.task_id == row.task_id)
+        {
+            self.cursors[Pane::Tasks.index()] = task;
+        }
+        let item = row.work_item_id.as_ref().and_then(|work_item| {
+            self.items(view)
+                .iter()
+                .position(|item| item.work_item_id == *work_item)
+        });
+        self.cursors[Pane::Items.index()] = item.unwrap_or(0);
+        self.focus = if item.is_some() {
+            Pane::Items
+        } else {
+            Pane::Tasks
+        };
+    }
+
+    /// Selects the task `task_id` (focusing the Tasks pane), if it is listed.
+    pub fn select_task(&mut self, view: &ConsoleView, task_id: &str) {
+        if let Some(at) = view.tasks.iter().position(|task| task.task_id == task_id) {
+            self.cursors[Pane::Tasks.index()] = at;
+            self.cursors[Pane::Items.index()] = 0;
+            self.focus = Pane::Tasks;
+        }
+    }
+
+    /// Puts `pane`'s cursor on row `index` (a new task starts on its first work item).
+    pub fn select(&mut self, pane: Pane, index: usize) {
+        let cursor = &mut self.cursors[pane.index()];
+        if *cursor != index && pane == Pane::Tasks {
+            self.cursors[Pane::Items.index()] = 0;
+        }
+        self.cursors[pane.index()] = index;
+    }
+
+    /// Focuses `pane`.
+    pub const fn focus_on(&mut self, pane: Pane) {
+        self.focus = pane;
     }
 
     /// Focuses the next pane.
@@ -140,17 +198,13 @@ impl Selection {
         self.focus = self.focus.previous();
     }
 
-    /// Moves the focused pane's cursor one row up (`up`) or down, within its rows. Moving the
-    /// Tasks cursor puts the Work items cursor on the new task's first item.
-    pub fn step(&mut self, up: bool, view: &ConsoleView) {
+    /// Moves the focused pane's cursor as `action` says ([`motion::moved`]), within its rows.
+    /// Moving the Tasks cursor puts the Work items cursor on the new task's first item.
+    pub fn step(&mut self, action: Action, view: &ConsoleView) {
         let pane = self.focus;
-        let last = self.len(pane, view).saturating_sub(1);
+        let len = self.len(pane, view);
         let cursor = &mut self.cursors[pane.index()];
-        let moved = if up {
-            cursor.saturating_sub(1)
-        } else {
-            (*cursor + 1).min(last)
-        };
+        let moved = motion::moved(*cursor, len, action);
         if moved != *cursor {
             *cursor = moved;
             if pane == Pane::Tasks {
@@ -181,6 +235,15 @@ impl Selection {
         } else {
             0
         };
+        let old_need = old
+            .needs
+            .get(self.cursor(Pane::Needs))
+            .map(|need| need.key.as_str());
+        self.cursors[Pane::Needs.index()] = follow(
+            self.cursor(Pane::Needs),
+            old_need,
+            new.needs.iter().map(|need| need.key.as_str()),
+        );
         for pane in Pane::ALL.into_iter().filter(|pane| pane.is_log()) {
             let cursor = self.cursor(pane);
             if cursor == 0 {
@@ -231,7 +294,7 @@ fn log_keys(pane: Pane, view: &ConsoleView) -> Vec<String> {
             .map(|row| format!("{}\u{0}{}", row.path, row.reason))
             .collect(),
         Pane::Activity => view.activity.clone(),
-        Pane::Tasks | Pane::Items => Vec::new(),
+        Pane::Tasks | Pane::Items | Pane::Needs => Vec::new(),
     }
 }
 
@@ -241,8 +304,8 @@ mod tests {
 
     #[test]
     fn focus_wraps_both_ways() {
-        assert_eq!(Pane::Activity.next(), Pane::Tasks);
-        assert_eq!(Pane::Tasks.previous(), Pane::Activity);
+        assert_eq!(Pane::Needs.next(), Pane::Tasks);
+        assert_eq!(Pane::Tasks.previous(), Pane::Needs);
         for pane in Pane::ALL {
             assert_eq!(pane.next().previous(), pane);
         }

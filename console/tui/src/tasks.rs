@@ -9,6 +9,7 @@ use ratatui::text::Line;
 
 use super::app::Ctx;
 use super::list::{self, Entries, Listing};
+use super::needs;
 use super::selection::Pane;
 use super::text::{Cut, cell, group, row_of, widths};
 use super::theme::Slot;
@@ -85,7 +86,7 @@ fn task_line(ctx: &Ctx, width: u16, wide: bool, task: &TaskRow, selected: bool) 
             ),
             (&task.epoch.to_string(), epoch_slot),
             ("", Slot::Base),
-            (&task.waiting, Slot::Muted),
+            (&needs::waiting_for(ctx, task), Slot::Muted),
         ],
         &flags,
     )

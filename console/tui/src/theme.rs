@@ -7,8 +7,20 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-/// The compiled-in default theme.
+/// The compiled-in default theme: named colours only, the ANSI-16 fallback every terminal
+/// draws.
 pub const DEFAULT_THEME: &str = include_str!("../../../themes/default.toml");
+
+/// Every compiled-in theme by name (`--theme`, `[console] theme`, `:theme`), the default first.
+pub const THEMES: [(&str, &str); 4] = [
+    ("default", DEFAULT_THEME),
+    ("dark", include_str!("../../../themes/dark.toml")),
+    ("light", include_str!("../../../themes/light.toml")),
+    (
+        "high-contrast",
+        include_str!("../../../themes/high-contrast.toml"),
+    ),
+];
 
 /// What a piece of the screen means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +178,12 @@ pub enum ThemeError {
         /// The slot as written.
         slot: String,
     },
+    /// A theme name that is not compiled in.
+    #[error("theme: unknown theme {name:?} (themes: {})", THEMES.map(|(name, _)| name).join(", "))]
+    UnknownTheme {
+        /// The name as given.
+        name: String,
+    },
     /// A slot whose style is wrong.
     #[error("theme: slot {slot:?}: {reason}")]
     BadStyle {
@@ -186,6 +204,17 @@ impl Theme {
     /// The compiled-in default theme.
     pub fn builtin() -> Result<Self, ThemeError> {
         Self::from_toml(DEFAULT_THEME)
+    }
+
+    /// The compiled-in theme called `name`.
+    pub fn named(name: &str) -> Result<Self, ThemeError> {
+        THEMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .ok_or_else(|| ThemeError::UnknownTheme {
+                name: valp_view::sanitize::display_line(name),
+            })
+            .and_then(|(_, text)| Self::from_toml(text))
     }
 
     /// Parses a theme file.

@@ -7,9 +7,11 @@
 //! which the runtime and the TUI share).
 
 pub mod flow;
+pub mod needs;
 pub mod sanitize;
 
 pub use flow::{MachineView, Workflow};
+pub use needs::{NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -33,6 +35,12 @@ pub struct ConsoleView {
     pub activity: Vec<String>,
     /// The terminal coding agents (tmux) of the items' current attempts, in item order.
     pub agents: Vec<AgentView>,
+    /// What waits for the Leader across tasks, most severe first, then oldest first.
+    pub needs: Vec<NeedRow>,
+    /// When the view was read, in milliseconds since the Unix epoch, from the System's
+    /// (injected) clock: ages on screen are measured against it, so a test's view draws the
+    /// same ages every time.
+    pub now_ms: i64,
     /// Each task's Operator Workflow, in task order.
     pub workflows: Vec<Workflow>,
     /// The state machine of the task the console asked about ([`Request::Explain`]), as of
@@ -99,6 +107,9 @@ pub struct ItemRow {
     pub position: String,
     /// The current attempt (`<attempt id> g<generation> <status>`), or empty.
     pub attempt: String,
+    /// When the System first saw the current attempt (milliseconds since the Unix epoch, its
+    /// clock; 0 without an attempt or until stamped): how long it has been going.
+    pub attempt_since_ms: i64,
 }
 
 /// One adapter observation, as ingested.
@@ -116,6 +127,15 @@ pub struct ObservationRow {
     pub status: String,
     /// The reason or runtime identity, display only.
     pub detail: String,
+    /// The file it was read from (relative to the control root).
+    pub source: String,
+    /// Its proof chain in words: each segment's adapter and what its proof binds.
+    pub provenance: String,
+    /// When the System first read it (milliseconds since the Unix epoch, the System's clock;
+    /// 0 until the System stamps it), and the same as RFC 3339 text.
+    pub seen_ms: i64,
+    /// [`Self::seen_ms`] as RFC 3339 text (empty until stamped).
+    pub seen_at: String,
 }
 
 /// A file the System did not act on.
@@ -333,6 +353,14 @@ pub enum Request {
     Attach {
         /// The agent's attempt.
         attempt_id: String,
+    },
+    /// Mark a need as seen (or no longer seen): it stays listed, dimmed and after the others,
+    /// and rings no bell. Persisted under the control root, so it survives a restart.
+    Acknowledge {
+        /// The need's [`NeedRow::key`].
+        key: String,
+        /// Acknowledge (true) or take the acknowledgement back.
+        seen: bool,
     },
     /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
     /// `None` stops. Changes nothing in the control root.

@@ -274,7 +274,13 @@ pub fn apply(
         },
         Appended::Rejected { error_code, reason } => Verdict::Refused {
             code: error_code.as_str().to_owned(),
-            reason,
+            reason: super::refusal::explain_refusal(
+                journal.live(),
+                &event,
+                active_epoch,
+                error_code.as_str(),
+            )
+            .unwrap_or(reason),
         },
     })
 }
@@ -350,7 +356,7 @@ pub fn event_for(
 }
 
 /// The event kind `operation` stands for on the task `body`.
-pub fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
+fn kind_of(body: &StateBody, operation: &Operation) -> Result<EventKind, ControlError> {
     Ok(match operation {
         Operation::CancelTask => EventKind::TaskCancelled,
         Operation::CancelItem(_) => EventKind::WorkItemCancelled,

@@ -70,10 +70,10 @@ impl Feed {
                     Some(row) => row,
                     None => match item.decode(&limits) {
                         Some(Ok(observation)) if path.starts_with("inbox") => {
-                            Ok(observation_row(&observation))
+                            Ok(observation_row(&observation, &path))
                         }
                         Some(Ok(observation)) => match sequencer.admit(&path, &observation) {
-                            Ok(()) => Ok(observation_row(&observation)),
+                            Ok(()) => Ok(observation_row(&observation, &path)),
                             Err(rejection) => Err(rejection),
                         },
                         Some(Err(rejection)) => Err(rejection),
@@ -173,6 +173,11 @@ fn signal_row(item: &Ingested) -> Option<Result<ObservationRow, crate::ingest::R
             sequence: signal.sequence,
             status: format!("agent {}", signal.kind.as_str()),
             detail: display_text(&format!("{}: {}", signal.channel.as_str(), signal.summary)),
+            source: display_text(&path.display().to_string()),
+            provenance: display_text(&format!("agent channel {}", signal.channel.as_str())),
+            // Stamped by the System when it reads the feed.
+            seen_ms: 0,
+            seen_at: String::new(),
         }),
         Err(error) => Err(Rejection::new(
             path.clone(),
@@ -182,7 +187,7 @@ fn signal_row(item: &Ingested) -> Option<Result<ObservationRow, crate::ingest::R
     })
 }
 
-fn observation_row(observation: &crate::abi::AdapterObservation) -> ObservationRow {
+fn observation_row(observation: &crate::abi::AdapterObservation, path: &Path) -> ObservationRow {
     use valp_view::sanitize::display_text;
     let request = &observation.request;
     ObservationRow {
@@ -198,6 +203,18 @@ fn observation_row(observation: &crate::abi::AdapterObservation) -> ObservationR
                 .or(observation.runtime_identity.as_deref())
                 .unwrap_or(""),
         ),
+        source: display_text(&path.display().to_string()),
+        provenance: display_text(
+            &observation
+                .provenance
+                .iter()
+                .map(|segment| format!("{} ({})", segment.adapter_id, segment.proof_kind.as_str()))
+                .collect::<Vec<_>>()
+                .join(" → "),
+        ),
+        // Stamped by the System when it reads the feed (the watcher has no clock).
+        seen_ms: 0,
+        seen_at: String::new(),
     }
 }
 

@@ -11,7 +11,10 @@ use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody, WorkItemStatus};
 use valp_store::{Access, ControlRoot, Journal, StoreError};
 
+use valp_kernel::dimension::GateResult;
+
 use crate::flow;
+use crate::needs::{self, Found, TaskFacts};
 use crate::runtime::control::{self, Actor, Operation, Verdict};
 use crate::runtime::driver::{self, Driver, Progress};
 use crate::runtime::effects;
@@ -43,12 +46,15 @@ pub struct Desk {
     /// console costs the entries appended since the last view, not a full replay.
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
-    /// Each task's gate line ([`TaskRow::gates`]) and the revision it was measured at: the
-    /// measurement reads the plan and the journal, so it is redone only when the task moved.
-    gates: BTreeMap<PathBuf, (i128, String)>,
+    /// Each task's gates (and their line, [`TaskRow::gates`]) and the revision they were
+    /// measured at: the measurement reads the plan and the journal, so it is redone only when
+    /// the task moved.
+    gates: BTreeMap<PathBuf, (i128, String, Vec<GateResult>)>,
     /// The task whose state machine every view carries ([`valp_view::Request::Explain`]).
     machine: Option<Focus>,
     activity: VecDeque<String>,
+    /// Task folders whose journal history is already in [`Self::activity`].
+    history_read: BTreeSet<PathBuf>,
 }
 
 impl Desk {
@@ -64,6 +70,7 @@ impl Desk {
             gates: BTreeMap::new(),
             machine: None,
             activity: VecDeque::new(),
+            history_read: BTreeSet::new(),
         }
     }
 
@@ -120,6 +127,28 @@ impl Desk {
         self.activity.truncate(ACTIVITY_ROWS);
     }
 
+    /// Puts the history of the task journal in `dir` into the Activity log, once per console:
+    /// what a restart would otherwise lose. Called once the journal is open in
+    /// [`Self::journals`]; a history that cannot be read is tried again next time.
+    fn read_history(&mut self, dir: &Path) {
+        if self.history_read.contains(dir) {
+            return;
+        }
+        let Some(task) = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value().to_owned())
+        else {
+            return;
+        };
+        if let Ok(lines) = super::history::of_task(&task, dir) {
+            for line in lines {
+                self.log(&line);
+            }
+            self.history_read.insert(dir.to_owned());
+        }
+    }
+
     /// Lets the System take every step it can on every unfinished task of `active_epoch`:
     /// carry out pending obligations, then drive each task until it waits.
     pub fn pump(&mut self, root: &ControlRoot, active_epoch: i128) {
@@ -142,6 +171,8 @@ impl Desk {
                 .status
                 .known()
                 .is_some_and(valp_kernel::TaskStatus::is_terminal);
+            // What happened before this console started comes first.
+            self.read_history(&dir);
             if self.drivers.contains_key(&task) {
                 continue;
             }
@@ -228,6 +259,7 @@ impl Desk {
                 .map(|journal| journal.live().body().clone())
             {
                 Ok(body) => {
+                    self.read_history(dir);
                     let mut row = self.task_row(&body, active_epoch);
                     row.gates = self.gate_line(root, dir, body.revision);
                     rows.push(row);
@@ -319,7 +351,7 @@ impl Desk {
 
     /// The gate line of the task journal in `dir` (open in [`Self::journals`]) at `revision`.
     fn gate_line(&mut self, root: &ControlRoot, dir: &Path, revision: i128) -> String {
-        if let Some((measured, line)) = self.gates.get(dir)
+        if let Some((measured, line, _)) = self.gates.get(dir)
             && *measured == revision
         {
             return line.clone();
@@ -327,7 +359,8 @@ impl Desk {
         let Some(journal) = self.journals.get(dir) else {
             return String::new();
         };
-        let line = match driver::task_gates(root, journal) {
+        let measured = driver::task_gates(root, journal);
+        let line = match &measured {
             Ok(Some(gates)) => gates
                 .iter()
                 .map(|gate| {
@@ -348,8 +381,37 @@ impl Desk {
             Ok(None) => String::new(),
             Err(error) => display_text(&format!("gates: {error}")),
         };
-        self.gates.insert(dir.to_owned(), (revision, line.clone()));
+        let gates = measured.ok().flatten().unwrap_or_default();
+        self.gates
+            .insert(dir.to_owned(), (revision, line.clone(), gates));
         line
+    }
+
+    /// What waits for the Leader in each task of `active_epoch` read by the last
+    /// [`Self::tasks`] (a task on a fenced epoch needs a handoff before anything else).
+    pub fn needs(&self, active_epoch: i128) -> Vec<(String, Vec<Found>)> {
+        self.journals
+            .iter()
+            .filter(|(_, journal)| journal.live().body().leader_epoch == active_epoch)
+            .map(|(dir, journal)| {
+                let body = journal.live().body();
+                let gates = self
+                    .gates
+                    .get(dir)
+                    .filter(|(measured, _, _)| *measured == body.revision)
+                    .map_or(&[][..], |(_, _, gates)| gates.as_slice());
+                (
+                    body.task_id.value().to_owned(),
+                    needs::find(&TaskFacts {
+                        body,
+                        gates,
+                        last_recorded_ms: journal
+                            .last_recorded_at()
+                            .map(valp_store::clock::Timestamp::millis),
+                    }),
+                )
+            })
+            .collect()
     }
 
     /// Adds to every observation row carrying an adapter's final word the reason the journal
@@ -430,21 +492,8 @@ impl Desk {
                 Ok(display_text(&message))
             }
             Verdict::Refused { code, reason } => {
-                // The lister's words, when it lists this refusal: the same text the state
-                // machine view shows for it.
-                let reason = control::kind_of(journal.live().body(), operation)
-                    .ok()
-                    .and_then(|kind| {
-                        let listed = flow::transitions(root, &journal, active_epoch).ok()?;
-                        let item = match operation {
-                            Operation::CancelItem(item) | Operation::Retry(item) => {
-                                Some(item.as_str())
-                            }
-                            _ => None,
-                        };
-                        flow::refusal_words(&listed, kind, item, &code)
-                    })
-                    .unwrap_or(reason);
+                // `reason` is already in the lister's words when it lists this refusal
+                // (`control::apply` through `runtime::refusal`, shared with the CLI).
                 self.log(&format!(
                     "{task_id}  {} refused: {code}: {reason}",
                     operation_name(operation)
@@ -509,6 +558,8 @@ fn item_rows(body: &StateBody) -> Vec<ItemRow> {
                 status: item.status.as_str().to_owned(),
                 position: valp_view::position_text(&item.position),
                 attempt: display_text(&attempt),
+                // Stamped by the System when it shows the row.
+                attempt_since_ms: 0,
             }
         })
         .collect()

@@ -377,12 +377,15 @@ fn read_only_mode_sends_nothing_from_the_task_keys() {
                 KeyCode::Char('f'),
                 KeyCode::Char('y'),
                 KeyCode::Char(' '),
-                KeyCode::Enter,
                 KeyCode::Esc,
             ] {
                 assert_eq!(app.handle(key(code)), [], "{pane:?} {code:?}");
                 assert_eq!(app.mode(), Mode::ReadOnly, "{pane:?} {code:?}");
             }
+            // Enter opens the detail view of the row (looking only); Esc closes it.
+            assert_eq!(app.handle(key(KeyCode::Enter)), [], "{pane:?}");
+            assert_eq!(app.handle(key(KeyCode::Esc)), [], "{pane:?}");
+            assert_eq!(app.mode(), Mode::ReadOnly, "{pane:?}");
             press(&mut app, &mut backend, KeyCode::Char('j'));
         }
         press(&mut app, &mut backend, KeyCode::Tab);
@@ -427,14 +430,14 @@ fn focus_cycles_and_the_selected_task_drives_the_work_items() {
     let mut backend = Scripted::new(working());
     let mut app = start(&mut backend);
     let mut seen = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..Pane::ALL.len() {
         seen.push(app.focus());
         press(&mut app, &mut backend, KeyCode::Tab);
     }
     assert_eq!(seen, Pane::ALL);
     assert_eq!(app.focus(), Pane::Tasks, "Tab wraps");
     press(&mut app, &mut backend, KeyCode::BackTab);
-    assert_eq!(app.focus(), Pane::Activity);
+    assert_eq!(app.focus(), Pane::Needs);
     press(&mut app, &mut backend, KeyCode::Tab);
 
     // k on the first row and j on the last stay put.

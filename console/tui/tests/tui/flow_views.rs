@@ -327,6 +327,7 @@ fn from_the_work_items_pane_the_view_lists_that_items_transitions_only() {
         status: "pending".to_owned(),
         position: "ready".to_owned(),
         attempt: String::new(),
+        attempt_since_ms: 0,
     });
     let mut backend = Scripted::new(view);
     let mut app = start(&mut backend);

@@ -106,7 +106,6 @@ fn read_only_mode_sends_nothing_but_refresh_and_the_rebind_and_select_flows() {
     let mut app = start(&mut backend);
     assert_eq!(app.mode(), Mode::ReadOnly);
     for code in [
-        KeyCode::Enter,
         KeyCode::Char('y'),
         KeyCode::Char('j'),
         KeyCode::Char('k'),
@@ -119,6 +118,13 @@ fn read_only_mode_sends_nothing_but_refresh_and_the_rebind_and_select_flows() {
         assert_eq!(app.handle(key(code)), [], "{code:?}");
         assert_eq!(app.mode(), Mode::ReadOnly, "{code:?}");
     }
+    // Enter only looks: the detail view of the selected row, if there is one.
+    let enter = app.handle(key(KeyCode::Enter));
+    assert_eq!(enter, []);
+    if app.mode() == Mode::Detail {
+        assert_eq!(app.handle(key(KeyCode::Esc)), []);
+    }
+    assert_eq!(app.mode(), Mode::ReadOnly);
 
     // r: new sessions of tmux:alice only, then a Rotate after confirmation.
     type_keys(&mut app, &mut backend, "r");

@@ -6,7 +6,11 @@
 
 mod agent;
 mod controls;
+mod detail;
 mod flow_views;
 mod flows;
+mod navigation;
+mod needs;
+mod palette;
 mod screens;
 mod support;

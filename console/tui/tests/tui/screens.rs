@@ -86,7 +86,8 @@ fn cell_of<'b>(buffer: &'b ratatui::buffer::Buffer, text: &str) -> &'b ratatui::
 fn statuses_flags_and_focus_are_drawn_in_their_theme_slots() {
     let mut backend = Scripted::new(working());
     let app = start(&mut backend);
-    let terminal = draw(&app, 120, 40);
+    // Tall enough for every work item under the Needs-you pane.
+    let terminal = draw(&app, 120, 44);
     let buffer = terminal.backend().buffer();
     for (text, color) in [
         ("completed settled", Color::Green),

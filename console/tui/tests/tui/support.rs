@@ -7,8 +7,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use valp_tui::{App, Config, Event, Flow, dispatch};
 use valp_view::{
-    Backend, CandidateRow, ConsoleView, EpochRow, ItemRow, LaneView, LeaderView, ObservationRow,
-    Refusal, RejectionRow, Request, SessionCheck, TaskRow,
+    Backend, CandidateRow, ConsoleView, EpochRow, ItemRow, LaneView, LeaderView, NeedKind, NeedRow,
+    ObservationRow, Refusal, RejectionRow, Request, SessionCheck, TaskRow,
 };
 
 /// A backend that answers from a script and records what it was asked.
@@ -135,10 +135,15 @@ fn base_view(lane: LaneView) -> ConsoleView {
         rejections: Vec::new(),
         activity: Vec::new(),
         agents: Vec::new(),
+        needs: Vec::new(),
+        now_ms: NOW_MS,
         workflows: Vec::new(),
         machine: None,
     }
 }
+
+/// The view's clock in every test view: 2026-11-30T12:00:00Z.
+pub const NOW_MS: i64 = 1_796_040_000_000;
 
 /// No Leader yet; one human and two tmux panes running agents.
 pub fn first_run() -> ConsoleView {
@@ -313,6 +318,12 @@ fn item(
         status: status.to_owned(),
         position: position.to_owned(),
         attempt: attempt.to_owned(),
+        // Attempts in these views started a few minutes ago.
+        attempt_since_ms: if attempt.is_empty() {
+            0
+        } else {
+            NOW_MS - 4 * 60_000
+        },
     }
 }
 
@@ -331,6 +342,11 @@ pub fn observation(
         sequence,
         status: status.to_owned(),
         detail: detail.to_owned(),
+        source: format!("runtime/process/attempts/{attempt_id}/observations/{sequence:06}.json"),
+        provenance: "valp-process-adapter (process_bound) → valp-process-adapter (content_bound)"
+            .to_owned(),
+        seen_ms: NOW_MS - i64::try_from(sequence).unwrap_or(0) * 60_000,
+        seen_at: format!("2026-11-30T11:5{}:00.000Z", 10 - sequence.min(9)),
     }
 }
 
@@ -388,7 +404,47 @@ pub fn working() -> ConsoleView {
         format!("{TUNE}  interrupt accepted: fixing at revision 9"),
         format!("{BUILD}  work_item_completed  (scan exited 0)"),
     ];
+    view.needs = vec![
+        need(
+            NeedKind::FailedAttempt,
+            BUILD,
+            Some("lint"),
+            "att-lint-2",
+            "lint is blocked: attempt att-lint-2 did not complete and the System retries no more",
+            7 * 60,
+        ),
+        need(
+            NeedKind::Review,
+            REVIEW,
+            None,
+            "r31",
+            "the work is verified: review it",
+            42 * 60,
+        ),
+    ];
     view
+}
+
+/// A need first seen `age_seconds` before [`NOW_MS`].
+pub fn need(
+    kind: NeedKind,
+    task_id: &str,
+    work_item_id: Option<&str>,
+    occurrence: &str,
+    summary: &str,
+    age_seconds: i64,
+) -> NeedRow {
+    NeedRow {
+        key: NeedRow::key_of(kind, task_id, occurrence),
+        kind,
+        task_id: task_id.to_owned(),
+        work_item_id: work_item_id.map(str::to_owned),
+        summary: summary.to_owned(),
+        since_ms: NOW_MS - age_seconds * 1000,
+        // NOW_MS less a whole number of minutes under an hour.
+        since_at: format!("2026-11-30T11:{:02}:00.000Z", 60 - age_seconds / 60),
+        acknowledged: false,
+    }
 }
 
 fn working_items() -> Vec<ItemRow> {

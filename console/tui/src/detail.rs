@@ -1,0 +1,271 @@
+//! The detail view (Enter on a row): everything the view knows about the selected task, work
+//! item, observation, need, rejected file or Activity line, with a "why" line for the state,
+//! absolute times beside ages, and for a task or work item its observations (with where each
+//! was read from and its proof chain) and needs. It scrolls like the help overlay.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+
+use super::app::Ctx;
+use super::keymap::Mode;
+use super::selection::Pane;
+use super::text::{Cut, cell, fit, pieces, row, span};
+use super::theme::Slot;
+use super::{labels, needs, overlay};
+use valp_view::needs::age_text;
+use valp_view::{NeedRow, ObservationRow};
+
+/// Columns for a field's name.
+const LABEL: u16 = 14;
+
+/// What the detail view shows, built from the focused pane's selected row.
+struct Page {
+    title: String,
+    lines: Vec<Line<'static>>,
+    width: u16,
+}
+
+impl Page {
+    fn new(title: String, width: u16) -> Self {
+        Self {
+            title,
+            lines: Vec::new(),
+            width,
+        }
+    }
+
+    /// `label  value`, the value wrapped under itself.
+    fn field(&mut self, ctx: &Ctx, label: &str, value: &str, slot: Slot) {
+        if value.is_empty() {
+            return;
+        }
+        let value_width = self.width.saturating_sub(LABEL + 1);
+        for (at, piece) in pieces(value, value_width, usize::MAX).iter().enumerate() {
+            let label = if at == 0 { label } else { "" };
+            self.lines.push(row([
+                cell(label, LABEL, Cut::End, ctx.style(Slot::Muted)),
+                cell(piece, value_width, Cut::End, ctx.style(slot)),
+            ]));
+        }
+    }
+
+    fn heading(&mut self, ctx: &Ctx, text: &str) {
+        self.lines.push(Line::default());
+        self.lines.push(fit(
+            Line::from(span(text, ctx.style(Slot::Title))),
+            self.width,
+        ));
+    }
+
+    fn observation(&mut self, ctx: &Ctx, observation: &ObservationRow) {
+        let when = seen(ctx, observation);
+        self.field(
+            ctx,
+            "status",
+            &format!(
+                "{}  (sequence {})",
+                observation.status, observation.sequence
+            ),
+            Slot::of_status(&observation.status),
+        );
+        self.field(ctx, "attempt", &observation.attempt_id, Slot::Base);
+        self.field(ctx, "read", &when, Slot::Base);
+        self.field(ctx, "from", &observation.source, Slot::Base);
+        self.field(ctx, "provenance", &observation.provenance, Slot::Base);
+        self.field(ctx, "detail", &observation.detail, Slot::Base);
+    }
+
+    fn need(&mut self, ctx: &Ctx, need: &NeedRow) {
+        self.field(ctx, need.kind.title(), &need.summary, Slot::StatusAttention);
+        self.field(
+            ctx,
+            "since",
+            &format!(
+                "{} ago ({}){}",
+                age_text(need.since_ms, ctx.view.now_ms),
+                need.since_at,
+                if need.acknowledged { ", seen" } else { "" }
+            ),
+            Slot::Base,
+        );
+        self.field(
+            ctx,
+            "answer",
+            &needs::answer_text(ctx, need.kind),
+            Slot::Key,
+        );
+    }
+}
+
+/// When an observation was read, as an age and an absolute time.
+fn seen(ctx: &Ctx, observation: &ObservationRow) -> String {
+    if observation.seen_at.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} ago ({})",
+        age_text(observation.seen_ms, ctx.view.now_ms),
+        observation.seen_at
+    )
+}
+
+/// Draws the detail view of the focused pane's selected row over `area`; returns the largest
+/// scroll its text allows (0 when there is nothing selected).
+pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, scroll: usize) -> usize {
+    let Some(page) = page(ctx, overlay::text_width(area.width)) else {
+        return 0;
+    };
+    overlay::render(
+        frame,
+        area,
+        ctx,
+        (&page.title, Mode::Detail),
+        page.lines,
+        scroll,
+    )
+}
+
+fn page(ctx: &Ctx, width: u16) -> Option<Page> {
+    let view = ctx.view;
+    let selection = ctx.selection;
+    let cursor = selection.cursor(selection.focus());
+    match selection.focus() {
+        Pane::Tasks => task_page(ctx, width),
+        Pane::Items => item_page(ctx, width),
+        Pane::Observations => {
+            let observation = view.observations.get(cursor)?;
+            let mut page = Page::new(
+                format!(
+                    "Observation {} of {}",
+                    observation.sequence, observation.attempt_id
+                ),
+                width,
+            );
+            page.field(ctx, "task", &observation.task_id, Slot::Base);
+            page.field(ctx, "work item", &observation.work_item_id, Slot::Base);
+            page.observation(ctx, observation);
+            Some(page)
+        }
+        Pane::Needs => {
+            let need = view.needs.get(cursor)?;
+            let mut page = Page::new(format!("Needs you: {}", need.kind.title()), width);
+            page.field(ctx, "task", &need.task_id, Slot::Base);
+            page.field(
+                ctx,
+                "work item",
+                need.work_item_id.as_deref().unwrap_or_default(),
+                Slot::Base,
+            );
+            page.field(ctx, "severity", need.kind.severity().as_str(), Slot::Base);
+            page.need(ctx, need);
+            Some(page)
+        }
+        Pane::Rejections => {
+            let rejection = view.rejections.get(cursor)?;
+            let mut page = Page::new("Rejected file".to_owned(), width);
+            page.field(ctx, "file", &rejection.path, Slot::Base);
+            page.field(ctx, "why", &rejection.reason, Slot::AlertWarn);
+            Some(page)
+        }
+        Pane::Activity => {
+            let line = view.activity.get(cursor)?;
+            let mut page = Page::new("Activity".to_owned(), width);
+            page.field(ctx, "", line, Slot::Base);
+            Some(page)
+        }
+    }
+}
+
+/// The detail of the selected task.
+fn task_page(ctx: &Ctx, width: u16) -> Option<Page> {
+    let (view, selection) = (ctx.view, ctx.selection);
+    let task = selection.task(view)?;
+    let mut page = Page::new(format!("Task {}", task.task_id), width);
+    let mut status = task.status.clone();
+    if task.interrupted {
+        status.push_str(" (interrupted by the Leader)");
+    }
+    page.field(ctx, "status", &status, Slot::of_status(&task.status));
+    page.field(ctx, "why", &needs::waiting_for(ctx, task), Slot::Base);
+    page.field(ctx, "revision", &task.revision.to_string(), Slot::Base);
+    page.field(
+        ctx,
+        "epoch",
+        &format!(
+            "{}{}",
+            task.epoch,
+            if task.fenced {
+                " (fenced: hand the task over first)"
+            } else {
+                ""
+            }
+        ),
+        if task.fenced {
+            Slot::Fenced
+        } else {
+            Slot::Base
+        },
+    );
+    page.field(
+        ctx,
+        "work items",
+        &format!("{} of {} completed", task.items_completed, task.items_total),
+        Slot::Base,
+    );
+    page.field(ctx, "gates", &task.gates, Slot::Base);
+    for need in view
+        .needs
+        .iter()
+        .filter(|need| need.task_id == task.task_id)
+    {
+        page.heading(ctx, "Needs you");
+        page.need(ctx, need);
+    }
+    let items = selection.items(view);
+    if !items.is_empty() {
+        page.heading(ctx, "Work items");
+        for item in items {
+            page.field(
+                ctx,
+                &item.work_item_id,
+                &format!(
+                    "{} · {} · {}",
+                    item.status,
+                    item.position,
+                    labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id)
+                ),
+                Slot::of_status(&item.status),
+            );
+        }
+    }
+    Some(page)
+}
+
+/// The detail of the selected work item.
+fn item_page(ctx: &Ctx, width: u16) -> Option<Page> {
+    let (view, selection) = (ctx.view, ctx.selection);
+    let item = selection.item(view)?;
+    let mut page = Page::new(
+        format!("Work item {} of {}", item.work_item_id, item.task_id),
+        width,
+    );
+    page.field(ctx, "status", &item.status, Slot::of_status(&item.status));
+    page.field(ctx, "why", &item.position, Slot::Base);
+    page.field(ctx, "requirement", &item.requirement, Slot::Base);
+    page.field(ctx, "attempt", &item.attempt, Slot::Base);
+    for need in view.needs.iter().filter(|need| {
+        need.task_id == item.task_id
+            && need.work_item_id.as_deref() == Some(item.work_item_id.as_str())
+    }) {
+        page.heading(ctx, "Needs you");
+        page.need(ctx, need);
+    }
+    for observation in view.observations.iter().filter(|observation| {
+        observation.task_id == item.task_id && observation.work_item_id == item.work_item_id
+    }) {
+        page.heading(ctx, "Observation");
+        page.observation(ctx, observation);
+    }
+    Some(page)
+}
