@@ -6,5 +6,6 @@ pub mod channel;
 pub mod classify;
 pub mod command;
 pub mod demo;
+pub mod overrides;
 pub mod profile;
 pub mod redact;
