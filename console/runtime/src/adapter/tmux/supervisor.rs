@@ -584,11 +584,6 @@ impl Agent {
                     .map_or((None, None), |(name, line)| {
                         (Some(name.clone()), Some(*line as u64))
                     });
-                if state == AgentState::Blocked
-                    && shown.as_ref().map(|(state, ..)| *state) != Some(AgentState::Blocked)
-                {
-                    keep_capture(writer.dir, &sample, state);
-                }
                 write_state(
                     writer,
                     &StateRecord {
@@ -1006,16 +1001,23 @@ fn unconfirmed_before(dir: &Path, socket: &str, pane_id: &str) -> Option<String>
         })
 }
 
-/// Keeps the screen of `sample` as a capture of the attempt ([`super::capture`]); a failure is
-/// logged (a capture is the Leader's context, not the attempt's record).
-fn keep_capture(dir: &Path, sample: &Sample, state: AgentState) {
+/// Keeps the screen of `record` as a capture of the attempt ([`super::capture`]) when the
+/// agent turns blocked (the `state.json` it replaces was not); a failure is logged (a capture is
+/// the Leader's context, not the attempt's record).
+fn keep_capture(dir: &Path, record: &StateRecord) {
+    let before = super::read_record::<StateRecord>(dir, STATE_FILE)
+        .ok()
+        .flatten();
+    if record.state != "blocked" || before.is_some_and(|before| before.state == "blocked") {
+        return;
+    }
     let capture = super::capture::Capture {
         schema_version: super::capture::CAPTURE_SCHEMA.to_owned(),
-        state: state.name().to_owned(),
-        rule: sample.read.rule.as_ref().map(|(name, _)| name.clone()),
-        screen_digest: sample.digest.clone(),
-        at: now(),
-        lines: sample.tail.clone(),
+        state: record.state.clone(),
+        rule: record.rule.clone(),
+        screen_digest: record.screen_digest.clone(),
+        at: record.sampled_at.clone(),
+        lines: record.tail.clone(),
     };
     match super::capture::keep(dir, capture) {
         Ok(Some(name)) => log(&format!("screen kept as captures/{name}")),
@@ -1041,6 +1043,7 @@ fn sweep_captures(dir: &Path) {
 /// Replaces `state.json` with `record` (a failure is logged: the console's view, not the
 /// attempt's record).
 fn write_state(writer: &Writer<'_>, record: &StateRecord) {
+    keep_capture(writer.dir, record);
     let path = writer.dir.join(STATE_FILE);
     match record.canonical() {
         Ok(bytes) => {
