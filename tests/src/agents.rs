@@ -189,28 +189,7 @@ impl AgentPane {
         }
         let project = project.canonicalize().expect("the project's real path");
         let model = ModelServer::start(script(&project));
-        let mut command: Vec<String> = ["env", "-i"].map(str::to_owned).to_vec();
-        command.extend(
-            [
-                ("PATH", std::env::var("PATH").unwrap_or_default()),
-                ("HOME", home.display().to_string()),
-                ("TERM", "xterm-256color".to_owned()),
-                ("LANG", "C.UTF-8".to_owned()),
-            ]
-            .map(|(key, value)| format!("{key}={value}")),
-        );
-        let place = Place {
-            home: &home,
-            project: &project,
-            base_url: model.base_url(),
-            setup,
-            folder: &installed.folder,
-        };
-        command.extend(match installed.cli {
-            Cli::Claude => place.claude(),
-            Cli::Codex => place.codex(),
-            Cli::Aider => place.aider(),
-        });
+        let mut command = agent_command(installed, &home, &project, &model, setup);
         command.extend(arguments.iter().map(|argument| (*argument).to_owned()));
         let argv: Vec<&str> = command.iter().map(String::as_str).collect();
         let server = TmuxServer::start(&dir.path().join("sock"), "agents", &project, &argv);
@@ -289,6 +268,40 @@ impl AgentPane {
         }
         write(&path, text);
     }
+}
+
+/// The argv that starts `installed` in `project` with `home` as its `HOME` (whose first-run
+/// files it writes for `setup`), in a clean environment (`env -i …`) pointing it at `model`.
+pub fn agent_command(
+    installed: &Installed,
+    home: &Path,
+    project: &Path,
+    model: &ModelServer,
+    setup: Setup,
+) -> Vec<String> {
+    let mut command: Vec<String> = ["env", "-i"].map(str::to_owned).to_vec();
+    command.extend(
+        [
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+            ("HOME", home.display().to_string()),
+            ("TERM", "xterm-256color".to_owned()),
+            ("LANG", "C.UTF-8".to_owned()),
+        ]
+        .map(|(key, value)| format!("{key}={value}")),
+    );
+    let place = Place {
+        home,
+        project,
+        base_url: model.base_url(),
+        setup,
+        folder: &installed.folder,
+    };
+    command.extend(match installed.cli {
+        Cli::Claude => place.claude(),
+        Cli::Codex => place.codex(),
+        Cli::Aider => place.aider(),
+    });
+    command
 }
 
 /// Where and how one CLI starts.

@@ -128,7 +128,7 @@ fn unknown_keys_are_refused_at_every_level() {
             "plan.toml:13:1: work_items[0].owner: unknown key (expected one of: id, description, \
              requirement, dependencies, run, expected_evidence)",
             "plan.toml:15:47: work_items[0].run.shell: unknown key (expected one of: adapter, \
-             argv, cwd, timeout_seconds, env, agent, command, target, prompt, socket)",
+             argv, cwd, timeout_seconds, env, agent, command, target, prompt, socket, workdir)",
             "plan.toml:20:29: work_items[1].dependencies[0].why: unknown key (expected one of: \
              id, kind)",
             "plan.toml:25:1: verification[0].env: unknown key (expected one of: id, argv, cwd, \
@@ -1308,6 +1308,7 @@ fn a_tmux_work_item_names_its_agent_pane_and_prompt() {
             pane: plan::TmuxPane::Command(vec!["valp".to_owned(), "demo-agent".to_owned()]),
             prompt: "write @out/a.md".to_owned(),
             socket: None,
+            workdir: plan::Workdir::Shared,
         })
     );
     let attached = parse(&tmux_base(
@@ -1317,6 +1318,21 @@ fn a_tmux_work_item_names_its_agent_pane_and_prompt() {
     let tmux = attached.work_item("a").unwrap().run.tmux.clone().unwrap();
     assert_eq!(tmux.pane, plan::TmuxPane::Target("%12".to_owned()));
     assert_eq!(tmux.socket.as_deref(), Some("work-1"));
+    let isolated = parse(&tmux_base(
+        "run = { adapter = \"tmux\", agent = \"codex\", command = [\"codex\"], cwd = \"sub\", \
+         prompt = \"p\", workdir = \"worktree\" }",
+    ));
+    let workdir = |plan: &Plan| {
+        plan.work_item("a")
+            .unwrap()
+            .run
+            .tmux
+            .clone()
+            .unwrap()
+            .workdir
+    };
+    assert_eq!(workdir(&isolated), plan::Workdir::Worktree);
+    assert_eq!(workdir(&started), plan::Workdir::Shared);
     // The canonical form carries exactly the tmux members, and reads back the same.
     for (plan, encoded) in [
         (
@@ -1326,6 +1342,10 @@ fn a_tmux_work_item_names_its_agent_pane_and_prompt() {
         (
             &attached,
             r#""run":{"adapter":"tmux","agent":"claude","cwd":".","prompt":"p","socket":"work-1","target":"%12","timeout_seconds":300}"#,
+        ),
+        (
+            &isolated,
+            r#""run":{"adapter":"tmux","agent":"codex","command":["codex"],"cwd":"sub","prompt":"p","timeout_seconds":300,"workdir":"worktree"}"#,
         ),
     ] {
         let bytes = plan.canonical_bytes();
@@ -1415,6 +1435,12 @@ fn a_tmux_run_is_refused_with_the_exact_rule() {
             ],
         ),
     ];
+    assert_runs_refused(cases);
+}
+
+/// Each `run` table in a base plan is refused with exactly the `expected` problems, and by the
+/// schema.
+fn assert_runs_refused(cases: &[(&str, &[&str])]) {
     let validator = validator(SCHEMA);
     for (run, expected) in cases {
         let text = tmux_base(run);
@@ -1427,6 +1453,36 @@ fn a_tmux_run_is_refused_with_the_exact_rule() {
         // lists too.
         assert_refused(&validator, &text);
     }
+}
+
+#[test]
+fn a_workdir_is_refused_with_the_exact_rule() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", target = \"%1\", prompt = \"p\", \
+             workdir = \"worktree\" }",
+            &[
+                "plan.toml:13:82: work_items[0].run.workdir: a targeted pane works where the \
+                 Leader started it; `workdir = \"worktree\"` needs `command`",
+            ],
+        ),
+        (
+            "run = { adapter = \"tmux\", agent = \"demo\", command = [\"x\"], prompt = \"p\", \
+             workdir = \"tree\" }",
+            &[
+                "plan.toml:13:84: work_items[0].run.workdir: unknown workdir \"tree\" (known: \
+                 \"shared\", \"worktree\")",
+            ],
+        ),
+        (
+            "run = { adapter = \"process\", argv = [\"true\"], workdir = \"worktree\" }",
+            &[
+                "plan.toml:13:47: work_items[0].run.workdir: only the tmux adapter gives an agent \
+                 a worktree",
+            ],
+        ),
+    ];
+    assert_runs_refused(cases);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! - [`external`]: work done by a tool outside valp, which finds the attempt's request in its
 //!   folder and reports through the inbox.
 //! - [`report`]: `valp report`, an external attempt's report built on a tool's behalf.
+//! - [`worktree`]: a git worktree per agent attempt (`workdir = "worktree"`), its diff.
 //! - `files`: the atomic whole-file writes both use for attempt folders.
 
 pub mod external;
@@ -14,3 +15,4 @@ pub(crate) mod files;
 pub mod process;
 pub mod report;
 pub mod tmux;
+pub mod worktree;

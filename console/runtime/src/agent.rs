@@ -8,3 +8,4 @@ pub mod command;
 pub mod demo;
 pub mod overrides;
 pub mod profile;
+pub mod redact;

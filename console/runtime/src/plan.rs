@@ -329,6 +329,41 @@ pub struct TmuxRun {
     pub prompt: String,
     /// A named tmux socket (`tmux -L NAME`); `None`: the installation's private server.
     pub socket: Option<String>,
+    /// Where the agent works: the project's checkout, or a git worktree of its own per attempt.
+    pub workdir: Workdir,
+}
+
+/// Where a `tmux` item's agent works (`workdir` in the plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Workdir {
+    /// `shared` (the default): the item's `cwd` in the project folder.
+    #[default]
+    Shared,
+    /// `worktree`: a git worktree of the project's repository per attempt, detached at the
+    /// project's `HEAD` ([`crate::adapter::worktree`]), so concurrent agents never edit the
+    /// same checkout; the item's `cwd` is taken inside it.
+    Worktree,
+}
+
+impl Workdir {
+    /// Every value, in the order a plan lists them.
+    pub const ALL: &'static [Self] = &[Self::Shared, Self::Worktree];
+
+    /// The spelling in a plan.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Worktree => "worktree",
+        }
+    }
+
+    /// Parses the spelling in a plan.
+    pub fn from_plan(text: &str) -> Option<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == text)
+    }
 }
 
 /// Where a `tmux` item's agent runs.

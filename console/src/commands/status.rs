@@ -124,6 +124,9 @@ fn write_task(
         if let Some(agent) = agent_state(root, body, &item.work_item_id) {
             writeln!(out, "    {agent}")?;
         }
+        for line in worktree_lines(root, body, &item.work_item_id) {
+            writeln!(out, "    {line}")?;
+        }
         for attempt in usage
             .attempts
             .iter()
@@ -174,6 +177,26 @@ fn agent_state(
         .root()
         .join(tmux::attempt_ref(attempt.attempt_id.value()));
     tmux::state_line(&dir, valp_runtime::clock::SystemClock.now())
+}
+
+/// The worktree of a work item's current tmux attempt, live or ended, with its diff
+/// ([`valp_runtime::adapter::worktree::status_lines`]): what the Leader reviews.
+fn worktree_lines(
+    root: &ControlRoot,
+    body: &StateBody,
+    work_item: &valp_kernel::Identity,
+) -> Vec<String> {
+    use valp_runtime::adapter::{tmux, worktree};
+    body.work_item(work_item)
+        .and_then(|work| work.current_attempt.as_ref())
+        .map(|attempt| {
+            let dir = root
+                .layout()
+                .root()
+                .join(tmux::attempt_ref(attempt.attempt_id.value()));
+            worktree::status_lines(&dir)
+        })
+        .unwrap_or_default()
 }
 
 /// The four dimension gates of a task whose frozen Done policy has them (v2), as the Done gate

@@ -21,6 +21,11 @@
 //!                                    screen digest after each                     supervisor
 //!     proofs/completion.json         how it ended, expected evidence digests      supervisor
 //!     state.json                     the agent's state, rule, sample time, tail   supervisor
+//!     captures/NNNNNN-blocked.json   the screen each time the agent blocked:
+//!                                    redacted, capped, swept after 14 days
+//!                                    ([`capture`])                                supervisor
+//!     worktree.json, worktree-diff.json  with `workdir = "worktree"`
+//!                                    ([`crate::adapter::worktree`])               runtime
 //!     .pane-output                   the pane's output, piped, emptied when read  tmux
 //!     observations/000001.json       accepted (submission proven) or blocked
 //!     observations/00000N.json       waiting ("runtime idle, evidence missing"), then the
@@ -40,6 +45,7 @@ use valp_kernel::canonical::sha256_digest;
 use crate::abi::{AdapterRequest, Operation, attempt_folder};
 use crate::adapter::process::{self, ProcessError, invalid, io_error, same_evidence};
 
+pub mod capture;
 mod channel;
 pub mod pane;
 pub mod records;

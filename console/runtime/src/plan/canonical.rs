@@ -12,7 +12,7 @@ use super::dimensions::Dimensions;
 use super::tree;
 use super::{
     Adapter, Criterion, DoneSettings, Execution, PLAN_SCHEMA, Plan, PlanDependency, PlanErrors,
-    PlanItem, PlanProblem, Run, TmuxPane, Verification,
+    PlanItem, PlanProblem, Run, TmuxPane, Verification, Workdir,
 };
 
 fn write_int(fields: &mut Fields<'_>, key: &'static str, value: u32) {
@@ -113,6 +113,14 @@ impl Canonical for Run {
                     }
                 }
                 write_int(&mut fields, "timeout_seconds", self.timeout_seconds);
+                // Written only when not the default, so plans without it keep their digest.
+                if let Some(tmux) = self
+                    .tmux
+                    .as_ref()
+                    .filter(|tmux| tmux.workdir != Workdir::Shared)
+                {
+                    fields.str("workdir", tmux.workdir.as_str());
+                }
             }
         }
         fields.end();

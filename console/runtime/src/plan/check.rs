@@ -20,7 +20,7 @@ use super::{
     ADAPTERS, Adapter, Criterion, DEFAULT_MAX_CONCURRENCY, DEFAULT_RETRY_BUDGET,
     DEFAULT_TIMEOUT_SECONDS, DependencyKind, DoneSettings, Execution, MAX_CONCURRENCY,
     MAX_ID_CHARS, MAX_RETRY_BUDGET, MAX_SOCKET_CHARS, MAX_TIMEOUT_SECONDS, PLAN_SCHEMA, Plan,
-    PlanDependency, PlanItem, Run, TmuxPane, TmuxRun, Verification,
+    PlanDependency, PlanItem, Run, TmuxPane, TmuxRun, Verification, Workdir,
 };
 use crate::abi::is_safe_relative;
 use crate::agent::profile::Profile;
@@ -75,6 +75,7 @@ const RUN_KEYS: &[&str] = &[
     "target",
     "prompt",
     "socket",
+    "workdir",
 ];
 /// The keys only a `tmux` run has, with why the other adapters refuse them.
 const TMUX_ONLY: &[(&str, &str)] = &[
@@ -92,6 +93,7 @@ const TMUX_ONLY: &[(&str, &str)] = &[
         "only the tmux and agent-stream adapters take a prompt",
     ),
     ("socket", "only the tmux adapter uses a tmux socket"),
+    ("workdir", "only the tmux adapter gives an agent a worktree"),
 ];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];
 const DONE_KEYS: &[&str] = &["skippable_optional_items", "degradable_soft_items"];
@@ -807,7 +809,20 @@ impl Reader {
         {
             self.problem(node.at, table.field("prompt"), "contains a NUL character");
         }
-        let socket = table.get("socket").and_then(|node| {
+        let socket = self.socket(table);
+        let workdir = self.workdir(table, pane.as_ref());
+        Some(TmuxRun {
+            agent: agent?,
+            pane: pane?,
+            prompt: prompt?,
+            socket,
+            workdir,
+        })
+    }
+
+    /// `socket`: a tmux socket name (letters, digits, `_`, `-`).
+    fn socket(&mut self, table: &Table<'_>) -> Option<String> {
+        table.get("socket").and_then(|node| {
             let field = table.field("socket");
             let name = self.string(node, &field)?;
             let valid = !name.is_empty()
@@ -826,13 +841,39 @@ impl Reader {
                 );
             }
             Some(name)
-        });
-        Some(TmuxRun {
-            agent: agent?,
-            pane: pane?,
-            prompt: prompt?,
-            socket,
         })
+    }
+
+    /// `workdir`: `shared` (the default) or `worktree`, which a targeted pane cannot have (it
+    /// runs where the Leader started it).
+    fn workdir(&mut self, table: &Table<'_>, pane: Option<&TmuxPane>) -> Workdir {
+        let Some(node) = table.get("workdir") else {
+            return Workdir::Shared;
+        };
+        let field = table.field("workdir");
+        let Some(text) = self.string(node, &field) else {
+            return Workdir::Shared;
+        };
+        match Workdir::from_plan(&text) {
+            Some(Workdir::Worktree) if matches!(pane, Some(TmuxPane::Target(_))) => {
+                self.problem(
+                    node.at,
+                    &field,
+                    "a targeted pane works where the Leader started it; `workdir = \"worktree\"` \
+                     needs `command`",
+                );
+                Workdir::Shared
+            }
+            Some(workdir) => workdir,
+            None => {
+                self.problem(
+                    node.at,
+                    &field,
+                    format!("unknown workdir {text:?} (known: \"shared\", \"worktree\")"),
+                );
+                Workdir::Shared
+            }
+        }
     }
 
     fn env(&mut self, node: &Node, path: &str) -> BTreeMap<String, String> {

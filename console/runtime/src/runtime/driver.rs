@@ -749,11 +749,23 @@ impl Driver {
     }
 
     /// A tmux attempt's expected evidence, as its completion proof found it.
+    /// The files the agent left (read where it worked: its run spec's folder, a worktree's
+    /// when it had one), then its worktree's diff, recorded once (which may remove a worktree
+    /// left unchanged: [`crate::adapter::worktree`]).
     fn tmux_final_evidence(&self, dir: &Path, cwd: &Path) -> Result<Vec<Evidence>, RuntimeError> {
-        match tmux::read_record::<tmux::CompletionProof>(dir, tmux::COMPLETION_FILE)? {
-            Some(proof) => self.artifacts(cwd, &proof.expected_evidence),
-            None => Ok(Vec::new()),
+        let spec = tmux::read_record::<tmux::TmuxSpec>(dir, process::RUN_FILE)?;
+        let cwd = spec.as_ref().map_or(cwd, |spec| Path::new(&spec.cwd));
+        let mut evidence =
+            match tmux::read_record::<tmux::CompletionProof>(dir, tmux::COMPLETION_FILE)? {
+                Some(proof) => self.artifacts(cwd, &proof.expected_evidence)?,
+                None => Vec::new(),
+            };
+        let diff = crate::adapter::worktree::finish(dir)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        if let Some(bytes) = diff {
+            evidence.push(self.store("worktree-diff-", &bytes)?);
         }
+        Ok(evidence)
     }
 
     fn item_cwd(&self, work_item_id: &str) -> PathBuf {
@@ -909,9 +921,20 @@ impl Driver {
         };
         let expected = item.expected_evidence.clone();
         let timeout_ms = u64::from(item.run.timeout_seconds) * 1000;
-        let folder = crate::plan::paths::working_folder(&self.project, &item.run.cwd)
-            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         let control_root = self.root.layout().root().to_path_buf();
+        // A worktree of its own, or the project's checkout; the item's cwd inside it.
+        let tree = match run.workdir {
+            crate::plan::Workdir::Worktree => Some(
+                crate::adapter::worktree::create(&self.project, &control_root, &slots.attempt_id)
+                    .map_err(|error| RuntimeError::Integrity(error.to_string()))?,
+            ),
+            crate::plan::Workdir::Shared => None,
+        };
+        let checkout = tree
+            .as_ref()
+            .map_or_else(|| self.project.clone(), |tree| PathBuf::from(&tree.path));
+        let folder = crate::plan::paths::working_folder(&checkout, &item.run.cwd)
+            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         let socket = run.socket.as_deref().map_or_else(
             || control_root.join(tmux::SERVER_SOCKET),
             tmux::server::named_socket,
@@ -948,6 +971,10 @@ impl Driver {
             .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         let request = submit_request(body, slots, &sha256_digest(&bytes), expected);
         let dir = tmux::prepare(&control_root.join("runtime/tmux"), &request, &spec)?;
+        if let Some(tree) = &tree {
+            crate::adapter::worktree::write_record(&dir, tree)
+                .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        }
         self.supervise(&dir, slots)
     }
 

@@ -3,40 +3,13 @@
 //! every display does), obvious secrets redacted, capped in lines and characters. Screen text is
 //! untrusted: nothing of it is stored in an attempt folder or shown without passing here.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use crate::agent::classify::screen_lines;
+pub use crate::agent::redact::{REDACTED, redact};
 
 /// Lines kept from the bottom of the screen.
 pub const TAIL_LINES: usize = 40;
 /// Characters kept per line.
 pub const LINE_CHARS: usize = 400;
-/// What a redacted secret reads as.
-pub const REDACTED: &str = "[redacted]";
-
-/// Obvious secrets: API keys and tokens of well-known shapes, and `key = value` pairs whose key
-/// names a secret. A false positive hides a few characters of a screen; a miss stores a secret.
-static SECRETS: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"(?i)(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",
-        r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}",
-        r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}",
-        r"|bearer\s+[A-Za-z0-9._~+/=-]{12,}",
-        r"|(?:api[_-]?key|token|secret|password|passwd)\s*[:=]\s*\S+)"
-    ))
-    .ok()
-});
-
-/// `line` with every obvious secret replaced by [`REDACTED`] (a line is dropped whole if the
-/// pattern could not be built, which a test rules out).
-pub fn redact(line: &str) -> String {
-    match SECRETS.as_ref() {
-        Some(secrets) => secrets.replace_all(line, REDACTED).into_owned(),
-        None => REDACTED.to_owned(),
-    }
-}
 
 /// The last [`TAIL_LINES`] lines of `screen`, each sanitized, redacted and cut to
 /// [`LINE_CHARS`] characters.
@@ -86,6 +59,5 @@ mod tests {
         assert_eq!(kept.len(), TAIL_LINES);
         assert!(kept[0].starts_with("60 "));
         assert!(kept.iter().all(|line| line.chars().count() == LINE_CHARS));
-        assert!(SECRETS.is_some());
     }
 }

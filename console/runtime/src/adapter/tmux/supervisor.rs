@@ -92,6 +92,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
     let (dir, request) = (&claimed.dir, &claimed.request);
     let writer = claimed.writer(ADAPTER_ID);
     log(&format!("supervising attempt {}", request.attempt_id));
+    sweep_captures(dir);
     let spec = match load_spec(dir, request) {
         Ok(spec) => spec,
         Err(reason) => return refuse(&writer, ObservationStatus::Blocked, reason),
@@ -1000,9 +1001,49 @@ fn unconfirmed_before(dir: &Path, socket: &str, pane_id: &str) -> Option<String>
         })
 }
 
+/// Keeps the screen of `record` as a capture of the attempt ([`super::capture`]) when the
+/// agent turns blocked (the `state.json` it replaces was not); a failure is logged (a capture is
+/// the Leader's context, not the attempt's record).
+fn keep_capture(dir: &Path, record: &StateRecord) {
+    let before = super::read_record::<StateRecord>(dir, STATE_FILE)
+        .ok()
+        .flatten();
+    if record.state != "blocked" || before.is_some_and(|before| before.state == "blocked") {
+        return;
+    }
+    let capture = super::capture::Capture {
+        schema_version: super::capture::CAPTURE_SCHEMA.to_owned(),
+        state: record.state.clone(),
+        rule: record.rule.clone(),
+        screen_digest: record.screen_digest.clone(),
+        at: record.sampled_at.clone(),
+        lines: record.tail.clone(),
+    };
+    match super::capture::keep(dir, capture) {
+        Ok(Some(name)) => log(&format!("screen kept as captures/{name}")),
+        Ok(None) => {}
+        Err(error) => log(&format!("capture not kept: {error}")),
+    }
+}
+
+/// Deletes the captures of every tmux attempt past their retention ([`super::capture::sweep`]).
+fn sweep_captures(dir: &Path) {
+    if let Some(tmux_root) = dir.parent().and_then(Path::parent) {
+        let deleted = super::capture::sweep(
+            tmux_root,
+            std::time::SystemTime::now(),
+            super::capture::RETENTION,
+        );
+        if deleted > 0 {
+            log(&format!("{deleted} captures past their retention deleted"));
+        }
+    }
+}
+
 /// Replaces `state.json` with `record` (a failure is logged: the console's view, not the
 /// attempt's record).
 fn write_state(writer: &Writer<'_>, record: &StateRecord) {
+    keep_capture(writer.dir, record);
     let path = writer.dir.join(STATE_FILE);
     match record.canonical() {
         Ok(bytes) => {

@@ -153,8 +153,14 @@ impl Payload<'_> {
         }
     }
 
-    /// What a tool call is about: the command, else the file, else the input's JSON.
+    /// What a tool call is about: the command, else the file, else the input's JSON; obvious
+    /// secrets redacted ([`crate::agent::redact`]).
     fn tool_detail(&self) -> Result<String, Rejection> {
+        self.raw_tool_detail()
+            .map(|detail| crate::agent::redact::redact(&detail))
+    }
+
+    fn raw_tool_detail(&self) -> Result<String, Rejection> {
         match self.object.get("tool_input") {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::Object(input)) => Ok(["command", "cmd", "file_path", "path", "url"]
@@ -470,5 +476,37 @@ mod tests {
         assert_eq!(mapped.draft.kind, SignalKind::Opaque);
         assert_eq!(mapped.draft.event, "Stop");
         assert_eq!(mapped.draft.summary, "unknown event Stop");
+    }
+
+    #[test]
+    fn secrets_in_a_payload_are_redacted_before_anything_is_kept() {
+        let command = "curl -H 'Authorization: Bearer abcdefghijklmnop1234' -d key=sk-ant-api03-abcdefghijklmnopqrstu";
+        let payload = serde_json::json!({
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": { "command": command },
+        });
+        let mapped = map(Source::ClaudeHook, payload.to_string().as_bytes()).unwrap();
+        let ask = mapped.ask.unwrap();
+        assert_eq!(
+            ask.detail,
+            "curl -H 'Authorization: [redacted]' -d key=[redacted]"
+        );
+        assert!(
+            !mapped.draft.summary.contains("abcdefghijklmnop"),
+            "{}",
+            mapped.draft.summary
+        );
+        assert!(
+            mapped.draft.summary.ends_with("-d key=[redacted]"),
+            "{}",
+            mapped.draft.summary
+        );
+        let notified = map(
+            Source::ClaudeHook,
+            br#"{"hook_event_name":"Notification","message":"use token: ghp_0123456789abcdefghijABCDEFGHIJ"}"#,
+        )
+        .unwrap();
+        assert_eq!(notified.draft.summary, "use [redacted]");
     }
 }

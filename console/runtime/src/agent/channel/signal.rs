@@ -191,7 +191,7 @@ pub fn bounded_name(text: &str) -> String {
 
 impl Draft {
     /// A draft of `kind` from `channel`: the event name and summary are sanitized and bounded
-    /// here, so no caller can forget it.
+    /// here, and the summary's obvious secrets redacted, so no caller can forget it.
     pub fn new(
         kind: SignalKind,
         channel: Channel,
@@ -214,7 +214,7 @@ impl Draft {
             input_tokens: None,
             output_tokens: None,
             payload_digest,
-            summary: valp_view::sanitize::display_text(summary),
+            summary: valp_view::sanitize::display_text(&crate::agent::redact::redact(summary)),
         }
     }
 
