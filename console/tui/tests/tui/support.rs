@@ -444,6 +444,7 @@ pub fn need(
         // NOW_MS less a whole number of minutes under an hour.
         since_at: format!("2026-11-30T11:{:02}:00.000Z", 60 - age_seconds / 60),
         acknowledged: false,
+        ask: None,
     }
 }
 
