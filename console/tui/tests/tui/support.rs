@@ -139,6 +139,8 @@ fn base_view(lane: LaneView) -> ConsoleView {
         now_ms: NOW_MS,
         workflows: Vec::new(),
         machine: None,
+        corrections: Vec::new(),
+        usage: Vec::new(),
     }
 }
 
