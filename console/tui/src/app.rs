@@ -509,14 +509,7 @@ impl App {
                 self.selection.jump(&self.view, next);
                 self.jumped = self.view.needs.get(next).map(|need| need.key.clone());
             }
-            (Mode::Main, Action::Acknowledge) => {
-                if let Some(need) = self.view.needs.get(self.selection.cursor(Pane::Needs)) {
-                    return self.send(Request::Acknowledge {
-                        key: need.key.clone(),
-                        seen: !need.acknowledged,
-                    });
-                }
-            }
+            (Mode::Main, Action::Acknowledge) => return self.acknowledge(),
             (Mode::Main | Mode::Detail, Action::AllowRequest | Action::DenyRequest) => {
                 return self.decide_request(action);
             }
@@ -865,6 +858,17 @@ impl App {
             Pane::Observations | Pane::Rejections | Pane::Activity => None,
         }?;
         need.ask.as_ref().map(|ask| (need, ask))
+    }
+
+    /// Acknowledges the need under the Needs-you cursor (or takes its acknowledgement back).
+    fn acknowledge(&mut self) -> Vec<Effect> {
+        match self.view.needs.get(self.selection.cursor(Pane::Needs)) {
+            Some(need) => self.send(Request::Acknowledge {
+                key: need.key.clone(),
+                seen: !need.acknowledged,
+            }),
+            None => Vec::new(),
+        }
     }
 
     /// Opens the confirmation of an allow or deny of the selected agent request (closing the

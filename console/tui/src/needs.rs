@@ -26,8 +26,9 @@ pub const fn answers(kind: NeedKind) -> &'static [Action] {
         NeedKind::NothingToRun => &[Action::Recover, Action::Redirect],
         NeedKind::EvidenceMissing => &[Action::Redirect],
         NeedKind::AgentRequest => &[Action::AllowRequest, Action::DenyRequest],
-        NeedKind::AgentBlocked => &[Action::Agent, Action::CancelSelected],
-        NeedKind::UnconfirmedSubmission => &[Action::Agent, Action::CancelSelected],
+        NeedKind::AgentBlocked | NeedKind::UnconfirmedSubmission => {
+            &[Action::Agent, Action::CancelSelected]
+        }
         NeedKind::CorrectionRound => &[Action::RetryItem, Action::Recover],
     }
 }

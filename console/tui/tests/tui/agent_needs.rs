@@ -44,7 +44,7 @@ fn asking(mut view: ConsoleView) -> ConsoleView {
         "claude asks to use Bash on the command cargo test --workspace",
         20,
     );
-    request.since_at = "2026-11-30T11:59:40.000Z".to_owned();
+    "2026-11-30T11:59:40.000Z".clone_into(&mut request.since_at);
     request.ask = Some(AgentAsk {
         request_id: REQUEST.to_owned(),
         attempt_id: "att-index-1".to_owned(),
