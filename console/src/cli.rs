@@ -19,8 +19,9 @@ pub struct Cli {
     /// Where the Doctor looks for Leader candidates.
     #[command(flatten)]
     pub observe: ObserveArgs,
-    /// The console's configuration file (keymap, theme, refresh period) instead of the one in
-    /// the platform's config folder (`valp doctor` shows where that is).
+    /// The console's configuration file (keymap, theme, refresh period, agent profile
+    /// overrides) instead of `$VALP_CONFIG` or the one in the platform's config folder (`valp
+    /// doctor` shows where that is).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Colours in the console: `auto` follows `NO_COLOR`; this flag beats it and the config.

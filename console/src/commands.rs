@@ -20,6 +20,7 @@ mod run;
 mod status;
 mod task;
 mod upgrade;
+mod userconfig;
 mod verify;
 
 use std::io::{BufRead, IsTerminal as _, Write};
@@ -317,14 +318,7 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
         ));
     }
     let files = valp_runtime::userfiles::UserFiles::locate();
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
-    let config = valp_tui::Config::load(
-        args.config.as_deref(),
-        files.config.as_deref(),
-        args.color,
-        no_color,
-        args.theme.as_deref(),
-    )?;
+    let config = userconfig::load(args, &files)?;
     // The console owns the terminal: what it has to say beyond the screen goes to the log.
     if let Some(logs) = &files.logs
         && let Err(error) = valp_runtime::userfiles::start_log(logs)

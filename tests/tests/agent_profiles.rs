@@ -346,6 +346,52 @@ fn classify_refuses_unknown_agents_bad_profiles_and_missing_files() {
     );
 }
 
+/// `valp agent classify --agent NAME` with `VALP_CONFIG` naming a user config file: its
+/// `[agents.NAME]` override is laid over the built-in profile; a bad one is refused naming the
+/// file, the key and the rule.
+#[test]
+fn classify_uses_the_operators_override_of_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let screen = recorded(Cli::Aider, "prompt");
+    let classify = |config: &Path| {
+        let output = std::process::Command::new(valp_binary().unwrap())
+            .args(["agent", "classify", "--agent", "aider", &screen])
+            .env("VALP_CONFIG", config)
+            .current_dir(workspace_root())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    std::fs::write(
+        &config,
+        "[[agents.aider.rules]]\nname = \"anything\"\nstate = \"blocked\"\npattern = '.'\n\
+         priority = 1000\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = classify(&config);
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.starts_with("agent: aider\nstate: blocked\nrule: anything (line 1)\n"),
+        "{stdout}"
+    );
+    std::fs::write(&config, "[agents.aider]\nidle_debounce_ms = \"soon\"\n").unwrap();
+    let (code, stdout, stderr) = classify(&config);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "valp: {}: agents.aider.idle_debounce_ms: must be a whole number of milliseconds \
+             from 0 to 3600000\n",
+            config.display()
+        )
+    );
+}
+
 /// The demo agent in a private tmux pane, read through `capture-pane -e` and the demo profile.
 struct DemoPane {
     server: TmuxServer,

@@ -6,4 +6,5 @@ pub mod channel;
 pub mod classify;
 pub mod command;
 pub mod demo;
+pub mod overrides;
 pub mod profile;

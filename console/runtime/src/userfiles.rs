@@ -1,12 +1,17 @@
 //! Where the operator's own files live, through `directories` (the platform's conventions:
-//! `$XDG_CONFIG_HOME/valp/config.toml` and `$XDG_DATA_HOME/valp/logs/` on Linux), and the log
+//! `$XDG_CONFIG_HOME/valp/config.toml` and `$XDG_DATA_HOME/valp/logs/` on Linux; `VALP_CONFIG`
+//! names another config file), and the log
 //! those files hold: `tracing` events written to a file rotated daily, because the console owns
 //! stdout and stderr while it runs.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The name of the user configuration file in the config folder.
 pub const CONFIG_FILE: &str = "config.toml";
+/// The environment variable naming the user configuration file for every valp process (the
+/// console's `--config` beats it; the console sets it for the supervisors it launches).
+pub const CONFIG_VARIABLE: &str = "VALP_CONFIG";
 /// The log files' prefix (`valp.log.YYYY-MM-DD`).
 pub const LOG_PREFIX: &str = "valp.log";
 
@@ -21,13 +26,18 @@ pub struct UserFiles {
 }
 
 impl UserFiles {
-    /// This platform's places for this user.
+    /// This platform's places for this user; the config file is the one [`CONFIG_VARIABLE`]
+    /// names when it is set.
     pub fn locate() -> Self {
         let dirs = directories::ProjectDirs::from("", "", "valp");
+        let named = std::env::var_os(CONFIG_VARIABLE)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
         Self {
-            config: dirs
-                .as_ref()
-                .map(|dirs| dirs.config_dir().join(CONFIG_FILE)),
+            config: named.or_else(|| {
+                dirs.as_ref()
+                    .map(|dirs| dirs.config_dir().join(CONFIG_FILE))
+            }),
             logs: dirs.as_ref().map(|dirs| dirs.data_dir().join("logs")),
         }
     }
@@ -50,6 +60,25 @@ impl UserFiles {
             format!("console log: {}", place(self.logs.as_deref(), Path::is_dir)),
         ]
     }
+}
+
+/// The user configuration file this process chose, handed to the processes it launches.
+static FOR_CHILDREN: OnceLock<PathBuf> = OnceLock::new();
+
+/// Hands `file` (made absolute: a supervisor works in another folder) to every process this one
+/// launches from now on, as [`CONFIG_VARIABLE`]; the first call wins.
+pub fn hand_to_children(file: &Path) {
+    let _ = FOR_CHILDREN.set(absolute(file));
+}
+
+/// `file` from the root (as it is: a supervisor would read it relative to its own folder).
+fn absolute(file: &Path) -> PathBuf {
+    std::path::absolute(file).unwrap_or_else(|_| file.to_owned())
+}
+
+/// The user configuration file handed to launched processes, if any.
+pub fn for_children() -> Option<&'static Path> {
+    FOR_CHILDREN.get().map(PathBuf::as_path)
 }
 
 /// Sends `tracing` events at INFO and above to a daily log file in `folder` (created if
@@ -100,6 +129,22 @@ mod tests {
                 "user config: none (no home folder)",
                 "console log: none (no home folder)"
             ]
+        );
+    }
+
+    #[test]
+    fn the_file_handed_to_children_is_named_from_the_root() {
+        let handed = absolute(Path::new("relative/config.toml"));
+        assert!(handed.is_absolute(), "{}", handed.display());
+        assert_eq!(
+            handed,
+            std::env::current_dir()
+                .unwrap()
+                .join("relative/config.toml")
+        );
+        assert_eq!(
+            absolute(Path::new("/elsewhere/config.toml")),
+            Path::new("/elsewhere/config.toml")
         );
     }
 

@@ -27,7 +27,6 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::style::Style;
-use ratatui::widgets::Block;
 
 use super::action::Action;
 use super::agent::{AgentPane, Outcome};
@@ -37,6 +36,7 @@ use super::dialog::Dialog;
 use super::event::{Effect, Event};
 use super::keymap::{Key, Keymap, Mode};
 use super::machine::{Choice, Machine};
+use super::paint;
 use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
@@ -1016,7 +1016,7 @@ impl App {
         };
         self.pane_areas.borrow_mut().clear();
         self.row_areas.borrow_mut().clear();
-        frame.render_widget(Block::new().style(ctx.style(Slot::Base)), area);
+        paint::style(frame.buffer_mut(), area, ctx.style(Slot::Base));
         let notice = self.notice.as_ref();
         match self.screen() {
             Screen::FirstRun => {

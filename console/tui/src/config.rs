@@ -4,8 +4,9 @@
 //! Precedence, strongest first: the command line (`--color`, `--config`, `--theme`), then
 //! `NO_COLOR`, then the user file, then the built-in keymap and theme. The theme is the named
 //! one (`--theme`, else `[console] theme`, else `default`) with the user file's `[theme]` table
-//! over it, colours dropped last. The user file is TOML with three optional
-//! tables, each laid over the built-in settings entry by entry:
+//! over it, colours dropped last. The user file is TOML with three optional tables of the
+//! console's, each laid over the built-in settings entry by entry (and `[agents]`, the agent
+//! profile overrides the runtime reads: `valp_runtime::agent::overrides`):
 //!
 //! ```toml
 //! [keymap.main]          # the keymap file's format: mode -> key = "action"
@@ -235,10 +236,12 @@ impl Config {
                 "keymap" => self.keymap.overlay(Keymap::from_toml(&own_text())?),
                 "theme" => self.user_theme = Some(Theme::from_toml(&own_text())?),
                 "console" => self.console(entries)?,
+                // Agent profile overrides: the runtime's, judged there (`agent::overrides`).
+                "agents" => {}
                 _ => {
                     return Err(ConfigError::Setting {
                         key: section.clone(),
-                        rule: "unknown table (tables: keymap, theme, console)".to_owned(),
+                        rule: "unknown table (tables: keymap, theme, console, agents)".to_owned(),
                     });
                 }
             }
@@ -478,7 +481,7 @@ mod tests {
         let file = "/home/op/.config/valp/config.toml";
         assert_eq!(
             error("[colours]\n"),
-            format!("{file}: colours: unknown table (tables: keymap, theme, console)")
+            format!("{file}: colours: unknown table (tables: keymap, theme, console, agents)")
         );
         assert_eq!(
             error("keymap = 3\n"),

@@ -5,9 +5,10 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Block;
 
 use super::app::Ctx;
+use super::paint;
 use super::text::{Cut, cell, fit, row, span, widths};
 use super::theme::Slot;
 use valp_view::{ConsoleView, SessionCheck};
@@ -31,10 +32,16 @@ pub fn height(view: &ConsoleView) -> u16 {
     2 + LEADER_ROWS + history
 }
 
-fn block(ctx: &Ctx) -> Block<'static> {
-    Block::bordered()
-        .border_style(ctx.style(Slot::Border))
-        .title(span(" Leader ", ctx.style(Slot::Title)))
+/// Draws the pane's border and title into `area`; the area inside them.
+fn block(frame: &mut Frame, area: Rect, ctx: &Ctx) -> Rect {
+    paint::bordered(
+        frame.buffer_mut(),
+        area,
+        ctx.style(Slot::Border),
+        &[Line::from(span(" Leader ", ctx.style(Slot::Title)))],
+        &[],
+    );
+    Block::bordered().inner(area)
 }
 
 /// Who leads and where, and how this start went (the first two lines of the pane).
@@ -67,9 +74,7 @@ fn leader_lines(ctx: &Ctx) -> Vec<Line<'static>> {
 
 /// Draws the two-line pane into `area` ([`COMPACT_HEIGHT`] rows).
 pub fn render_compact(frame: &mut Frame, area: Rect, ctx: &Ctx) {
-    let block = block(ctx);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = block(frame, area, ctx);
     let mut lines = leader_lines(ctx);
     let fenced: Vec<String> = ctx
         .view
@@ -91,14 +96,12 @@ pub fn render_compact(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .into_iter()
         .map(|line| fit(line, inner.width))
         .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    paint::lines(frame.buffer_mut(), inner, &lines);
 }
 
 /// Draws the pane into `area`.
 pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
-    let block = block(ctx);
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = block(frame, area, ctx);
 
     let lane = &ctx.view.lane;
     let muted = ctx.style(Slot::Muted);
@@ -152,5 +155,5 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         .into_iter()
         .map(|line| fit(line, inner.width))
         .collect();
-    frame.render_widget(Paragraph::new(lines), inner);
+    paint::lines(frame.buffer_mut(), inner, &lines);
 }

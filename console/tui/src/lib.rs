@@ -47,6 +47,7 @@ mod motion;
 mod needs;
 mod observations;
 mod overlay;
+mod paint;
 mod prompt;
 mod redirect;
 mod rejections;

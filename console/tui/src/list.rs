@@ -15,6 +15,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Wrap};
 
 use super::app::Ctx;
+use super::paint;
 use super::selection::Pane;
 use super::text::{Cut, cell, fit, row, span};
 use super::theme::Slot;
@@ -108,20 +109,23 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     } else {
         Slot::Border
     };
+    let border = ctx.style(border);
     let room = area.width.saturating_sub(2);
-    let mut block = Block::bordered().border_style(ctx.style(border)).title(fit(
+    let top = [fit(
         Line::from(span(
             &format!(" {} ", listing.title),
             ctx.style(Slot::Title),
         )),
         room,
-    ));
-    if let Some(note) = listing.note {
-        block = block.title_bottom(fit(note, room));
-    }
-    let inner = block.inner(area);
+    )];
+    let mut bottom: Vec<Line> = listing
+        .note
+        .map(|note| fit(note, room))
+        .into_iter()
+        .collect();
+    let inner = Block::bordered().inner(area);
     if listing.entries.is_empty() {
-        frame.render_widget(block, area);
+        paint::bordered(frame.buffer_mut(), area, border, &top, &bottom);
         let empty = Paragraph::new(Line::from(span(&listing.empty, ctx.style(Slot::Muted))))
             .wrap(Wrap { trim: true });
         frame.render_widget(empty, inner);
@@ -164,15 +168,19 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx, listing: Listing) {
     }
     if start > 0 || end < count {
         let shown = format!(" {}–{} of {count} ", start + 1, end.max(start + 1));
-        block = block.title_bottom(
-            fit(Line::from(span(&shown, ctx.style(Slot::Muted))), room).right_aligned(),
-        );
+        bottom.push(fit(Line::from(span(&shown, ctx.style(Slot::Muted))), room).right_aligned());
     }
-    frame.render_widget(block, area);
+    // The border and titles straight into the cells (see `paint`).
+    paint::bordered(frame.buffer_mut(), area, border, &top, &bottom);
     // Line by line rather than as a `Paragraph`: the lines are already cut to the width, so
-    // the paragraph's reflow (a second pass over every grapheme of the pane) buys nothing.
+    // the paragraph's reflow (a second pass over every grapheme of the pane) buys nothing; and
+    // plain ASCII lines straight into the cells (see `paint`).
     for (line, y) in lines.into_iter().zip(inner.top()..inner.bottom()) {
-        frame.render_widget(line, Rect::new(inner.x, y, inner.width, 1));
+        paint::line(
+            frame.buffer_mut(),
+            Rect::new(inner.x, y, inner.width, 1),
+            &line,
+        );
     }
 }
 

@@ -329,7 +329,11 @@ pub fn launch(dir: &Path, valp_binary: &Path) -> Result<Supervisor, ProcessError
         .open(&log_path)
         .map_err(io_error(&log_path, "open"))?;
     let log_err = log.try_clone().map_err(io_error(&log_path, "open"))?;
-    let mut child = Command::new(valp_binary)
+    let mut command = Command::new(valp_binary);
+    if let Some(config) = crate::userfiles::for_children() {
+        command.env(crate::userfiles::CONFIG_VARIABLE, config);
+    }
+    let mut child = command
         .args(["adapter", adapter, "--dir"])
         .arg(&dir)
         .current_dir(&dir)

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::classify::classify;
+use super::overrides::{AgentOverrides, OverrideError};
 use super::profile::{Profile, ProfileError};
 use valp_view::sanitize::display_line;
 
@@ -14,6 +15,9 @@ pub enum ClassifyError {
     /// The profile was refused.
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    /// The user config file's override of the profile was refused.
+    #[error(transparent)]
+    Override(#[from] OverrideError),
     /// A file could not be read.
     #[error("{file}: {error}")]
     Read {
@@ -36,8 +40,8 @@ fn read(path: &Path) -> Result<String, ClassifyError> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Classifies the screen in `file` with the built-in profile `agent` or the profile file
-/// `profile` and prints the state, the rule that matched and the input line.
+/// Classifies the screen in `file` with the built-in profile `agent` (with the user config
+/// file's override, see [`AgentOverrides`]) or the profile file `profile` and prints the state, the rule that matched and the input line.
 pub fn classify_file(
     agent: Option<&str>,
     profile: Option<&Path>,
@@ -46,7 +50,7 @@ pub fn classify_file(
 ) -> Result<ExitCode, ClassifyError> {
     let profile = match (profile, agent) {
         (Some(path), _) => Profile::parse(&read(path)?, &display_line(&path.to_string_lossy()))?,
-        (None, name) => Profile::builtin(name.unwrap_or("generic"))?,
+        (None, name) => AgentOverrides::of_this_process()?.profile(name.unwrap_or("generic"))?,
     };
     let read = classify(&profile, &read(file)?);
     writeln!(out, "agent: {}", display_line(&profile.name))?;

@@ -51,7 +51,8 @@ use crate::adapter::process::{
     io_error, same_evidence,
 };
 use crate::agent::classify::{Classification, Debouncer, classify};
-use crate::agent::profile::{AgentState, Profile};
+use crate::agent::overrides::{AgentOverrides, OverrideError};
+use crate::agent::profile::{AgentState, Profile, ProfileError};
 use crate::clock::{Clock, SystemClock};
 
 /// How often the agent is looked at (a `stat` of its output pipe; a capture when it printed).
@@ -94,8 +95,22 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
         Ok(spec) => spec,
         Err(reason) => return refuse(&writer, ObservationStatus::Blocked, reason),
     };
-    let Ok(profile) = Profile::builtin(&spec.agent) else {
-        return refuse(&writer, ObservationStatus::Blocked, "unknown_agent".into());
+    // The operator's overrides from the user config file (`VALP_CONFIG`, set by the console
+    // that launched this supervisor, or the platform's place).
+    let profile = match AgentOverrides::of_this_process()
+        .and_then(|overrides| Ok(overrides.profile(&spec.agent)?))
+    {
+        Ok(profile) => profile,
+        Err(OverrideError::Profile(ProfileError::Unknown(_))) => {
+            return refuse(&writer, ObservationStatus::Blocked, "unknown_agent".into());
+        }
+        Err(error) => {
+            return refuse(
+                &writer,
+                ObservationStatus::Blocked,
+                format!("agent_profile_override:{error}"),
+            );
+        }
     };
     let control = Control::new(dir);
     if let Some(reason) = control.cancel() {
