@@ -575,6 +575,22 @@ pub enum AgentCommand {
         #[arg(value_name = "FILE")]
         file: Option<PathBuf>,
     },
+    /// Run a headless agent for an `agent-stream` work item (the process adapter runs this):
+    /// its JSON stream is passed on to stdout and recorded as the attempt's signals; an
+    /// interrupt (SIGINT) reaches the agent as its control message where it has one, else as
+    /// SIGINT. Exits with the agent's exit code.
+    #[command(name = "run-stream")]
+    RunStream {
+        /// Whose stream ARGV prints.
+        #[arg(value_enum)]
+        agent: valp_runtime::agent::channel::stream::Stream,
+        /// The prompt for the agent's stdin (claude: a stream-json user message).
+        #[arg(long, value_name = "TEXT")]
+        prompt: Option<String>,
+        /// The agent's command, after `--`.
+        #[arg(last = true, required = true, value_name = "ARGV")]
+        argv: Vec<String>,
+    },
     /// List a task's permission requests from its agents, with their answers.
     Requests {
         /// The task.

@@ -6,6 +6,7 @@
 //! O(log history), which, with its running SHA-256 midstate for the State digest, is what makes
 //! replay linear.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use crate::canonical::is_digest;
@@ -17,8 +18,9 @@ pub(crate) trait HistoryView {
     fn len(&self) -> usize;
     /// Every entry is well formed and event ids and result ids are each unique.
     fn is_well_formed(&self) -> bool;
-    /// The entry that accepted `event_id`, if any.
-    fn find(&self, event_id: &Identity) -> Option<&AcceptedEvent>;
+    /// The entry that accepted `event_id`, if any (rebuilt when the history is not kept, see
+    /// [`LiveState::forget_history`](crate::live::LiveState::forget_history)).
+    fn find(&self, event_id: &Identity) -> Option<Cow<'_, AcceptedEvent>>;
 }
 
 /// Whether one history entry is well formed on its own.
@@ -44,7 +46,9 @@ impl HistoryView for [AcceptedEvent] {
         })
     }
 
-    fn find(&self, event_id: &Identity) -> Option<&AcceptedEvent> {
-        self.iter().find(|entry| &entry.event_id == event_id)
+    fn find(&self, event_id: &Identity) -> Option<Cow<'_, AcceptedEvent>> {
+        self.iter()
+            .find(|entry| &entry.event_id == event_id)
+            .map(Cow::Borrowed)
     }
 }

@@ -6,12 +6,16 @@
 //!
 //! - a SHA-256 midstate over `{"accepted_events":[e1,…,en` — the canonical State starts with its
 //!   history, which only grows, so the State digest is that midstate plus the short tail;
-//! - an index from event id to history entry, for idempotency;
+//! - an index from event id to history entry, for idempotency (a lean one, without the history,
+//!   after [`LiveState::forget_history`]: see [`lean`]);
 //! - whether the history is well formed, updated as entries are appended.
 //!
 //! [`LiveState::apply`] runs exactly the checks and rules of [`reduce`](crate::reduce()) (they
 //! share the code) and gives the same Result, minus the copy of the State.
 
+mod lean;
+
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::Sha256;
@@ -28,6 +32,8 @@ use crate::reduce::digests::{
     BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
 };
 use crate::reduce::{Decision, commit, evaluate};
+
+use lean::LeanIndex;
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
 /// State is the `LiveState` itself, advanced only when accepted).
@@ -134,51 +140,109 @@ impl Verdict {
 /// The accepted-event history with the indexes the reducer needs.
 #[derive(Clone)]
 struct HistoryIndex {
-    entries: Vec<AcceptedEvent>,
-    by_event_id: BTreeMap<Identity, usize>,
-    result_ids: BTreeSet<Identity>,
+    kept: Kept,
     well_formed: bool,
     /// SHA-256 fed with `{"accepted_events":[` and the entries joined by commas.
     prefix: Sha256,
 }
 
+/// What a [`HistoryIndex`] keeps of its entries.
+#[derive(Clone)]
+enum Kept {
+    /// Every entry, indexed by event id and result id.
+    Whole {
+        entries: Vec<AcceptedEvent>,
+        by_event_id: BTreeMap<Identity, usize>,
+        result_ids: BTreeSet<Identity>,
+    },
+    /// Only what idempotency needs ([`lean`]).
+    Lean(LeanIndex),
+}
+
 impl HistoryIndex {
     fn new() -> Self {
         Self {
-            entries: Vec::new(),
-            by_event_id: BTreeMap::new(),
-            result_ids: BTreeSet::new(),
+            kept: Kept::Whole {
+                entries: Vec::new(),
+                by_event_id: BTreeMap::new(),
+                result_ids: BTreeSet::new(),
+            },
             well_formed: true,
             prefix: history_hash(&[]),
         }
     }
 
     fn push(&mut self, entry: AcceptedEvent, scratch: &mut Vec<u8>) {
-        let unique_event = !self.by_event_id.contains_key(&entry.event_id);
-        if unique_event {
-            self.by_event_id
-                .insert(entry.event_id.clone(), self.entries.len());
+        let first = self.len() == 0;
+        hash_history_entry(&mut self.prefix, &entry, first, scratch);
+        let shape_ok = entry_is_well_formed(&entry);
+        let unique = match &mut self.kept {
+            Kept::Whole {
+                entries,
+                by_event_id,
+                result_ids,
+            } => {
+                let unique_event = !by_event_id.contains_key(&entry.event_id);
+                if unique_event {
+                    by_event_id.insert(entry.event_id.clone(), entries.len());
+                }
+                let unique_result = result_ids.insert(entry.result_id.clone());
+                entries.push(entry);
+                unique_event && unique_result
+            }
+            // The result id is the derived one (or the entry is not held and the history is
+            // taken as malformed, failing closed), so it is unique exactly when the event id is.
+            Kept::Lean(lean) => lean.push(&entry, scratch).unwrap_or(false),
+        };
+        self.well_formed &= unique && shape_ok;
+    }
+
+    /// Drops the entries, keeping the lean index; `false` when they cannot be held exactly.
+    fn forget(&mut self) -> bool {
+        let lean = match &self.kept {
+            Kept::Whole { entries, .. } => LeanIndex::from_entries(entries),
+            Kept::Lean(_) => return true,
+        };
+        match lean {
+            Some(lean) => {
+                self.kept = Kept::Lean(lean);
+                true
+            }
+            None => false,
         }
-        let unique_result = self.result_ids.insert(entry.result_id.clone());
-        self.well_formed &= unique_event && unique_result && entry_is_well_formed(&entry);
-        hash_history_entry(&mut self.prefix, &entry, self.entries.is_empty(), scratch);
-        self.entries.push(entry);
+    }
+
+    fn entries(&self) -> &[AcceptedEvent] {
+        match &self.kept {
+            Kept::Whole { entries, .. } => entries,
+            Kept::Lean(_) => &[],
+        }
     }
 }
 
 impl HistoryView for HistoryIndex {
     fn len(&self) -> usize {
-        self.entries.len()
+        match &self.kept {
+            Kept::Whole { entries, .. } => entries.len(),
+            Kept::Lean(lean) => lean.len(),
+        }
     }
 
     fn is_well_formed(&self) -> bool {
         self.well_formed
     }
 
-    fn find(&self, event_id: &Identity) -> Option<&AcceptedEvent> {
-        self.by_event_id
-            .get(event_id)
-            .map(|&index| &self.entries[index])
+    fn find(&self, event_id: &Identity) -> Option<Cow<'_, AcceptedEvent>> {
+        match &self.kept {
+            Kept::Whole {
+                entries,
+                by_event_id,
+                ..
+            } => by_event_id
+                .get(event_id)
+                .map(|&index| Cow::Borrowed(&entries[index])),
+            Kept::Lean(lean) => lean.find(event_id).map(Cow::Owned),
+        }
     }
 }
 
@@ -218,9 +282,26 @@ impl LiveState {
         &self.body
     }
 
-    /// The accepted-event history, oldest first.
+    /// The accepted-event history, oldest first; empty after
+    /// [`forget_history`](Self::forget_history).
     pub fn history(&self) -> &[AcceptedEvent] {
-        &self.history.entries
+        self.history.entries()
+    }
+
+    /// Whether the history is kept ([`history`](Self::history), [`to_state`](Self::to_state)).
+    pub fn keeps_history(&self) -> bool {
+        matches!(self.history.kept, Kept::Whole { .. })
+    }
+
+    /// Drops the accepted-event history from memory, keeping only what idempotency needs (84
+    /// bytes per event instead of ~540, see [`lean`]): for a replay that only verifies. Every
+    /// later answer (`apply`, `preview`, digests) is the same as with the history kept, but
+    /// [`history`](Self::history) is empty and [`to_state`](Self::to_state) /
+    /// [`into_state`](Self::into_state) give a State without it. Returns `false`, keeping the
+    /// history, when it holds an entry the lean index cannot rebuild exactly (only possible in a
+    /// history handed to [`new`](Self::new), never in one built by `apply`).
+    pub fn forget_history(&mut self) -> bool {
+        self.history.forget()
     }
 
     /// The current revision.
@@ -237,15 +318,19 @@ impl LiveState {
     pub fn to_state(&self) -> State {
         State {
             body: self.body.clone(),
-            accepted_events: self.history.entries.clone(),
+            accepted_events: self.history.entries().to_vec(),
         }
     }
 
     /// The current State.
     pub fn into_state(self) -> State {
+        let accepted_events = match self.history.kept {
+            Kept::Whole { entries, .. } => entries,
+            Kept::Lean(_) => Vec::new(),
+        };
         State {
             body: self.body,
-            accepted_events: self.history.entries,
+            accepted_events,
         }
     }
 
@@ -285,7 +370,7 @@ impl std::fmt::Debug for LiveState {
         formatter
             .debug_struct("LiveState")
             .field("body", &self.body)
-            .field("history_len", &self.history.entries.len())
+            .field("history_len", &self.history.len())
             .finish_non_exhaustive()
     }
 }

@@ -165,13 +165,13 @@ pub(crate) fn evaluate(
         if prior.input_digest == input_digest {
             return Decision::NoOp {
                 input_digest,
-                prior: prior.clone(),
+                prior: prior.into_owned(),
             };
         }
         return Decision::Reject {
             input_digest,
             error_code: ErrorCode::IdempotencyConflict,
-            prior: Some(prior.clone()),
+            prior: Some(prior.into_owned()),
         };
     }
     if event.task_id != body.task_id || event.expected_revision != body.revision {

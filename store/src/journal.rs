@@ -166,6 +166,16 @@ pub(crate) enum Anchoring {
     Salvage,
 }
 
+/// Whether an open keeps the machine's accepted-event history in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum History {
+    /// Kept (what the console reads).
+    Kept,
+    /// Only the lean idempotency index (`valp verify`: memory bounded by ~84 bytes per entry
+    /// instead of ~540, see `LiveState::forget_history`).
+    Forgotten,
+}
+
 /// An open, verified journal; a task journal unless `M` says otherwise.
 #[derive(Debug)]
 pub struct Journal<M: Machine = LiveState> {
@@ -227,6 +237,27 @@ impl<M: Machine> Journal<M> {
         guard: M::Guard,
         anchoring: Anchoring,
     ) -> Result<Self, StoreError> {
+        Self::open_with(
+            dir,
+            quarantine,
+            storage,
+            access,
+            anchoring,
+            guard,
+            History::Kept,
+        )
+    }
+
+    /// [`Journal::open_anchored`], keeping the machine's history in memory or not.
+    pub(crate) fn open_with(
+        dir: &Path,
+        quarantine: &Path,
+        storage: Arc<dyn Storage>,
+        access: Access,
+        anchoring: Anchoring,
+        guard: M::Guard,
+        history: History,
+    ) -> Result<Self, StoreError> {
         let path = dir.join(JOURNAL_FILE);
         // The head first: it is only ever rewritten after the journal bytes it names are
         // there, so read before the journal it can never be ahead of what we read.
@@ -237,8 +268,11 @@ impl<M: Machine> Journal<M> {
         };
         let mut reader = ChainReader::open(&path)?;
         let (genesis_line, genesis) = read_genesis::<M>(&mut reader, &path)?;
-        let live =
+        let mut live =
             M::start(&genesis).map_err(|error| replay_failure(&path, &genesis_line, &error))?;
+        if history == History::Forgotten {
+            live.forget_history();
+        }
         let mut journal = Self {
             dir: dir.to_owned(),
             quarantine: quarantine.to_owned(),

@@ -378,6 +378,21 @@ impl ControlRoot {
         self.open_task_dir_anchored(dir, access, Anchoring::Required)
     }
 
+    /// Opens the journal in a task folder read-only to verify it (as [`verify`](crate::verify)
+    /// does), holding the lean idempotency index instead of the history: memory stays at ~84
+    /// bytes per entry. The journal's `live().history()` is empty.
+    pub fn verify_task_dir(&self, dir: &Path) -> Result<Journal, StoreError> {
+        self.clocked(Journal::open_with(
+            dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::ReadOnly,
+            Anchoring::Required,
+            self.task_guard(),
+            crate::journal::History::Forgotten,
+        ))
+    }
+
     /// [`ControlRoot::open_task_dir`] with the head anchor required or not.
     pub(crate) fn open_task_dir_anchored(
         &self,

@@ -129,7 +129,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             .unwrap_or_default();
         let effects = verify_effects(root, &dir, &name);
         let actions = verify_actions(root, &dir, &name);
-        let check = match root.open_task_dir(&dir, Access::ReadOnly) {
+        let check = match root.verify_task_dir(&dir) {
             Ok(journal) => {
                 let mut warnings = journal_warnings(&journal);
                 if let Some(revision) = journal.guard().done().ungated_done() {

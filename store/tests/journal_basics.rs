@@ -80,3 +80,53 @@ fn append_reopen_export_import_round_trip() {
         );
     }
 }
+
+#[test]
+fn a_batch_is_one_append_per_proposal_and_verify_holds_no_history() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = root_in(temp.path());
+    let mut walk = Walk::new(WalkConfig {
+        seed: 5,
+        work_items: 3,
+        may_terminate: false,
+    });
+    let single = tempfile::tempdir().unwrap();
+    let single_root = root_in(single.path());
+    let mut journal = root.create_task(walk.genesis()).unwrap();
+    let mut one_by_one = single_root.create_task(walk.genesis()).unwrap();
+    let steps: Vec<_> = walk.by_ref().take(30).collect();
+    for step in &steps {
+        one_by_one.append(&step.event, &step.evidence_set).unwrap();
+    }
+    // The batch repeats its first proposal at the end: answered as a duplicate, not written.
+    let answers = journal
+        .append_batch(
+            steps
+                .iter()
+                .chain(&steps[..1])
+                .map(|step| (&step.event, step.evidence_set.as_slice())),
+        )
+        .unwrap();
+    assert_eq!(answers.len(), 31);
+    for (index, answer) in answers[..30].iter().enumerate() {
+        assert!(
+            matches!(answer, Appended::Accepted { seq, .. } if *seq == index as u64 + 1),
+            "{answer:?}"
+        );
+    }
+    assert!(matches!(answers[30], Appended::Duplicate { .. }));
+    assert_eq!(journal.head().unwrap().seq, 30);
+    // Byte for byte what thirty single appends write (the same stopped clock).
+    assert_eq!(
+        std::fs::read(journal.path()).unwrap(),
+        std::fs::read(one_by_one.path()).unwrap()
+    );
+    let dir = root.layout().task_dir("task-1");
+    let verified = root.verify_task_dir(&dir).unwrap();
+    let opened = root.open_task("task-1", Access::ReadOnly).unwrap();
+    assert_eq!(verified.len(), 30);
+    assert_eq!(verified.live().state_digest(), opened.live().state_digest());
+    assert_eq!(verified.live().body(), opened.live().body());
+    assert!(verified.live().history().is_empty() && !verified.live().keeps_history());
+    assert_eq!(opened.live().history().len(), 30);
+}

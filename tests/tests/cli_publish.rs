@@ -235,7 +235,7 @@ fn an_invalid_plan_is_reported_whole_and_nothing_is_written() {
          broken.toml:2:11: task_id: not a valid id: contains a path separator ('/' or '\\')\n\
          broken.toml:12:24: work_items[0].dependencies[0].id: work item \"a\" depends on itself\n\
          broken.toml:13:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \
-         \"process\", \"external\", \"tmux\")\n\
+         \"process\", \"external\", \"tmux\", \"agent-stream\")\n\
          broken.toml:13:36: work_items[0].run.argv: must not be empty (argv[0] is the program \
          to run)\n"
     );

@@ -23,6 +23,7 @@ const EXAMPLES: &[&str] = &[
     "examples/plans/minimal.toml",
     "examples/plans/demo.toml",
     "examples/plans/agents.toml",
+    "examples/plans/headless.toml",
 ];
 
 /// A valid plan the rule tests change one piece of (18 lines).
@@ -406,7 +407,7 @@ fn only_the_known_adapters_exist() {
             "id = \"a\"\nrequirement = \"required\"\nrun = { adapter = \"docker\"",
         )),
         [
-            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")"
+            "plan.toml:12:19: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\", \"agent-stream\")"
         ]
     );
 }
@@ -699,7 +700,7 @@ dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at crit
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a
 dir/plan.toml:18:38: work_items[0].dependencies[1].id: unknown work item \"zz\"
 dir/plan.toml:19:22: work_items[0].expected_evidence[0]: \"../x\" is not a safe relative path
-dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\")
+dir/plan.toml:21:11: work_items[0].run.adapter: unknown adapter \"docker\" (known: \"process\", \"external\", \"tmux\", \"agent-stream\")
 dir/plan.toml:23:19: work_items[0].run.timeout_seconds: 0 is out of range (1..=86400)
 dir/plan.toml:32:26: done.degradable_soft_items[0]: \"b\" is not a soft work item (its requirement is optional)"
     );
@@ -969,11 +970,14 @@ fn the_example_plans_really_run() {
     copy_tree(&root.join("schemas"), &project.path().join("schemas"));
     // The demo plan sleeps two minutes on purpose (something to cancel in the console);
     // tests/tests/console_e2e.rs runs it through the real console. The agents plan's items are
-    // terminal agents in tmux, not commands: tests/tests/tmux_adapter.rs runs it to done.
-    for path in EXAMPLES
-        .iter()
-        .filter(|path| !path.ends_with("demo.toml") && !path.ends_with("agents.toml"))
-    {
+    // terminal agents in tmux, not commands: tests/tests/tmux_adapter.rs runs it to done. The
+    // headless plan needs Claude Code and its credentials (tests/tests/agent_channel_supervision.rs
+    // runs a real claude headless against a scripted model).
+    for path in EXAMPLES.iter().filter(|path| {
+        !path.ends_with("demo.toml")
+            && !path.ends_with("agents.toml")
+            && !path.ends_with("headless.toml")
+    }) {
         let (_, plan) = example(path);
         run_plan(project.path(), &plan);
     }
@@ -1395,8 +1399,8 @@ fn a_tmux_run_is_refused_with_the_exact_rule() {
         (
             "run = { adapter = \"process\", argv = [\"true\"], agent = \"demo\", prompt = \"p\" }",
             &[
-                "plan.toml:13:47: work_items[0].run.agent: only the tmux adapter runs an agent",
-                "plan.toml:13:63: work_items[0].run.prompt: only the tmux adapter submits a prompt",
+                "plan.toml:13:47: work_items[0].run.agent: only the tmux and agent-stream adapters run an agent",
+                "plan.toml:13:63: work_items[0].run.prompt: only the tmux and agent-stream adapters take a prompt",
             ],
         ),
         (
@@ -1437,4 +1441,56 @@ fn the_schema_lists_exactly_the_built_in_agent_profiles() {
         .map(|(name, _)| (*name).to_owned())
         .collect();
     assert_eq!(listed, built_in);
+}
+
+#[test]
+fn an_agent_stream_work_item_names_its_stream_command_and_prompt() {
+    let parse = |text: &str| plan::parse(Path::new("plan.toml"), text.as_bytes());
+    let plan = parse(&tmux_base(
+        "run = { adapter = \"agent-stream\", agent = \"claude\", argv = [\"claude\", \"-p\"], \
+         prompt = \"write out/a.md\", timeout_seconds = 60 }",
+    ))
+    .unwrap();
+    let run = &plan.work_item("a").unwrap().run;
+    assert_eq!(run.adapter, plan::Adapter::AgentStream);
+    assert_eq!(run.argv, ["claude", "-p"]);
+    assert_eq!(
+        run.stream,
+        Some(plan::StreamRun {
+            agent: valp_runtime::agent::channel::stream::Stream::Claude,
+            prompt: Some("write out/a.md".to_owned()),
+        })
+    );
+    let bytes = plan.canonical_bytes();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.contains(
+            r#""run":{"adapter":"agent-stream","agent":"claude","argv":["claude","-p"],"cwd":".","prompt":"write out/a.md","timeout_seconds":60}"#
+        ),
+        "{text}"
+    );
+    assert_eq!(Plan::from_canonical("evidence", &bytes).unwrap(), plan);
+    let canonical: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(errors(&validator(SCHEMA), &canonical), Vec::<String>::new());
+    for (run, expected) in [
+        (
+            "run = { adapter = \"agent-stream\", agent = \"aider\", argv = [\"aider\"] }",
+            "plan.toml:13:43: work_items[0].run.agent: unknown stream agent \"aider\" (known: \
+             \"claude\" for claude -p --output-format stream-json, \"codex\" for codex exec --json)",
+        ),
+        (
+            "run = { adapter = \"agent-stream\", argv = [\"claude\"] }",
+            "plan.toml:13:7: work_items[0].run.agent: missing required key",
+        ),
+        (
+            "run = { adapter = \"agent-stream\", agent = \"codex\", argv = [\"codex\"], socket = \"s\" }",
+            "plan.toml:13:70: work_items[0].run.socket: only the tmux adapter uses a tmux socket",
+        ),
+        (
+            "run = { adapter = \"process\", argv = [\"true\"], prompt = \"p\" }",
+            "plan.toml:13:47: work_items[0].run.prompt: only the tmux and agent-stream adapters take a prompt",
+        ),
+    ] {
+        assert_eq!(problems(&tmux_base(run)), [expected.to_owned()], "{run}");
+    }
 }

@@ -142,6 +142,80 @@ fn check_failed_append(operation: Operation, fault: Fault, failing: &str, left: 
 }
 
 #[test]
+fn a_torn_batch_keeps_every_acknowledged_entry_and_the_complete_lines_of_the_batch() {
+    // `append_batch` writes a batch with one write and one fdatasync. A torn write of it (the
+    // write stops half-way) leaves the batch's first lines complete and the next one torn:
+    // the acknowledged entries and the head stay, the complete lines of the batch are accepted
+    // entries and are kept on reopen, the torn line is quarantined and cut, and appending goes
+    // on from there.
+    let temp = tempfile::tempdir().unwrap();
+    let (storage, root) = faulty_root(temp.path());
+    let path = journal_path(&root);
+    let mut history = History::new(22, WORK_ITEMS);
+    let mut journal = create_journal(&root, &mut history, 3);
+    let acknowledged = std::fs::read(&path).unwrap();
+    let steps: Vec<_> = (3..11).map(|index| history.step(index).clone()).collect();
+    storage.fail(Operation::Append, Fault::TornOnce);
+    let error = journal
+        .append_batch(
+            steps
+                .iter()
+                .map(|step| (&step.event, step.evidence_set.as_slice())),
+        )
+        .unwrap_err();
+    match &error {
+        StoreError::UnknownOrCommitted { operation, seq, .. } => {
+            assert_eq!((*operation, *seq), ("write", 4), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        journal.append(&steps[0].event, &steps[0].evidence_set),
+        Err(StoreError::Poisoned { .. })
+    ));
+    let after = std::fs::read(&path).unwrap();
+    assert!(after.starts_with(&acknowledged));
+    let written = &after[acknowledged.len()..];
+    let complete = written.split(|&byte| byte == b'\n').count() - 1;
+    assert!(
+        complete >= 1 && complete < steps.len() && written.last() != Some(&b'\n'),
+        "half of the batch: {complete} complete lines and a torn one"
+    );
+    // A reader sees the complete lines and leaves the torn one alone; the head lags.
+    let reader = open_task(&root, Access::ReadOnly).unwrap();
+    assert_eq!(reader.len(), 3 + complete as u64);
+    assert_eq!(reader.head().unwrap().seq, 3);
+    assert!(matches!(
+        reader.warnings(),
+        [Warning::IncompleteTail { .. }]
+    ));
+    drop(journal);
+    let mut journal = open_task(&root, Access::Write).unwrap();
+    let [Warning::TornTailRepaired { quarantined, .. }] = journal.warnings() else {
+        panic!("{:?}", journal.warnings());
+    };
+    let torn_at = written.iter().rposition(|&byte| byte == b'\n').unwrap() + 1;
+    assert_eq!(std::fs::read(quarantined).unwrap(), &written[torn_at..]);
+    let kept = 3 + complete;
+    assert_eq!(journal.len(), kept as u64);
+    assert_eq!(journal.live().to_state(), history.state_after(kept));
+    // The rest of the batch again, now whole: every entry accepted, one head at its end.
+    let rest = &steps[complete..];
+    let answers = journal
+        .append_batch(
+            rest.iter()
+                .map(|step| (&step.event, step.evidence_set.as_slice())),
+        )
+        .unwrap();
+    assert_eq!(answers.len(), rest.len());
+    let reopened = open_task(&root, Access::ReadOnly).unwrap();
+    assert_eq!(reopened.warnings(), []);
+    assert_eq!(reopened.len(), 11);
+    assert_eq!(reopened.head().unwrap().seq, 11);
+    assert_eq!(reopened.live().to_state(), history.state_after(11));
+}
+
+#[test]
 fn a_failed_head_write_after_a_durable_line_leaves_the_head_behind_until_the_next_append() {
     // In an append only the head is renamed (the line is written, synced, then the head's
     // temporary is written, synced and renamed), so a rename fault hits the head alone.

@@ -178,7 +178,7 @@ pub const DEFAULT_RETRY_BUDGET: u32 = 2;
 /// The largest `retry_budget`.
 pub const MAX_RETRY_BUDGET: u32 = 10;
 /// The adapters a work item may name.
-pub const ADAPTERS: &[&str] = &["process", "external", "tmux"];
+pub const ADAPTERS: &[&str] = &["process", "external", "tmux", "agent-stream"];
 /// The longest tmux socket name a plan may give (`tmux -L NAME`).
 pub const MAX_SOCKET_CHARS: usize = 64;
 
@@ -300,6 +300,21 @@ pub struct Run {
     pub env: BTreeMap<String, String>,
     /// What a `tmux` item runs and tells its agent (`None` for the other adapters).
     pub tmux: Option<TmuxRun>,
+    /// What an `agent-stream` item's argv is (`None` for the other adapters).
+    pub stream: Option<StreamRun>,
+}
+
+/// A headless coding agent: the `agent-stream` adapter's part of a [`Run`] (its command is
+/// the run's `argv`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamRun {
+    /// Whose JSON stream the command prints (`claude`: `claude -p --output-format
+    /// stream-json --verbose`; `codex`: `codex exec --json`).
+    pub agent: crate::agent::channel::stream::Stream,
+    /// The prompt, written to the agent's stdin (claude: as a stream-json user message, its
+    /// argv then has `--input-format stream-json` and stdin stays open for control messages;
+    /// codex: as text, then stdin is closed). `None`: the prompt is in argv, stdin is empty.
+    pub prompt: Option<String>,
 }
 
 /// A terminal agent in a tmux pane: the `tmux` adapter's part of a [`Run`].
@@ -335,11 +350,16 @@ pub enum Adapter {
     /// `tmux`: a terminal coding agent in a tmux pane, handed its prompt with proof (see
     /// [`crate::adapter::tmux`]).
     Tmux,
+    /// `agent-stream`: a headless coding agent (`claude -p --output-format stream-json`,
+    /// `codex exec --json`) run as a supervised process whose JSON stream becomes agent
+    /// signals (see [`crate::agent::channel::headless`]).
+    AgentStream,
 }
 
 impl Adapter {
     /// Every adapter, in the order [`ADAPTERS`] lists them.
-    pub const ALL: &'static [Self] = &[Self::Process, Self::External, Self::Tmux];
+    pub const ALL: &'static [Self] =
+        &[Self::Process, Self::External, Self::Tmux, Self::AgentStream];
 
     /// The spelling in a plan.
     pub const fn as_str(self) -> &'static str {
@@ -347,6 +367,7 @@ impl Adapter {
             Self::Process => "process",
             Self::External => "external",
             Self::Tmux => "tmux",
+            Self::AgentStream => "agent-stream",
         }
     }
 

@@ -78,6 +78,11 @@ pub(super) fn run(
         Command::Agent(AgentCommand::Stream { agent, file }) => {
             stream(agent, file.as_deref(), clock, input, out)
         }
+        Command::Agent(AgentCommand::RunStream {
+            agent,
+            prompt,
+            argv,
+        }) => run_stream(agent, prompt.as_deref(), &argv, &mut err),
         Command::Agent(AgentCommand::Signals { attempt }) => {
             signals(&super::open_root(root)?, &attempt, clock, out)
         }
@@ -216,6 +221,42 @@ pub(super) fn stream(
         report.rejected.len()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `valp agent run-stream AGENT [--prompt TEXT] -- ARGV…`: the agent's exit code; problems
+/// recording its stream go to `err` (the agent's work is not undone by them).
+fn run_stream(
+    agent: valp_runtime::agent::channel::stream::Stream,
+    prompt: Option<&str>,
+    argv: &[String],
+    err: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    use valp_runtime::agent::channel::headless;
+    let env = bridge::attempt_from_env(|name| std::env::var_os(name))
+        .map_err(|problem| CommandError::Usage(problem.to_string()))?;
+    let ended = headless::run(agent, prompt, argv, &env)
+        .map_err(|error| CommandError::Usage(display_line(&error.to_string())))?;
+    match &ended.report {
+        Ok(report) => writeln!(
+            err,
+            "valp agent run-stream: recorded {} signals for attempt {}; {} lines rejected; \
+             interrupts: {}",
+            report.recorded,
+            display_text(&env.attempt.attempt_id),
+            report.rejected.len(),
+            if ended.interrupts.is_empty() {
+                "none".to_owned()
+            } else {
+                ended.interrupts.join(", ")
+            }
+        )?,
+        Err(error) => writeln!(
+            err,
+            "valp agent run-stream: recording stopped: {}",
+            display_line(&error.to_string())
+        )?,
+    }
+    Ok(ExitCode::from(u8::try_from(ended.code).unwrap_or(1)))
 }
 
 /// `valp agent signals ATTEMPT`

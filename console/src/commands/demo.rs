@@ -15,6 +15,9 @@ use super::CommandError;
 use crate::cli::DemoArgs;
 use valp_view::sanitize::display_text;
 
+/// Entries the demo appends per batch (one `fdatasync` each).
+const DEMO_BATCH: usize = 1024;
+
 /// Accepted entries of the seeded task when `--entries` is not given (without `--console`).
 const DEFAULT_ENTRIES: usize = 120;
 
@@ -71,14 +74,27 @@ pub(super) fn run(
         task,
     );
     let mut journal = root.create_task(walk.genesis())?;
-    for step in walk.by_ref().take(entries) {
-        match journal.append(&step.event, &step.evidence_set)? {
-            Appended::Accepted { .. } => {}
-            other => {
-                return Err(CommandError::Usage(format!(
-                    "the demo history was not accepted: {other:?}"
-                )));
-            }
+    let mut left = entries;
+    while left > 0 {
+        // One `fdatasync` per batch (the store's bulk append): a crash loses at most the batch
+        // in flight, never an entry of an earlier one.
+        let steps: Vec<_> = walk.by_ref().take(left.min(DEMO_BATCH)).collect();
+        if steps.is_empty() {
+            break;
+        }
+        left -= steps.len();
+        let answers = journal.append_batch(
+            steps
+                .iter()
+                .map(|step| (&step.event, step.evidence_set.as_slice())),
+        )?;
+        if let Some(other) = answers
+            .iter()
+            .find(|answer| !matches!(answer, Appended::Accepted { .. }))
+        {
+            return Err(CommandError::Usage(format!(
+                "the demo history was not accepted: {other:?}"
+            )));
         }
     }
     writeln!(

@@ -5,7 +5,10 @@
 //! frontier position (and, for a live tmux attempt, its agent's state: `    agent …`), effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects, the correction cycle its journal derives (`  correction <outcome>:
-//! N rounds, M open` and one `  round …` line each; nothing without a signal), (`  rejected <file>: <reason>`, sorted out exactly as the runtime
+//! N rounds, M open` and one `  round …` line each; nothing without a signal), the cost and
+//! tokens the agents' channels reported (`    usage <attempt>: cost N micro-USD, tokens N in /
+//! N out` per attempt, `  usage (task, N attempts): …`; `unknown` where no signal said, never 0;
+//! nothing for a task whose agents reported nothing), (`  rejected <file>: <reason>`, sorted out exactly as the runtime
 //! does it; see [`valp_runtime::adapter::external`]).
 
 use std::io::Write;
@@ -94,6 +97,8 @@ fn write_task(
             ""
         }
     )?;
+    // What the agents' channels reported spending (`usage …` lines only where one did).
+    let usage = valp_runtime::agent::channel::summary::task_usage(root.layout().root(), body);
     for item in frontier(body) {
         let attempt = body
             .work_item(&item.work_item_id)
@@ -119,6 +124,26 @@ fn write_task(
         if let Some(agent) = agent_state(root, body, &item.work_item_id) {
             writeln!(out, "    {agent}")?;
         }
+        for attempt in usage
+            .attempts
+            .iter()
+            .filter(|attempt| attempt.work_item_id == item.work_item_id.value())
+        {
+            writeln!(
+                out,
+                "    usage {}: {}",
+                display_text(&attempt.attempt_id),
+                attempt.usage.text()
+            )?;
+        }
+    }
+    if !usage.attempts.is_empty() {
+        writeln!(
+            out,
+            "  usage (task, {} attempts): {}",
+            usage.attempts.len(),
+            usage.total.text()
+        )?;
     }
     match effects::read_ledger(root, task) {
         Ok(records) => {

@@ -56,7 +56,7 @@ pub fn reduce_installation(
                 prior_result_digest: prior.result_digest.clone(),
             });
         }
-        return reject(ErrorCode::IdempotencyConflict, Some(prior));
+        return reject(ErrorCode::IdempotencyConflict, Some(&prior));
     }
     if event.expected_revision != state.revision {
         return reject(ErrorCode::StateConflict, None);

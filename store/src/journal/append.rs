@@ -1,4 +1,4 @@
-//! Appending one proposal under the lock.
+//! Appending proposals under the lock: one, or a batch made durable with one `fdatasync`.
 
 use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
@@ -39,17 +39,83 @@ pub enum Appended {
     },
 }
 
+/// The lines of a batch accepted in memory and not yet written: their bytes and the tip after
+/// the last of them.
+struct Batch {
+    lines: Vec<u8>,
+    first_seq: u64,
+    tip: Tip,
+}
+
 impl<M: Machine> Journal<M> {
-    /// Proposes one event. See the module documentation for the protocol.
+    /// Proposes one event. See the module documentation for the protocol; it is a batch of one
+    /// ([`Journal::append_batch`]).
     pub fn append(
         &mut self,
         event: &M::Event,
         evidence_set: &[Evidence],
     ) -> Result<Appended, StoreError> {
+        self.append_batch([(event, evidence_set)])?
+            .pop()
+            .ok_or_else(|| StoreError::Invalid("an append of one proposal answered none".into()))
+    }
+
+    /// Proposes events in order under one lock and makes every accepted entry durable with one
+    /// `write` and one `fdatasync` (and one head rewrite) at the end: the bulk writes of
+    /// `valp demo`. Each proposal is answered as [`Journal::append`] answers it, against the
+    /// State the earlier ones left; refusals are logged to `rejections.jsonl` as they come.
+    ///
+    /// **Durability.** Nothing of a batch is acknowledged before this returns `Ok`; then all of
+    /// its accepted entries are durable. A crash (or a failed write) in between leaves on disk
+    /// a prefix of the batch's bytes after the last acknowledged line: its complete lines are
+    /// entries the kernel accepted, chained to what precedes them, and are kept by the next
+    /// open; a torn last line is quarantined and cut as after a single append; the head still
+    /// names an acknowledged line or a later one. So a crash loses at most the unacknowledged
+    /// batch in flight, never an acknowledged entry, and never leaves a line that was not
+    /// accepted. A failed write poisons the handle like a failed single append.
+    ///
+    /// A refusal by the store's own rules (the Done gate, the epoch fence) ends the batch: the
+    /// entries accepted before it are written and synced, then the refusal is returned
+    /// ([`Journal::len`] says how far the batch got).
+    pub fn append_batch<'a>(
+        &mut self,
+        proposals: impl IntoIterator<Item = (&'a M::Event, &'a [Evidence])>,
+    ) -> Result<Vec<Appended>, StoreError>
+    where
+        M::Event: 'a,
+    {
         ensure_writable(&self.path, self.access, self.poisoned.as_deref())?;
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
         self.check_not_shortened()?;
         self.follow(self.reader()?, Some(&lock))?;
+        let mut batch = Batch {
+            lines: Vec::new(),
+            first_seq: self.tip.next_seq,
+            tip: self.tip.clone(),
+        };
+        let mut answers = Vec::new();
+        for (event, evidence_set) in proposals {
+            match self.propose(event, evidence_set, &mut batch) {
+                Ok(appended) => answers.push(appended),
+                Err(refusal) => {
+                    self.write(batch)?;
+                    return Err(refusal);
+                }
+            }
+        }
+        self.write(batch)?;
+        drop(lock);
+        Ok(answers)
+    }
+
+    /// Judges one proposal (the guard, then the kernel) and, when accepted, adds its line to
+    /// `batch`. A refusal by the guard is logged and returned as the error.
+    fn propose(
+        &mut self,
+        event: &M::Event,
+        evidence_set: &[Evidence],
+        batch: &mut Batch,
+    ) -> Result<Appended, StoreError> {
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
             // A refusal by the store's own rules writes nothing to the journal and is logged
@@ -92,8 +158,22 @@ impl<M: Machine> Journal<M> {
             )?;
             return Err(error);
         }
-        let appended = match self.live.apply(event, evidence_set) {
-            Verdict::Accepted(record) => self.write(event, evidence_set, record)?,
+        Ok(match self.live.apply(event, evidence_set) {
+            Verdict::Accepted(record) => {
+                let seq = batch.tip.next_seq;
+                let entry = M::entry(event, evidence_set, record.clone());
+                let recorded_at = self.clock.now();
+                let (line, digest) = encode_line(seq, Some(&batch.tip.digest), recorded_at, &entry);
+                batch.tip = Tip {
+                    next_seq: seq + 1,
+                    digest,
+                    offset: batch.tip.offset + line.len() as u64,
+                    recorded_at: Some(recorded_at),
+                };
+                batch.lines.extend_from_slice(&line);
+                self.guard.observe(seq, event, evidence_set);
+                Appended::Accepted { seq, record }
+            }
             Verdict::NoOp {
                 prior_result_id,
                 prior_result_digest,
@@ -124,23 +204,16 @@ impl<M: Machine> Journal<M> {
                 )?;
                 Appended::Rejected { error_code, reason }
             }
-        };
-        drop(lock);
-        Ok(appended)
+        })
     }
 
-    /// Writes and syncs the line of an accepted entry. Any failure poisons the handle: the
-    /// kernel already advanced the in-memory State.
-    fn write(
-        &mut self,
-        event: &M::Event,
-        evidence_set: &[Evidence],
-        record: AcceptedRecord,
-    ) -> Result<Appended, StoreError> {
-        let seq = self.tip.next_seq;
-        let entry = M::entry(event, evidence_set, record.clone());
-        let recorded_at = self.clock.now();
-        let (line, digest) = encode_line(seq, Some(&self.tip.digest), recorded_at, &entry);
+    /// Writes and syncs the lines of a batch (one `write`, one `fdatasync`), then rewrites the
+    /// head at its last line. Any failure poisons the handle: the kernel already advanced the
+    /// in-memory State.
+    fn write(&mut self, batch: Batch) -> Result<(), StoreError> {
+        if batch.lines.is_empty() {
+            return Ok(());
+        }
         let storage = std::sync::Arc::clone(&self.storage);
         let path = self.path.clone();
         let file = match self.append_file() {
@@ -150,27 +223,24 @@ impl<M: Machine> Journal<M> {
                 return Err(error);
             }
         };
-        if let Err(error) = crate::io::append_line(storage.as_ref(), file, &path, seq, &line) {
+        let written =
+            crate::io::append_line(storage.as_ref(), file, &path, batch.first_seq, &batch.lines);
+        if let Err(error) = written {
             self.poisoned = Some(error.to_string());
             self.appender = None;
             return Err(error);
         }
-        self.tip = Tip {
-            next_seq: seq + 1,
-            digest,
-            offset: self.tip.offset + line.len() as u64,
-            recorded_at: Some(recorded_at),
-        };
-        self.guard.observe(seq, event, evidence_set);
-        // The entry is durable: from here on it is acknowledged whatever happens to the head.
+        self.tip = batch.tip;
+        // The entries are durable: from here on they are acknowledged whatever happens to the
+        // head.
         self.anchor.advance_after_append(
             self.storage.as_ref(),
-            seq,
+            self.tip.next_seq - 1,
             &self.tip.digest,
             self.tip.offset,
             &mut self.warnings,
         );
-        Ok(Appended::Accepted { seq, record })
+        Ok(())
     }
 
     /// Refuses to append when the file is shorter than what this handle verified: it was cut

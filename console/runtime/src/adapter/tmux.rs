@@ -40,6 +40,7 @@ use valp_kernel::canonical::sha256_digest;
 use crate::abi::{AdapterRequest, Operation, attempt_folder};
 use crate::adapter::process::{self, ProcessError, invalid, io_error, same_evidence};
 
+mod channel;
 pub mod pane;
 pub mod records;
 pub mod screen;
@@ -169,7 +170,8 @@ pub fn read_record<T: Record>(dir: &Path, file: &str) -> Result<Option<T>, Proce
 }
 
 /// What an attempt's `state.json` says, in one line for `valp task status`:
-/// `agent blocked (permission question, line 12) for 8 s; runtime idle, evidence missing: …`
+/// `agent blocked (permission question, line 12) for 8 s [from claude_hook:permission_prompt#4];
+/// runtime idle, evidence missing: …`
 /// (`None` before the supervisor wrote it). The file's text is sanitized.
 pub fn state_line(dir: &Path, now: crate::clock::Timestamp) -> Option<String> {
     use valp_view::sanitize::display_text;
@@ -194,14 +196,19 @@ pub fn state_line(dir: &Path, now: crate::clock::Timestamp) -> Option<String> {
         .note
         .map(|note| format!("; {}", display_text(&note)))
         .unwrap_or_default();
+    let source = record
+        .source
+        .map(|source| format!(" [from {}]", display_text(&source)))
+        .unwrap_or_default();
     Some(format!(
-        "agent {}{rule}{age}{note}",
+        "agent {}{rule}{age}{source}{note}",
         display_text(&record.state)
     ))
 }
 
 /// The console's view of the agent of `attempt_id` (`None` when its folder has no readable
-/// `state.json`): the state with its rule and line, how old the sample is at `now`, the tail,
+/// `state.json`): the state with its rule and line (or, for a state the agent's channel gave,
+/// that channel's label, e.g. `claude_hook:turn_completed#3`), how old the sample is at `now`, the tail,
 /// and the command attaching a terminal to its pane. Every text is sanitized here (the file
 /// is the supervisor's, but the console shows nothing it did not clean).
 pub fn agent_view(
@@ -221,7 +228,11 @@ pub fn agent_view(
         work_item_id: work_item_id.to_owned(),
         attempt_id: attempt_id.to_owned(),
         state: display_text(&record.state),
-        rule: record.rule.map(|rule| (display_text(&rule), record.line)),
+        // A state the agent's channel gave names that channel where the screen's rule goes.
+        rule: match record.source.filter(|source| !source.starts_with("screen")) {
+            Some(channel) => Some((display_text(&channel), None)),
+            None => record.rule.map(|rule| (display_text(&rule), record.line)),
+        },
         for_ms: ago(&record.since),
         sample_age_ms: ago(&record.sampled_at),
         note: record.note.map(|note| display_text(&note)),

@@ -79,11 +79,17 @@ impl Canonical for Run {
         let mut fields = Fields::begin(out);
         fields.str("adapter", self.adapter.as_str());
         match self.adapter {
-            Adapter::Process => {
+            Adapter::Process | Adapter::AgentStream => {
+                if let Some(stream) = &self.stream {
+                    fields.str("agent", stream.agent.as_str());
+                }
                 fields.strs("argv", &self.argv);
                 fields.str("cwd", &self.cwd);
                 if !self.env.is_empty() {
                     write_env(fields.key("env"), &self.env);
+                }
+                if let Some(prompt) = self.stream.as_ref().and_then(|s| s.prompt.as_ref()) {
+                    fields.str("prompt", prompt);
                 }
                 write_int(&mut fields, "timeout_seconds", self.timeout_seconds);
             }

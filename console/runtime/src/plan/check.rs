@@ -78,13 +78,19 @@ const RUN_KEYS: &[&str] = &[
 ];
 /// The keys only a `tmux` run has, with why the other adapters refuse them.
 const TMUX_ONLY: &[(&str, &str)] = &[
-    ("agent", "only the tmux adapter runs an agent"),
+    (
+        "agent",
+        "only the tmux and agent-stream adapters run an agent",
+    ),
     (
         "command",
         "only the tmux adapter starts an agent (a process runs argv)",
     ),
     ("target", "only the tmux adapter attaches to a pane"),
-    ("prompt", "only the tmux adapter submits a prompt"),
+    (
+        "prompt",
+        "only the tmux and agent-stream adapters take a prompt",
+    ),
     ("socket", "only the tmux adapter uses a tmux socket"),
 ];
 const VERIFICATION_KEYS: &[&str] = &["id", "argv", "cwd", "timeout_seconds"];
@@ -647,13 +653,20 @@ impl Reader {
         run.cwd = self.cwd(&table);
         if run.adapter != Adapter::Tmux {
             for (key, rule) in TMUX_ONLY {
+                // A headless agent is named by `agent` too, and may be given a `prompt`.
+                if run.adapter == Adapter::AgentStream && matches!(*key, "agent" | "prompt") {
+                    continue;
+                }
                 if let Some(at) = table.key_at(key) {
                     self.problem(at, table.field(key), *rule);
                 }
             }
         }
         match run.adapter {
-            Adapter::Process => {
+            Adapter::Process | Adapter::AgentStream => {
+                if run.adapter == Adapter::AgentStream {
+                    run.stream = self.stream_agent(&table);
+                }
                 if let Some(node) = self.required(&table, "argv") {
                     run.argv = self.argv(node, &table.field("argv"));
                 }
@@ -686,6 +699,34 @@ impl Reader {
             }
         }
         run
+    }
+
+    /// The members of an `agent-stream` run: `agent` (whose stream its argv prints, `claude`
+    /// or `codex`) and an optional `prompt` for its stdin.
+    fn stream_agent(&mut self, table: &Table<'_>) -> Option<crate::plan::StreamRun> {
+        let prompt = table.get("prompt").and_then(|node| {
+            let text = self.text(node, &table.field("prompt"))?;
+            if text.contains('\0') {
+                self.problem(node.at, table.field("prompt"), "contains a NUL character");
+            }
+            Some(text)
+        });
+        let node = self.required(table, "agent")?;
+        let field = table.field("agent");
+        let name = self.string(node, &field)?;
+        let stream = crate::agent::channel::stream::Stream::from_name(&name)
+            .map(|agent| crate::plan::StreamRun { agent, prompt });
+        if stream.is_none() {
+            self.problem(
+                node.at,
+                &field,
+                format!(
+                    "unknown stream agent {name:?} (known: \"claude\" for claude -p \
+                     --output-format stream-json, \"codex\" for codex exec --json)"
+                ),
+            );
+        }
+        stream
     }
 
     /// The `tmux` members of a run table: a known agent profile, exactly one of `command`
@@ -1066,6 +1107,7 @@ fn placeholder_run() -> Run {
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         env: BTreeMap::new(),
         tmux: None,
+        stream: None,
     }
 }
 

@@ -237,7 +237,8 @@ impl Driver {
 
     fn dir_of(&self, adapter: Adapter, attempt_id: &str) -> PathBuf {
         let relative = match adapter {
-            Adapter::Process => process::attempt_ref(attempt_id),
+            // A headless agent is a process whose stream the wrapper reads.
+            Adapter::Process | Adapter::AgentStream => process::attempt_ref(attempt_id),
             Adapter::External => external::attempt_ref(attempt_id),
             Adapter::Tmux => tmux::attempt_ref(attempt_id),
         };
@@ -842,13 +843,22 @@ impl Driver {
         if item.run.adapter == Adapter::Tmux {
             return self.start_agent(body, slots);
         }
-        let (argv, cwd, timeout, env, expected) = (
+        let (mut argv, cwd, timeout, mut env, expected) = (
             item.run.argv.clone(),
             item.run.cwd.clone(),
             item.run.timeout_seconds,
             item.run.env.clone(),
             item.expected_evidence.clone(),
         );
+        if let Some(stream) = &item.run.stream {
+            // `valp agent run-stream` runs the agent and records its stream as the attempt's
+            // signals, which it finds through the same environment a tmux agent gets.
+            argv = crate::agent::channel::headless::wrapped(&self.valp_binary, stream, argv);
+            env.extend(tmux::agent_env(
+                self.root.layout().root(),
+                [body.task_id.value(), &slots.work_item_id, &slots.attempt_id],
+            ));
+        }
         self.start(body, slots, argv, &cwd, timeout, env, expected)
     }
 

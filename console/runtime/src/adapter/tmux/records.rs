@@ -216,6 +216,12 @@ pub struct SubmissionProof {
     pub why: Option<String>,
     /// The tmux event sequence, each with the screen digest after it.
     pub steps: Vec<Step>,
+    /// The agent's own acknowledgement through its channel, if it gave one:
+    /// `claude_hook:prompt_submitted#2 (content-bound; signal sha256:…)` (the prompt's digest
+    /// matched: delivery proven whatever the screen showed) or `… (causal; …)` (a turn
+    /// started after the submission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged_by: Option<String>,
     /// When the submission ended (RFC 3339).
     pub at: String,
 }
@@ -263,6 +269,9 @@ pub struct CompletionProof {
     pub screen_tail: Vec<String>,
     /// The expected evidence files as found (digests).
     pub expected_evidence: Vec<EvidenceRecord>,
+    /// Where the last state came from ([`StateRecord::source`]), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Interrupts delivered and stop steps, in order.
     pub actions: Vec<Action>,
     /// When (RFC 3339).
@@ -292,6 +301,11 @@ pub struct StateRecord {
     pub note: Option<String>,
     /// The screen's last lines, sanitized, redacted, capped.
     pub tail: Vec<String>,
+    /// Where the state came from: the agent's channel (`claude_hook:turn_completed#3`) or
+    /// the screen (`screen (working spinner; channel silent 31000 ms)`); absent in records
+    /// written before channels were read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 record!(StateRecord, STATE_SCHEMA);
 

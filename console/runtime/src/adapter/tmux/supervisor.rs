@@ -50,6 +50,7 @@ use crate::adapter::process::{
     CONTROL_DIR, Control, PROOFS_DIR, ProcessError, RUN_FILE, Writer, claim_folder, invalid,
     io_error, same_evidence,
 };
+use crate::agent::channel::precedence::{ScreenReading, Source};
 use crate::agent::classify::{Classification, Debouncer, classify};
 use crate::agent::overrides::{AgentOverrides, OverrideError};
 use crate::agent::profile::{AgentState, Profile, ProfileError};
@@ -172,6 +173,8 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
         std::fs::write(file, b"").is_ok() && server.pane(&found.pane_id).pipe_output(file).is_ok()
     });
     let mut agent = Agent {
+        channel: super::channel::Channel::new(&spec.env),
+        source: None,
         pane_ticks: os::stat(found.pane_pid).map(|stat| stat.start_ticks),
         server,
         found,
@@ -247,6 +250,10 @@ struct Agent {
     pane_ticks: Option<u64>,
     /// When the screen was last captured.
     captured_at: Instant,
+    /// The agent's structured channel (hooks), which outranks the screen while it speaks.
+    channel: Option<super::channel::Channel>,
+    /// Where the state last believed came from ([`crate::agent::channel::precedence::Source::label`]).
+    source: Option<String>,
 }
 
 impl Agent {
@@ -342,6 +349,9 @@ impl Agent {
         writer: &Writer<'_>,
     ) -> Result<Option<(ProvenanceSegment, ProvenanceSegment)>, ProcessError> {
         let pane = self.server.pane(&self.found.pane_id);
+        if let Some(channel) = &mut self.channel {
+            channel.submitting();
+        }
         let outcome = submit::submit(
             &pane,
             &self.profile,
@@ -361,6 +371,13 @@ impl Agent {
                 return Ok(None);
             }
         };
+        // The agent's own word: a `UserPromptSubmit` with the pasted prompt's digest proves
+        // delivery even where the screen could not (content-bound), a `turn.started` is noted.
+        let acknowledged = self
+            .channel
+            .as_mut()
+            .and_then(|channel| channel.acknowledged(&proof.prompt));
+        let why = why.filter(|_| !acknowledged.as_ref().is_some_and(|(bound, _)| *bound));
         let request = writer.request;
         let record = SubmissionProof {
             schema_version: SubmissionProof::SCHEMA.to_owned(),
@@ -378,6 +395,7 @@ impl Agent {
             proven: why.is_none(),
             why: why.clone(),
             steps: proof.steps.clone(),
+            acknowledged_by: acknowledged.map(|(_, line)| line),
             at: now(),
         };
         let submission_bytes = record
@@ -481,7 +499,7 @@ impl Agent {
     ) -> Result<End, ProcessError> {
         let deadline = self.started + Duration::from_millis(self.spec.timeout_ms);
         let mut debouncer = Debouncer::new(self.profile.idle_debounce_ms);
-        let mut shown: Option<(AgentState, String, Option<String>)> = None;
+        let mut shown: Option<(AgentState, String, Option<String>, String)> = None;
         let mut since = now();
         let mut reported = AgentState::Starting;
         let mut noted: Option<String> = None;
@@ -509,7 +527,14 @@ impl Agent {
                 log("the agent's pane is gone");
                 return Ok(self.end(ObservationStatus::Blocked, "agent_exited"));
             };
-            let state = debouncer.sample(sample.read.state, self.elapsed_ms());
+            // The channel's state while it speaks, else the debounced screen's; each named.
+            let (state, source_key) = self.believe(
+                &ScreenReading {
+                    state: debouncer.sample(sample.read.state, self.elapsed_ms()),
+                    rule: sample.read.rule.as_ref().map(|(name, _)| name.clone()),
+                },
+                shown.as_ref().map(|shown| shown.3.as_str()),
+            );
             if state != reported {
                 since = now();
                 reported = state;
@@ -549,7 +574,7 @@ impl Agent {
                 }
             }
             // The screen (its digest) decides the rule, so this is all that can change.
-            let key = (state, sample.digest.clone(), noted.clone());
+            let key = (state, sample.digest.clone(), noted.clone(), source_key);
             if shown.as_ref() != Some(&key) {
                 let (rule, line) = sample
                     .read
@@ -570,12 +595,35 @@ impl Agent {
                         screen_digest: sample.digest.clone(),
                         note: noted.clone(),
                         tail: sample.tail.clone(),
+                        source: self.source.clone(),
                     },
                 );
                 shown = Some(key);
             }
             std::thread::sleep(SAMPLE);
         }
+    }
+
+    /// The state to believe ([`super::channel`]: the channel's while it speaks, else the
+    /// debounced `screen`'s) and the key of its source. The screen's label counts the
+    /// channel's silence, so the key leaves that out and the label is kept only when the key
+    /// differs from the one `shown` (the first label says when the screen took over).
+    fn believe(&mut self, screen: &ScreenReading, shown: Option<&str>) -> (AgentState, String) {
+        let viewed = match &mut self.channel {
+            Some(channel) => channel.view(screen, self.profile.channel_silence_ms),
+            None => super::channel::screen_only(screen),
+        };
+        let key = match &viewed.source {
+            Source::Channel { .. } => viewed.source.label(),
+            Source::Screen {
+                rule,
+                channel_silent_ms,
+            } => format!("screen {rule:?} {}", channel_silent_ms.is_some()),
+        };
+        if shown != Some(key.as_str()) {
+            self.source = Some(viewed.source.label());
+        }
+        (viewed.state, key)
     }
 
     /// An end that is not completion, with the expected evidence as it is now.
@@ -895,6 +943,7 @@ impl Agent {
             screen_digest,
             screen_tail,
             expected_evidence: end.evidence,
+            source: self.source.clone(),
             actions: std::mem::take(&mut self.actions),
             completed_at: now(),
         };

@@ -270,6 +270,19 @@ pub fn record_stream(
     env: &AttemptEnv,
     clock: &dyn Clock,
 ) -> Result<StreamReport, BridgeError> {
+    record_stream_with(stream, reader, env, clock, |_, _| Ok(()))
+}
+
+/// [`record_stream`], calling `each` with every line as read (its LF included when it had
+/// one) and the kinds of the signals it gave, once they are recorded: the headless wrapper
+/// passes the stream on and watches for the end of a turn ([`super::headless`]).
+pub fn record_stream_with(
+    stream: super::stream::Stream,
+    reader: &mut dyn std::io::BufRead,
+    env: &AttemptEnv,
+    clock: &dyn Clock,
+    mut each: impl FnMut(&[u8], &[super::signal::SignalKind]) -> std::io::Result<()>,
+) -> Result<StreamReport, BridgeError> {
     use std::io::{BufRead as _, Read as _};
     let agent = match stream {
         super::stream::Stream::Claude => "claude",
@@ -295,9 +308,11 @@ pub fn record_stream(
         } else {
             super::stream::map_line(stream, &line)
         };
+        let mut kinds = Vec::new();
         match mapped {
             Ok(drafts) => {
                 for draft in drafts {
+                    kinds.push(draft.kind);
                     inbox::append(&env.control_root, &env.attempt, draft, clock)?;
                     report.recorded += 1;
                 }
@@ -307,6 +322,10 @@ pub fn record_stream(
                 report.rejected.push((number, rejection));
             }
         }
+        if ended {
+            line.push(b'\n');
+        }
+        each(&line, &kinds)?;
     }
     Ok(report)
 }

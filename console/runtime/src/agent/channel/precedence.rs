@@ -200,20 +200,49 @@ pub struct Usage {
     pub output_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// This and `more` together: a figure is known when either said it (unknown, never 0).
+    #[must_use]
+    pub fn plus(self, more: Self) -> Self {
+        let add = |total: Option<u64>, more: Option<u64>| match (total, more) {
+            (Some(total), Some(more)) => Some(total.saturating_add(more)),
+            (total, more) => total.or(more),
+        };
+        Self {
+            cost_micro_usd: add(self.cost_micro_usd, more.cost_micro_usd),
+            input_tokens: add(self.input_tokens, more.input_tokens),
+            output_tokens: add(self.output_tokens, more.output_tokens),
+        }
+    }
+
+    /// Whether no figure is known.
+    pub fn is_unknown(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `cost 62346 micro-USD, tokens 1300 in / 252 out`; an unknown figure reads `unknown`.
+    pub fn text(&self) -> String {
+        let shown =
+            |value: Option<u64>| value.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+        format!(
+            "cost {} micro-USD, tokens {} in / {} out",
+            shown(self.cost_micro_usd),
+            shown(self.input_tokens),
+            shown(self.output_tokens)
+        )
+    }
+}
+
 /// The sum of what each signal reported (each signal carries what its message said, e.g. one
 /// turn's usage).
 pub fn usage(signals: &[AgentSignal]) -> Usage {
-    let add = |total: Option<u64>, more: Option<u64>| match (total, more) {
-        (Some(total), Some(more)) => Some(total.saturating_add(more)),
-        (total, more) => total.or(more),
-    };
-    signals
-        .iter()
-        .fold(Usage::default(), |total, signal| Usage {
-            cost_micro_usd: add(total.cost_micro_usd, signal.cost_micro_usd),
-            input_tokens: add(total.input_tokens, signal.input_tokens),
-            output_tokens: add(total.output_tokens, signal.output_tokens),
+    signals.iter().fold(Usage::default(), |total, signal| {
+        total.plus(Usage {
+            cost_micro_usd: signal.cost_micro_usd,
+            input_tokens: signal.input_tokens,
+            output_tokens: signal.output_tokens,
         })
+    })
 }
 
 #[cfg(test)]

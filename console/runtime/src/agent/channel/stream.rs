@@ -41,6 +41,18 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Its name in a plan (`agent = "claude"`) and on the command line.
+    pub const fn as_str(self) -> &'static str {
+        self.agent()
+    }
+
+    /// The stream named `name` in a plan.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Claude, Self::Codex]
+            .into_iter()
+            .find(|stream| stream.as_str() == name)
+    }
+
     const fn channel(self) -> Channel {
         match self {
             Self::Claude => Channel::ClaudeStream,
