@@ -305,6 +305,7 @@ mod tests {
             screen_digest: "sha256:00".into(),
             note: None,
             tail: Vec::new(),
+            source: None,
         };
         std::fs::write(dir.join(STATE_FILE), state.canonical().unwrap()).unwrap();
         let proof = SubmissionProof {
@@ -324,6 +325,7 @@ mod tests {
             why: Some("no change after Enter".into()),
             steps: Vec::new(),
             at: now.to_rfc3339(),
+            acknowledged_by: None,
         };
         std::fs::write(dir.join(SUBMISSION_FILE), proof.canonical().unwrap()).unwrap();
 
