@@ -78,7 +78,8 @@ fn session(
             // A key does not stop time: the tick keeps the turn moving while someone types.
             effects.extend(agent.handle(Input::Tick, now));
         }
-        for effect in effects {
+        let mut effects: std::collections::VecDeque<Effect> = effects.into();
+        while let Some(effect) = effects.pop_front() {
             match effect {
                 Effect::Exit => {
                     if let Some(command) = hook_command {
@@ -94,6 +95,17 @@ fn session(
                     if let Some(command) = hook_command {
                         run_hook(command, &payload)?;
                     }
+                }
+                Effect::Permission(payload) => {
+                    // The question is on screen while the hook waits for the Leader.
+                    let (width, height) = terminal::size()?;
+                    shown = agent.screen(usize::from(width), usize::from(height));
+                    draw(out, &shown)?;
+                    let answer = match hook_command {
+                        Some(command) => ask_hook(command, &payload)?,
+                        None => None,
+                    };
+                    effects.extend(agent.handle(Input::Answer(answer), now));
                 }
             }
         }
@@ -114,6 +126,31 @@ fn run_hook(command: &str, payload: &str) -> std::io::Result<()> {
         stdin.write_all(payload.as_bytes())?;
     }
     child.wait().map(|_| ())
+}
+
+/// Runs the `PermissionRequest` hook and reads its decision from its stdout, as Claude Code
+/// does (`hookSpecificOutput.decision.behavior`: `allow` or `deny`); anything else is no
+/// decision.
+fn ask_hook(command: &str, payload: &str) -> std::io::Result<Option<bool>> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(payload.as_bytes())?;
+    }
+    let output = child.wait_with_output()?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    Ok(
+        match answer["hookSpecificOutput"]["decision"]["behavior"].as_str() {
+            Some("allow") => Some(true),
+            Some("deny") => Some(false),
+            _ => None,
+        },
+    )
 }
 
 fn write_file(dir: &Path, path: &str, contents: &str) -> std::io::Result<()> {

@@ -943,3 +943,88 @@ fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
     assert!(done.contains("✓ verify › ✓ result"), "{done}");
     desk.quit();
 }
+
+/// Issue 13's approval from the console: a demo agent run by the tmux adapter with its Claude
+/// hooks asks permission (`PermissionRequest`, waiting for the Leader); the request is in the
+/// needs-you queue with its tool and file; `n` then `y` and the confirmation allow it; the
+/// agent gets the allow (it writes the file and completes) and the task's operator-action
+/// journal holds the decision with the decider, then its delivery.
+#[test]
+fn an_agents_permission_request_in_the_queue_is_allowed_from_the_console() {
+    let desk = Desk::new();
+    let _server = AgentServer(desk.path().join(".valp/runtime/tmux/.server.sock"));
+    let cli = |args: &[&str]| {
+        let mut all = vec!["--no-default-sockets"];
+        all.extend_from_slice(args);
+        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
+        assert_eq!(
+            run.code,
+            Some(0),
+            "valp {args:?}: {}{}",
+            run.stdout,
+            run.stderr
+        );
+        run.stdout
+    };
+    cli(&["init"]);
+    desk.start_valp(&[]);
+    desk.wait_for("Candidates (1)");
+    desk.keys(&["Enter"]);
+    desk.wait_for("as the Leader?");
+    desk.keys(&["y"]);
+    desk.wait_for("Tasks (0)");
+    let valp = valp_binary().unwrap();
+    let valp = valp.to_str().unwrap();
+    let hook = format!("'{valp}' hook claude --wait-ms 60000");
+    std::fs::write(
+        desk.path().join("asks.toml"),
+        format!(
+            "schema_version = \"valp-plan.v1\"\ntask_id = \"asks\"\ngoal = \"test\"\n\n\
+             [[criteria]]\nid = \"c\"\ndescription = \"attested by the review\"\n\n\
+             [[work_items]]\nid = \"ask\"\nrequirement = \"required\"\n\
+             expected_evidence = [\"out/asked.md\"]\n[work_items.run]\nadapter = \"tmux\"\n\
+             agent = \"demo\"\ncommand = [{valp:?}, \"demo-agent\", \"--seed\", \"5\", \"--ask\", \
+             \"always\", \"--hook-command\", {hook:?}]\nprompt = \"Write @out/asked.md please\"\n\
+             timeout_seconds = 90\n"
+        ),
+    )
+    .unwrap();
+    cli(&["task", "publish", "asks.toml"]);
+    let queued = desk.wait_for_within("agent asks", PATIENCE * 3);
+    assert!(
+        queued.contains("agent asks asks / ask claude asks to use Write"),
+        "{queued}"
+    );
+    assert!(queued.contains("y allow agent · N deny agent"), "{queued}");
+    desk.keys(&["n", "y"]);
+    let dialog = desk.wait_for("Allow claude to use Write on task asks?");
+    assert!(dialog.contains("file: out/asked.md"), "{dialog}");
+    desk.keys(&["y"]);
+    let delivered = desk.wait_for("allow delivered: request perm-");
+    assert!(
+        delivered.contains("answered by your decision ("),
+        "{delivered}"
+    );
+    // The agent got the allow: it writes the file and the item completes.
+    desk.wait_for_within("ask required completed", PATIENCE * 3);
+    assert!(desk.path().join("out/asked.md").is_file());
+    let journal =
+        std::fs::read_to_string(desk.path().join(".valp/tasks/asks/actions.jsonl")).unwrap();
+    let entries: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["entry"].clone())
+        .collect();
+    assert_eq!(entries.len(), 2, "{journal}");
+    assert_eq!(entries[0]["kind"], "approval_decision");
+    assert_eq!(entries[0]["decision"], "allow");
+    assert_eq!(entries[0]["leader_epoch"], 1);
+    assert!(
+        entries[0]["principal_id"]
+            .as_str()
+            .is_some_and(|who| !who.is_empty() && delivered.contains(who)),
+        "{journal}\n{delivered}"
+    );
+    assert_eq!(entries[1]["kind"], "delivery");
+    assert_eq!(entries[1]["delivery"]["outcome"], "delivered");
+    desk.quit();
+}

@@ -12,6 +12,8 @@
 //! acknowledged, which `acks` keeps in `console/acknowledged.json` under the control root.
 
 pub mod acks;
+pub mod gather;
+mod outside;
 
 use std::collections::BTreeMap;
 
@@ -19,10 +21,11 @@ use valp_kernel::dimension::{GateResult, GateVerdict};
 use valp_kernel::{StateBody, TaskStatus, WorkItemStatus};
 use valp_store::ControlRoot;
 use valp_view::sanitize::display_text;
-use valp_view::{NeedKind, NeedRow, RejectionRow};
+use valp_view::{AgentAsk, NeedKind, NeedRow, RejectionRow};
 
 use crate::clock::{Clock, Timestamp};
 pub use acks::{Acks, AcksError};
+pub use gather::{AgentFacts, Outside, PendingAsk, RoundFacts, SubmissionFacts};
 
 /// What the System knows of one task when it looks for needs.
 pub struct TaskFacts<'a> {
@@ -33,6 +36,9 @@ pub struct TaskFacts<'a> {
     /// When the store wrote the journal's last line (`recorded_at`, layout 3; `None` for a
     /// line written before): the time a need that arose with the current revision arose.
     pub last_recorded_ms: Option<i64>,
+    /// What the System read outside the journal: agents, their requests and submissions, the
+    /// correction cycle ([`gather`]).
+    pub outside: &'a Outside,
 }
 
 /// A need a source found, before it has an age or an acknowledgement.
@@ -49,13 +55,24 @@ pub struct Found {
     /// When it arose, when the journal says (a need of the current revision: its line's
     /// `recorded_at`); otherwise the age runs from when the System first saw it.
     pub at_ms: Option<i64>,
+    /// For an agent's permission request: what it asks (raw: the queue sanitizes it).
+    pub ask: Option<AgentAsk>,
 }
 
 /// A source of needs.
 pub type Source = fn(&TaskFacts) -> Vec<Found>;
 
 /// Every source, one per [`NeedKind`].
-pub const SOURCES: &[Source] = &[failed_attempts, evidence_missing, decisions, nothing_to_run];
+pub const SOURCES: &[Source] = &[
+    failed_attempts,
+    evidence_missing,
+    decisions,
+    nothing_to_run,
+    outside::agent_requests,
+    outside::blocked_agents,
+    outside::unconfirmed_submissions,
+    outside::open_rounds,
+];
 
 /// Work items whose attempts failed beyond the retry budget: `blocked` (the Leader may retry)
 /// or `failed`.
@@ -86,6 +103,7 @@ fn failed_attempts(facts: &TaskFacts) -> Vec<Found> {
                 occurrence: attempt,
                 // The failure's line is not necessarily the last one.
                 at_ms: None,
+                ask: None,
             }
         })
         .collect()
@@ -117,6 +135,7 @@ fn evidence_missing(facts: &TaskFacts) -> Vec<Found> {
                 gate.reasons.join(", ")
             ),
             at_ms: facts.last_recorded_ms,
+            ask: None,
         })
         .collect()
 }
@@ -137,6 +156,7 @@ fn decisions(facts: &TaskFacts) -> Vec<Found> {
         occurrence: format!("r{}", facts.body.revision),
         summary: summary.to_owned(),
         at_ms: facts.last_recorded_ms,
+        ask: None,
     }]
 }
 
@@ -168,7 +188,21 @@ fn nothing_to_run(facts: &TaskFacts) -> Vec<Found> {
             facts.body.status.as_str()
         ),
         at_ms: facts.last_recorded_ms,
+        ask: None,
     }]
+}
+
+/// `ask` with every text sanitized for display.
+fn clean_ask(ask: &AgentAsk) -> AgentAsk {
+    AgentAsk {
+        request_id: display_text(&ask.request_id),
+        attempt_id: display_text(&ask.attempt_id),
+        agent: display_text(&ask.agent),
+        tool: display_text(&ask.tool),
+        subject: (display_text(&ask.subject.0), display_text(&ask.subject.1)),
+        deadline_ms: ask.deadline_ms,
+        deadline_at: display_text(&ask.deadline_at),
+    }
 }
 
 /// Every need the sources find in `facts`.
@@ -236,6 +270,7 @@ impl Queue {
                 let since_ms = need.at_ms.unwrap_or(seen);
                 NeedRow {
                     acknowledged: acknowledged.contains_key(&key),
+                    ask: need.ask.as_ref().map(clean_ask),
                     key: display_text(&key),
                     kind: need.kind,
                     task_id: display_text(&task),

@@ -11,6 +11,8 @@
 //! (`feed`), waking the console when something arrives.
 
 mod agents;
+mod corrections;
+mod effect_words;
 pub mod feed;
 mod history;
 mod tasks;
@@ -159,6 +161,29 @@ impl<'c> SystemBackend<'c> {
             principal_id: authority::operator(&self.observation).map_err(refusal)?,
             epoch: self.ledger.live().state().active_epoch,
         })
+    }
+
+    /// The Leader deciding an agent's permission request: only with a re-proven session; the
+    /// decider is the proven principal on the bound session at the active epoch.
+    fn decide(&self, task_id: &str, request_id: &str, allow: bool) -> Result<String, Refusal> {
+        let leader = self.agent_leader()?;
+        let state = self.ledger.live().state();
+        let decider = crate::agent::channel::approval::Decider {
+            principal: leader.principal_id,
+            session: state
+                .leader
+                .as_ref()
+                .map(|binding| binding.candidate.candidate_id.clone())
+                .unwrap_or_default(),
+            epoch: i64::try_from(leader.epoch).unwrap_or(i64::MAX),
+        };
+        agents::decide(
+            &self.root,
+            &decider,
+            (task_id, request_id),
+            allow,
+            self.clock,
+        )
     }
 
     /// A Leader's operation on a task: only with a re-proven session.
@@ -343,9 +368,13 @@ impl Backend for SystemBackend<'_> {
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
         let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
-        let (needs, acks_problem) = self
-            .needs
-            .rows(self.desk.needs(lane.active_epoch), self.clock);
+        let found = self.desk.needs(
+            self.root.layout().root(),
+            lane.active_epoch,
+            self.clock.now(),
+        );
+        let (needs, acks_problem) = self.needs.rows(found, self.clock);
+        let usage = agents::usage(self.root.layout().root(), &items);
         rejections.extend(acks_problem);
         self.shown_needs.clone_from(&needs);
         ConsoleView {
@@ -362,6 +391,8 @@ impl Backend for SystemBackend<'_> {
             now_ms: self.clock.now().millis(),
             workflows,
             machine,
+            corrections: self.desk.corrections(),
+            usage,
         }
     }
 
@@ -448,6 +479,11 @@ impl Backend for SystemBackend<'_> {
                         message: display_text(&error.to_string()),
                     });
             }
+            Request::DecideAgentRequest {
+                task_id,
+                request_id,
+                allow,
+            } => return self.decide(task_id, request_id, *allow),
             Request::Explain { task_id } => {
                 self.desk.focus_machine(task_id.clone());
                 return Ok(task_id.as_ref().map_or_else(

@@ -84,11 +84,15 @@ pub enum Action {
     Details,
     /// Show the protocol state machine of the selected task (or work item).
     StateMachine,
+    /// Allow the selected terminal agent's pending permission request (asks to confirm).
+    AllowRequest,
+    /// Deny the selected terminal agent's pending permission request (asks to confirm).
+    DenyRequest,
 }
 
 impl Action {
     /// Every action, in the order help lists them.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 40] = [
         Self::Quit,
         Self::Refresh,
         Self::Help,
@@ -127,6 +131,8 @@ impl Action {
         Self::Complete,
         Self::Details,
         Self::StateMachine,
+        Self::AllowRequest,
+        Self::DenyRequest,
     ];
 
     /// The name used in keymap files.
@@ -170,6 +176,8 @@ impl Action {
             Self::Complete => "complete",
             Self::Details => "details",
             Self::StateMachine => "state_machine",
+            Self::AllowRequest => "allow_request",
+            Self::DenyRequest => "deny_request",
         }
     }
 
@@ -219,6 +227,8 @@ impl Action {
             Self::Complete => "complete",
             Self::Details => "details",
             Self::StateMachine => "state machine",
+            Self::AllowRequest => "allow agent…",
+            Self::DenyRequest => "deny agent…",
         }
     }
 
@@ -280,6 +290,12 @@ impl Action {
             Self::Details => "show everything about the selected row, and why it is in its state",
             Self::StateMachine => {
                 "what the protocol allows next for the selected task or work item, and why not"
+            }
+            Self::AllowRequest => {
+                "allow the selected agent's pending permission request (asks first; recorded)"
+            }
+            Self::DenyRequest => {
+                "deny the selected agent's pending permission request (asks first; recorded)"
             }
         }
     }

@@ -63,7 +63,7 @@ const EXECUTING: &str = "executing";
 
 /// The main screen's actions that propose something or write under the control root: the
 /// ones read-only mode refuses in words.
-const OPERATIONS: [Action; 11] = [
+const OPERATIONS: [Action; 13] = [
     Action::CancelSelected,
     Action::Interrupt,
     Action::Resume,
@@ -75,6 +75,8 @@ const OPERATIONS: [Action; 11] = [
     Action::RetryItem,
     Action::Recover,
     Action::Acknowledge,
+    Action::AllowRequest,
+    Action::DenyRequest,
 ];
 
 /// Rows one wheel step moves.
@@ -507,13 +509,9 @@ impl App {
                 self.selection.jump(&self.view, next);
                 self.jumped = self.view.needs.get(next).map(|need| need.key.clone());
             }
-            (Mode::Main, Action::Acknowledge) => {
-                if let Some(need) = self.view.needs.get(self.selection.cursor(Pane::Needs)) {
-                    return self.send(Request::Acknowledge {
-                        key: need.key.clone(),
-                        seen: !need.acknowledged,
-                    });
-                }
+            (Mode::Main, Action::Acknowledge) => return self.acknowledge(),
+            (Mode::Main | Mode::Detail, Action::AllowRequest | Action::DenyRequest) => {
+                return self.decide_request(action);
             }
             (Mode::Main, _) if self.offers(action) => return self.operate(action),
             (Mode::Picker, Action::Cancel) => self.list = None,
@@ -622,6 +620,7 @@ impl App {
                     }
                     Action::Agent => focus == Pane::Items && self.selected_agent().is_some(),
                     Action::NextNeed | Action::Acknowledge => !self.view.needs.is_empty(),
+                    Action::AllowRequest | Action::DenyRequest => self.selected_ask().is_some(),
                     _ => true,
                 }
             }
@@ -630,6 +629,10 @@ impl App {
                 .as_ref()
                 .is_none_or(|agent| agent.offers(action, &self.view.agents)),
             Mode::ReadOnly => action != Action::NextNeed || !self.view.needs.is_empty(),
+            Mode::Detail => {
+                !matches!(action, Action::AllowRequest | Action::DenyRequest)
+                    || self.selected_ask().is_some()
+            }
             Mode::Redirect => self
                 .redirect
                 .as_ref()
@@ -825,6 +828,64 @@ impl App {
             _ => return Vec::new(),
         }
         self.dirty = true;
+        Vec::new()
+    }
+
+    /// The agent's pending permission request the request keys act on: the need under the
+    /// Needs-you cursor while that pane has the focus; else the first request of the selected
+    /// task (of the selected work item, from the Work items pane).
+    fn selected_ask(&self) -> Option<(&NeedRow, &valp_view::AgentAsk)> {
+        let needs = &self.view.needs;
+        let with_ask = |need: &'_ NeedRow| need.ask.is_some();
+        let need = match self.selection.focus() {
+            Pane::Needs => needs
+                .get(self.selection.cursor(Pane::Needs))
+                .filter(|need| with_ask(need)),
+            Pane::Tasks | Pane::Items => {
+                let task = self.selection.task(&self.view)?;
+                let item = self
+                    .selection
+                    .item(&self.view)
+                    .filter(|_| self.selection.focus() == Pane::Items);
+                needs.iter().find(|need| {
+                    with_ask(need)
+                        && need.task_id == task.task_id
+                        && item.is_none_or(|item| {
+                            need.work_item_id.as_deref() == Some(item.work_item_id.as_str())
+                        })
+                })
+            }
+            Pane::Observations | Pane::Rejections | Pane::Activity => None,
+        }?;
+        need.ask.as_ref().map(|ask| (need, ask))
+    }
+
+    /// Acknowledges the need under the Needs-you cursor (or takes its acknowledgement back).
+    fn acknowledge(&mut self) -> Vec<Effect> {
+        match self.view.needs.get(self.selection.cursor(Pane::Needs)) {
+            Some(need) => self.send(Request::Acknowledge {
+                key: need.key.clone(),
+                seen: !need.acknowledged,
+            }),
+            None => Vec::new(),
+        }
+    }
+
+    /// Opens the confirmation of an allow or deny of the selected agent request (closing the
+    /// detail view it may come from); in read-only mode, the refusal in words.
+    fn decide_request(&mut self, action: Action) -> Vec<Effect> {
+        self.detail = None;
+        self.dirty = true;
+        if self.screen() != Screen::Main {
+            return self.refuse_read_only(action);
+        }
+        if let Some((need, ask)) = self.selected_ask() {
+            self.dialog = Some(Dialog::agent_request(
+                need,
+                ask,
+                action == Action::AllowRequest,
+            ));
+        }
         Vec::new()
     }
 

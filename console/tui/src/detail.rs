@@ -14,7 +14,7 @@ use super::text::{Cut, cell, fit, pieces, row, span};
 use super::theme::Slot;
 use super::{labels, needs, overlay};
 use valp_view::needs::age_text;
-use valp_view::{NeedRow, ObservationRow};
+use valp_view::{AgentAsk, CorrectionView, NeedRow, ObservationRow, UsageRow};
 
 /// Columns for a field's name.
 const LABEL: u16 = 14;
@@ -78,6 +78,9 @@ impl Page {
 
     fn need(&mut self, ctx: &Ctx, need: &NeedRow) {
         self.field(ctx, need.kind.title(), &need.summary, Slot::StatusAttention);
+        if let Some(ask) = &need.ask {
+            self.ask(ctx, ask);
+        }
         self.field(
             ctx,
             "since",
@@ -94,6 +97,80 @@ impl Page {
             "answer",
             &needs::answer_text(ctx, need.kind),
             Slot::Key,
+        );
+    }
+}
+
+impl Page {
+    /// An agent's permission request: what it asks, and until when.
+    fn ask(&mut self, ctx: &Ctx, ask: &AgentAsk) {
+        self.field(ctx, "agent", &ask.agent, Slot::Base);
+        self.field(ctx, "tool", &ask.tool, Slot::Base);
+        self.field(ctx, &ask.subject.0, &ask.subject.1, Slot::AlertWarn);
+        self.field(ctx, "attempt", &ask.attempt_id, Slot::Base);
+        self.field(ctx, "request", &ask.request_id, Slot::Base);
+        self.field(
+            ctx,
+            "deadline",
+            &format!(
+                "in {} ({}): then the hook answers without you, never allow",
+                age_text(ctx.view.now_ms, ask.deadline_ms),
+                ask.deadline_at
+            ),
+            Slot::Base,
+        );
+    }
+
+    /// The task's correction rounds (trigger, status, reason, times).
+    fn corrections(&mut self, ctx: &Ctx, cycle: &CorrectionView) {
+        self.heading(
+            ctx,
+            &format!(
+                "Correction cycle: {} ({} rounds)",
+                cycle.outcome,
+                cycle.rounds.len()
+            ),
+        );
+        for round in &cycle.rounds {
+            let scope = round
+                .work_item_id
+                .as_deref()
+                .map_or_else(|| "the task".to_owned(), |item| format!("work item {item}"));
+            let when = format!(
+                "{} .. {}",
+                round.started_at.as_deref().unwrap_or("unknown"),
+                round.ended_at.as_deref().unwrap_or("-")
+            );
+            self.field(
+                ctx,
+                &format!("round {}", round.round),
+                &format!(
+                    "{} · {} · {scope} · {} · {when}",
+                    round.status, round.trigger, round.reason
+                ),
+                Slot::of_status(&round.status),
+            );
+        }
+    }
+
+    /// What an attempt's agent channels reported spending ("unknown" is never 0).
+    fn usage(&mut self, ctx: &Ctx, usage: &UsageRow) {
+        let shown =
+            |value: Option<u64>| value.map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+        let cost = usage.cost_micro_usd.map_or_else(
+            || "unknown".to_owned(),
+            |micro| format!("{}.{:06} USD", micro / 1_000_000, micro % 1_000_000),
+        );
+        self.field(
+            ctx,
+            &usage.work_item_id,
+            &format!(
+                "{} · cost {cost} · tokens {} in, {} out",
+                usage.attempt_id,
+                shown(usage.input_tokens),
+                shown(usage.output_tokens)
+            ),
+            Slot::Base,
         );
     }
 }
@@ -221,6 +298,24 @@ fn task_page(ctx: &Ctx, width: u16) -> Option<Page> {
     {
         page.heading(ctx, "Needs you");
         page.need(ctx, need);
+    }
+    let spent: Vec<&UsageRow> = view
+        .usage
+        .iter()
+        .filter(|usage| usage.task_id == task.task_id)
+        .collect();
+    if !spent.is_empty() {
+        page.heading(ctx, "Cost and tokens (agent channels, current attempts)");
+        for usage in spent {
+            page.usage(ctx, usage);
+        }
+    }
+    if let Some(cycle) = view
+        .corrections
+        .iter()
+        .find(|cycle| cycle.task_id == task.task_id)
+    {
+        page.corrections(ctx, cycle);
     }
     let items = selection.items(view);
     if !items.is_empty() {

@@ -13,7 +13,7 @@ use super::candidates::Filter;
 use super::keymap::{Mode, keys_text};
 use super::text::span;
 use super::theme::Slot;
-use valp_view::{CandidateRow, ConsoleView, ItemRow, Request, TaskRow};
+use valp_view::{AgentAsk, CandidateRow, ConsoleView, ItemRow, NeedRow, Request, TaskRow};
 
 /// Widest the dialog gets.
 const MAX_WIDTH: u16 = 72;
@@ -182,6 +182,47 @@ impl Dialog {
             },
             question: format!("Recover task {id}?"),
             details: vec![format!("It is {}.", task.status)],
+            consequence: consequence.to_owned(),
+        }
+    }
+
+    /// The dialog for the Leader's decision on `need`'s agent permission request `ask`.
+    pub fn agent_request(need: &NeedRow, ask: &AgentAsk, allow: bool) -> Self {
+        let (word, subject) = &ask.subject;
+        let (question, consequence) = if allow {
+            (
+                format!(
+                    "Allow {} to use {} on task {}?",
+                    ask.agent, ask.tool, need.task_id
+                ),
+                "The agent runs the tool. Your decision is recorded in the task's \
+                 operator-action journal before the agent gets it.",
+            )
+        } else {
+            (
+                format!(
+                    "Deny {} the use of {} on task {}?",
+                    ask.agent, ask.tool, need.task_id
+                ),
+                "The agent does not run the tool. Your decision is recorded in the task's \
+                 operator-action journal before the agent gets it.",
+            )
+        };
+        Self {
+            request: Request::DecideAgentRequest {
+                task_id: need.task_id.clone(),
+                request_id: ask.request_id.clone(),
+                allow,
+            },
+            question,
+            details: vec![
+                format!("{word}: {subject}"),
+                format!("Attempt {}, request {}.", ask.attempt_id, ask.request_id),
+                format!(
+                    "Without a decision by {} the hook answers for you (never allow).",
+                    ask.deadline_at
+                ),
+            ],
             consequence: consequence.to_owned(),
         }
     }

@@ -133,6 +133,14 @@ fn pending_text(request: &Request) -> String {
         Request::Acknowledge { key, seen: false } => {
             format!("taking back the acknowledgement of {key}")
         }
+        Request::DecideAgentRequest {
+            task_id,
+            request_id,
+            allow,
+        } => format!(
+            "{} request {request_id} of task {task_id} (waiting for the agent's hook)",
+            if *allow { "allowing" } else { "denying" }
+        ),
         Request::Explain {
             task_id: Some(task_id),
         } => format!("listing the transitions of task {task_id}"),

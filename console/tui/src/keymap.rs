@@ -552,7 +552,7 @@ mod tests {
              cancel_selected, interrupt, resume, redirect, pass_review, reject_review, \
              grant_approval, deny_approval, retry_item, recover, toggle, agent, attach, message, \
              follow, next_need, acknowledge, page_up, page_down, first, last, palette, filter, \
-             complete, details, state_machine)"
+             complete, details, state_machine, allow_request, deny_request)"
         );
         assert!(error("[main]\nx = 3\n").starts_with("keymap: [main] key \"x\": unknown action 3"));
     }

@@ -136,7 +136,8 @@ impl Machine {
             | Request::Message { .. }
             | Request::InterruptAgent { .. }
             | Request::Attach { .. }
-            | Request::Acknowledge { .. } => return None,
+            | Request::Acknowledge { .. }
+            | Request::DecideAgentRequest { .. } => return None,
         }))
     }
 

@@ -25,6 +25,11 @@ pub const fn answers(kind: NeedKind) -> &'static [Action] {
         NeedKind::FailedAttempt => &[Action::RetryItem, Action::CancelSelected],
         NeedKind::NothingToRun => &[Action::Recover, Action::Redirect],
         NeedKind::EvidenceMissing => &[Action::Redirect],
+        NeedKind::AgentRequest => &[Action::AllowRequest, Action::DenyRequest],
+        NeedKind::AgentBlocked | NeedKind::UnconfirmedSubmission => {
+            &[Action::Agent, Action::CancelSelected]
+        }
+        NeedKind::CorrectionRound => &[Action::RetryItem, Action::Recover],
     }
 }
 
@@ -98,16 +103,20 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         // The focused need shows what is needed in full, under its row.
         if focused && at == cursor {
             lines.extend(
-                pieces(&need.summary, inner_width.saturating_sub(8), MAX_ROWS)
-                    .iter()
-                    .map(|piece| {
-                        list::continuation(
-                            ctx,
-                            &format!("      {piece}"),
-                            inner_width.saturating_sub(2),
-                            Slot::Muted,
-                        )
-                    }),
+                pieces(
+                    &shown_summary(ctx, need),
+                    inner_width.saturating_sub(8),
+                    MAX_ROWS,
+                )
+                .iter()
+                .map(|piece| {
+                    list::continuation(
+                        ctx,
+                        &format!("      {piece}"),
+                        inner_width.saturating_sub(2),
+                        Slot::Muted,
+                    )
+                }),
             );
         }
         lines
@@ -115,6 +124,18 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
     let mut listing = Listing::counted(ctx, Pane::Needs, None, entries, "Nothing waits for you.");
     listing.title = format!("Needs you ({})", waiting(needs));
     list::render(frame, area, ctx, listing);
+}
+
+/// What is needed, in words: an agent's request says how long until its hook answers alone.
+pub fn shown_summary(ctx: &Ctx, need: &NeedRow) -> String {
+    match &need.ask {
+        Some(ask) => format!(
+            "{} · answered without you in {}",
+            need.summary,
+            age_text(ctx.view.now_ms, ask.deadline_ms)
+        ),
+        None => need.summary.clone(),
+    }
 }
 
 /// Most rows the focused need's summary takes under it.
@@ -146,7 +167,7 @@ fn need_line(
         Slot::Muted
     } else {
         match need.kind.severity() {
-            Severity::Failure => Slot::StatusFailed,
+            Severity::Urgent | Severity::Failure => Slot::StatusFailed,
             Severity::Decision => Slot::StatusAttention,
             Severity::Stalled => Slot::AlertWarn,
         }
@@ -160,7 +181,7 @@ fn need_line(
     } else {
         need.kind.title().to_owned()
     };
-    let what = &need.summary;
+    let what = &shown_summary(ctx, need);
     let marker = if selected { "›" } else { "" };
     let age = age_text(need.since_ms, ctx.view.now_ms);
     if wide {

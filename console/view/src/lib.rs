@@ -11,7 +11,7 @@ pub mod needs;
 pub mod sanitize;
 
 pub use flow::{MachineView, Workflow};
-pub use needs::{NeedKind, NeedRow, Severity};
+pub use needs::{AgentAsk, NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -46,6 +46,60 @@ pub struct ConsoleView {
     /// The state machine of the task the console asked about ([`Request::Explain`]), as of
     /// this view.
     pub machine: Option<MachineView>,
+    /// Each task's correction cycle, as its journal derives it (tasks with a correction
+    /// signal only), in task order.
+    pub corrections: Vec<CorrectionView>,
+    /// What the agent channels of the items' current attempts reported spending, in item
+    /// order (attempts whose channels said nothing are not listed: unknown, never 0).
+    pub usage: Vec<UsageRow>,
+}
+
+/// A task's correction cycle (seed 003), derived from its journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorrectionView {
+    /// The task.
+    pub task_id: String,
+    /// Where the cycle stands (`open`, `fixing`, `fixed`, `blocked`, `cancelled`).
+    pub outcome: String,
+    /// Its rounds, oldest first.
+    pub rounds: Vec<RoundView>,
+}
+
+/// One round of a correction cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundView {
+    /// 1-based.
+    pub round: u64,
+    /// The signal that opened it (`runtime_failed`, `review_finding`, …).
+    pub trigger: String,
+    /// `open`, `fixing`, `fixed`, `blocked` or `cancelled`.
+    pub status: String,
+    /// The work item it concerns (`None`: the task as a whole).
+    pub work_item_id: Option<String>,
+    /// When it opened and closed (RFC 3339; `None` when the journal line has no time, or
+    /// while open).
+    pub started_at: Option<String>,
+    /// When it closed.
+    pub ended_at: Option<String>,
+    /// What happened, naming the journal revision.
+    pub reason: String,
+}
+
+/// What one attempt's agent channels reported spending; `None` is unknown, never 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRow {
+    /// The task.
+    pub task_id: String,
+    /// The work item.
+    pub work_item_id: String,
+    /// The attempt.
+    pub attempt_id: String,
+    /// Micro-USD.
+    pub cost_micro_usd: Option<u64>,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
 }
 
 /// A terminal coding agent of a tmux attempt, as its supervisor last recorded it
@@ -361,6 +415,17 @@ pub enum Request {
         key: String,
         /// Acknowledge (true) or take the acknowledgement back.
         seen: bool,
+    },
+    /// The Leader's decision on a terminal agent's pending permission request (after explicit
+    /// confirmation), recorded with the decider in the task's operator-action journal before
+    /// the agent's hook gets it.
+    DecideAgentRequest {
+        /// The task.
+        task_id: String,
+        /// The request ([`AgentAsk::request_id`]).
+        request_id: String,
+        /// Allow (true) or deny.
+        allow: bool,
     },
     /// Keep this task's state machine in every view from now on ([`ConsoleView::machine`]);
     /// `None` stops. Changes nothing in the control root.

@@ -15,6 +15,9 @@ use std::cmp::Ordering;
 /// queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
+    /// An agent waits for an answer with a deadline: without the Leader, its hook answers for
+    /// him (deny, or the agent's own prompt).
+    Urgent,
     /// Work failed and nothing more happens without the Leader.
     Failure,
     /// A decision only the Leader may take (review, approval).
@@ -27,6 +30,7 @@ impl Severity {
     /// The word shown in the queue.
     pub const fn as_str(self) -> &'static str {
         match self {
+            Self::Urgent => "urgent",
             Self::Failure => "failure",
             Self::Decision => "decision",
             Self::Stalled => "stalled",
@@ -48,16 +52,32 @@ pub enum NeedKind {
     Approval,
     /// The task is `blocked` or `fixing` with nothing left to run.
     NothingToRun,
+    /// A terminal agent's pending permission request (tool, command or file, deadline):
+    /// allow or deny.
+    AgentRequest,
+    /// A terminal agent whose state is `blocked` or `unknown` (with the rule or note that says
+    /// why) and no pending request explains it.
+    AgentBlocked,
+    /// A prompt pasted into an agent whose delivery is not proven, and no acknowledgement from
+    /// its channel came within the grace time.
+    UnconfirmedSubmission,
+    /// An open round of the task's correction cycle (a correction signal with no fix
+    /// dispatched yet).
+    CorrectionRound,
 }
 
 impl NeedKind {
     /// Every kind, in the order of this enum.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 9] = [
         Self::FailedAttempt,
         Self::EvidenceMissing,
         Self::Review,
         Self::Approval,
         Self::NothingToRun,
+        Self::AgentRequest,
+        Self::AgentBlocked,
+        Self::UnconfirmedSubmission,
+        Self::CorrectionRound,
     ];
 
     /// The kind's stable name (in acknowledgement keys and the acknowledgements file).
@@ -68,6 +88,10 @@ impl NeedKind {
             Self::Review => "review",
             Self::Approval => "approval",
             Self::NothingToRun => "nothing_to_run",
+            Self::AgentRequest => "agent_request",
+            Self::AgentBlocked => "agent_blocked",
+            Self::UnconfirmedSubmission => "unconfirmed_submission",
+            Self::CorrectionRound => "correction_round",
         }
     }
 
@@ -79,15 +103,22 @@ impl NeedKind {
             Self::Review => "review",
             Self::Approval => "approval",
             Self::NothingToRun => "nothing left to run",
+            Self::AgentRequest => "agent asks",
+            Self::AgentBlocked => "agent blocked",
+            Self::UnconfirmedSubmission => "unconfirmed submission",
+            Self::CorrectionRound => "correction round",
         }
     }
 
     /// How urgent this kind is.
     pub const fn severity(self) -> Severity {
         match self {
-            Self::FailedAttempt | Self::EvidenceMissing => Severity::Failure,
-            Self::Review | Self::Approval => Severity::Decision,
-            Self::NothingToRun => Severity::Stalled,
+            Self::AgentRequest => Severity::Urgent,
+            Self::FailedAttempt | Self::EvidenceMissing | Self::UnconfirmedSubmission => {
+                Severity::Failure
+            }
+            Self::Review | Self::Approval | Self::AgentBlocked => Severity::Decision,
+            Self::NothingToRun | Self::CorrectionRound => Severity::Stalled,
         }
     }
 }
@@ -114,6 +145,28 @@ pub struct NeedRow {
     pub since_at: String,
     /// Whether the Leader marked it as seen.
     pub acknowledged: bool,
+    /// For an [`NeedKind::AgentRequest`]: what the agent asks.
+    pub ask: Option<AgentAsk>,
+}
+
+/// A terminal agent's pending permission request, as the queue shows it (display text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentAsk {
+    /// `perm-<16 hex>`: what a decision names.
+    pub request_id: String,
+    /// The agent's attempt.
+    pub attempt_id: String,
+    /// The agent (`claude`, `codex`).
+    pub agent: String,
+    /// The tool (`Bash`, `Write`), or `tool` when the agent did not say.
+    pub tool: String,
+    /// What the tool call is about, and which word names it: `("command", "rm -rf build")`,
+    /// `("file", "src/main.rs")`, or `("input", <the input's JSON>)`.
+    pub subject: (String, String),
+    /// When the hook answers without a decision (milliseconds since the Unix epoch).
+    pub deadline_ms: i64,
+    /// [`Self::deadline_ms`] as RFC 3339 text.
+    pub deadline_at: String,
 }
 
 impl NeedRow {
@@ -159,6 +212,7 @@ mod tests {
             since_ms,
             since_at: String::new(),
             acknowledged,
+            ask: None,
         }
     }
 
@@ -170,15 +224,23 @@ mod tests {
             need(NeedKind::FailedAttempt, 9, true),
             need(NeedKind::Approval, 2, false),
             need(NeedKind::EvidenceMissing, 7, false),
+            need(NeedKind::CorrectionRound, 0, false),
+            need(NeedKind::AgentRequest, 20, false),
+            need(NeedKind::AgentBlocked, 3, false),
+            need(NeedKind::UnconfirmedSubmission, 8, false),
         ];
         queue.sort_by(NeedRow::queue_order);
         let kinds: Vec<NeedKind> = queue.iter().map(|need| need.kind).collect();
         assert_eq!(
             kinds,
             [
+                NeedKind::AgentRequest,
                 NeedKind::EvidenceMissing,
+                NeedKind::UnconfirmedSubmission,
                 NeedKind::Approval,
+                NeedKind::AgentBlocked,
                 NeedKind::Review,
+                NeedKind::CorrectionRound,
                 NeedKind::NothingToRun,
                 NeedKind::FailedAttempt,
             ]
@@ -200,6 +262,6 @@ mod tests {
             NeedRow::key_of(NeedKind::FailedAttempt, "build", "build:lint:a3"),
             "failed_attempt:build:build:lint:a3"
         );
-        assert_eq!(NeedKind::ALL.len(), 5);
+        assert_eq!(NeedKind::ALL.len(), 9);
     }
 }

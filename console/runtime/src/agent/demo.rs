@@ -57,6 +57,9 @@ pub enum Input {
     CtrlC,
     /// Time passed.
     Tick,
+    /// The answer of the `PermissionRequest` hook ([`Effect::Permission`]): allow (`true`),
+    /// deny, or nothing (the agent asks on its own screen).
+    Answer(Option<bool>),
 }
 
 /// What the terminal loop must do for the agent.
@@ -72,6 +75,10 @@ pub enum Effect {
     /// Run the hook command with this payload on stdin, as Claude Code runs a command hook
     /// (only with [`DemoAgent::with_hooks`]; the payload uses Claude's hook layout).
     Hook(String),
+    /// Run the hook command with this `PermissionRequest` payload, wait for it, and hand its
+    /// decision back as [`Input::Answer`] (only with hooks: Claude asks its hooks before it
+    /// shows its own question).
+    Permission(String),
     /// Exit.
     Exit,
 }
@@ -126,8 +133,9 @@ impl DemoAgent {
     }
 
     /// The same agent, emitting Claude Code's hook events as [`Effect::Hook`]:
-    /// `UserPromptSubmit` (with the exact prompt) on submit, `Notification`
-    /// `permission_prompt` when it asks, `Stop` when a turn completes. Like Claude, it fires no
+    /// `UserPromptSubmit` (with the exact prompt) on submit, `PermissionRequest` when it asks
+    /// ([`Effect::Permission`]: the hook's allow or deny answers the question; without one,
+    /// `Notification` `permission_prompt` and its own question), `Stop` when a turn completes. Like Claude, it fires no
     /// `Stop` for an interrupted or denied turn. `SessionStart` and `SessionEnd` are the
     /// terminal loop's ([`hook_payload`]).
     #[must_use]
@@ -165,13 +173,28 @@ impl DemoAgent {
             }
             (Phase::Working(_), Input::Escape) => self.stop("⎿ Interrupted by user"),
             (Phase::Working(_), Input::Tick) => return self.step(now),
-            (Phase::Blocked(turn), Input::Char('y' | '1') | Input::Enter) => {
+            (Phase::Blocked(_), Input::Answer(None)) => {
+                return self.hook(
+                    "Notification",
+                    &[
+                        ("notification_type", "permission_prompt"),
+                        ("message", "The demo agent needs your permission"),
+                    ],
+                );
+            }
+            (
+                Phase::Blocked(turn),
+                Input::Char('y' | '1') | Input::Enter | Input::Answer(Some(true)),
+            ) => {
                 let mut turn = turn.clone();
                 self.transcript.push("  ⎿ Allowed".to_owned());
                 turn.next_step_at = now + turn.step_ms;
                 self.phase = Phase::Working(turn);
             }
-            (Phase::Blocked(_), Input::Char('n' | '2') | Input::Escape) => {
+            (
+                Phase::Blocked(_),
+                Input::Char('n' | '2') | Input::Escape | Input::Answer(Some(false)),
+            ) => {
                 self.stop("⎿ Denied: turn stopped");
             }
             // Typing while busy is ignored, as the agents we imitate queue nothing here.
@@ -243,14 +266,12 @@ impl DemoAgent {
         if turn.ask_at == Some(turn.step) {
             turn.ask_at = None;
             let turn = turn.clone();
+            let payload = permission_payload(self.seed, self.turns, &turn);
             self.phase = Phase::Blocked(turn);
-            return self.hook(
-                "Notification",
-                &[
-                    ("notification_type", "permission_prompt"),
-                    ("message", "The demo agent needs your permission"),
-                ],
-            );
+            if !self.hooks {
+                return Vec::new();
+            }
+            return vec![Effect::Permission(payload)];
         }
         if turn.step < turn.steps {
             return Vec::new();
@@ -355,6 +376,26 @@ pub fn hook_payload(seed: u64, event: &str, members: &[(&str, &str)]) -> String 
     serde_json::Value::Object(payload).to_string()
 }
 
+/// The `PermissionRequest` payload of `turn`'s question: `Write` of the first file it names,
+/// else `Bash` running `cargo test`, in Claude Code's layout.
+fn permission_payload(seed: u64, turns: u64, turn: &Turn) -> String {
+    let (tool, input) = turn.files.first().map_or_else(
+        || ("Bash", serde_json::json!({"command": "cargo test"})),
+        |file| ("Write", serde_json::json!({"file_path": file})),
+    );
+    let mut payload: serde_json::Value = serde_json::from_str(&hook_payload(
+        seed,
+        "PermissionRequest",
+        &[
+            ("tool_name", tool),
+            ("tool_use_id", &format!("toolu_demo_{turns}")),
+        ],
+    ))
+    .unwrap_or_default();
+    payload["tool_input"] = input;
+    payload.to_string()
+}
+
 fn shown_input(input: &str) -> String {
     display_line(&input.replace('\n', "⏎"))
 }
@@ -446,6 +487,7 @@ mod tests {
             .map(|effect| match effect {
                 Effect::Write { path, .. } => path.as_str(),
                 Effect::Hook(_) => "hook",
+                Effect::Permission(_) => "permission",
                 Effect::Exit => "exit",
             })
             .collect();
@@ -488,7 +530,20 @@ mod tests {
             ))
         );
         let (asked, now) = run_turn(&mut agent, 0, 10_000);
-        assert_eq!(kinds(&asked), [SignalKind::PermissionPrompt]);
+        // Claude asks its PermissionRequest hook first; only without a decision does it show
+        // its own question (and notify permission_prompt).
+        let [Effect::Permission(request)] = asked.as_slice() else {
+            panic!("{asked:?}")
+        };
+        let mapped = map(Source::ClaudeHook, request.as_bytes()).unwrap();
+        assert_eq!(mapped.draft.kind, SignalKind::PermissionRequested);
+        let ask = mapped.ask.unwrap();
+        assert_eq!(
+            (ask.tool_name.as_deref(), ask.detail.as_str()),
+            (Some("Write"), "a.txt")
+        );
+        let shown = agent.handle(Input::Answer(None), now);
+        assert_eq!(kinds(&shown), [SignalKind::PermissionPrompt]);
         agent.handle(Input::Char('y'), now);
         let (done, _) = run_turn(&mut agent, now, 10_000);
         assert_eq!(kinds(&done), [SignalKind::TurnCompleted]);
@@ -496,6 +551,18 @@ mod tests {
         typed(&mut agent, "again");
         agent.handle(Input::Enter, 20_000);
         assert!(kinds(&agent.handle(Input::Escape, 20_100)).is_empty());
+        // A hook's deny stops the turn; its allow goes on.
+        typed(&mut agent, "write @b.txt");
+        agent.handle(Input::Enter, 30_000);
+        let (_, now) = run_turn(&mut agent, 30_000, 10_000);
+        assert!(matches!(agent.phase, Phase::Blocked(_)));
+        agent.handle(Input::Answer(Some(false)), now);
+        assert_eq!(agent.phase, Phase::Idle);
+        typed(&mut agent, "write @c.txt");
+        agent.handle(Input::Enter, 60_000);
+        let (_, now) = run_turn(&mut agent, 60_000, 10_000);
+        agent.handle(Input::Answer(Some(true)), now);
+        assert!(matches!(agent.phase, Phase::Working(_)));
         // Without hooks, none.
         let mut quiet = DemoAgent::new(7, Ask::Never);
         typed(&mut quiet, "x");

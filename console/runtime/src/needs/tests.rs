@@ -60,6 +60,7 @@ fn facts_find(body: &StateBody, gates: &[GateResult]) -> Vec<Found> {
         body,
         gates,
         last_recorded_ms: None,
+        outside: &super::Outside::default(),
     })
 }
 
@@ -272,6 +273,7 @@ fn a_need_of_the_current_revision_is_as_old_as_its_journal_line() {
         body: &reviewing,
         gates: &[],
         last_recorded_ms: Some(400_000),
+        outside: &super::Outside::default(),
     });
     let (rows, _) = Queue::new(&root).rows(vec![("t".to_owned(), found)], &clock);
     let since = |kind| rows.iter().find(|row| row.kind == kind).unwrap().since_ms;

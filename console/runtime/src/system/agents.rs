@@ -19,6 +19,8 @@ use valp_view::{AgentView, ItemRow, Refusal};
 
 use crate::adapter::process;
 use crate::adapter::tmux;
+use crate::agent::channel::action_log::ActionLog;
+use crate::agent::channel::approval;
 use crate::clock::Timestamp;
 
 /// The tmux agents of the items' current attempts, in item order (an item whose attempt has no
@@ -33,6 +35,31 @@ pub fn agents(root: &Path, items: &[ItemRow], now: Timestamp) -> Vec<AgentView> 
                 (&item.task_id, &item.work_item_id, attempt),
                 now,
             )
+        })
+        .collect()
+}
+
+/// What the agent channels of the items' current attempts reported spending, in item order;
+/// an attempt whose signals said nothing (or cannot be read) is left out: unknown, never 0.
+pub fn usage(root: &Path, items: &[ItemRow]) -> Vec<valp_view::UsageRow> {
+    use crate::agent::channel::{inbox, precedence};
+    items
+        .iter()
+        .filter_map(|item| {
+            let attempt = item.attempt.split(' ').next().filter(|id| !id.is_empty())?;
+            let signals = inbox::read(root, attempt).ok()?;
+            let usage = precedence::usage(&signals);
+            let known = usage.cost_micro_usd.is_some()
+                || usage.input_tokens.is_some()
+                || usage.output_tokens.is_some();
+            known.then(|| valp_view::UsageRow {
+                task_id: item.task_id.clone(),
+                work_item_id: item.work_item_id.clone(),
+                attempt_id: attempt.to_owned(),
+                cost_micro_usd: usage.cost_micro_usd,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+            })
         })
         .collect()
 }
@@ -174,6 +201,61 @@ pub fn interrupt(
     process::request_interrupt(&dir).map_err(|error| refused(error.to_string()))?;
     Ok(format!(
         "the agent's interrupt keys requested for {attempt_id} (recorded as {action_id})"
+    ))
+}
+
+/// How long a decision waits, past the request's deadline, for the hook's answer.
+const ANSWER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Decides the permission request `request_id` of `task_id` as `decider` (allow or deny):
+/// recorded in the task's operator-action journal first, then handed to the waiting hook, as
+/// `valp agent approve|deny` does. A stale, decided or unknown request is refused with why.
+pub fn decide(
+    root: &ControlRoot,
+    decider: &approval::Decider,
+    (task_id, request_id): (&str, &str),
+    allow: bool,
+    clock: &dyn crate::clock::Clock,
+) -> Result<String, Refusal> {
+    let store = |error: valp_store::StoreError| Refusal {
+        code: error.code().as_str().to_owned(),
+        message: error.to_string(),
+    };
+    let task_revision = root
+        .open_task(task_id, Access::ReadOnly)
+        .map_err(store)?
+        .live()
+        .revision();
+    let log = ActionLog {
+        root,
+        task_revision,
+    };
+    let outcome = if allow {
+        approval::Outcome::Allow
+    } else {
+        approval::Outcome::Deny
+    };
+    let answered = approval::decide(
+        root.layout().root(),
+        task_id,
+        request_id,
+        outcome,
+        decider,
+        &log,
+        clock,
+        ANSWER_PATIENCE,
+    )
+    .map_err(|error| match error {
+        approval::ApprovalError::Store(error) => store(error),
+        other => refused(display_text(&other.to_string())),
+    })?;
+    Ok(format!(
+        "{} delivered: request {} of {task_id} answered by your decision ({} from {}) at {}",
+        if allow { "allow" } else { "deny" },
+        display_text(request_id),
+        display_text(&decider.principal),
+        display_text(&decider.session),
+        answered.answered_at
     ))
 }
 

@@ -13,6 +13,8 @@ use valp_store::{Access, ControlRoot, Journal, StoreError};
 
 use valp_kernel::dimension::GateResult;
 
+use super::corrections::Cycles;
+use crate::clock::Timestamp;
 use crate::flow;
 use crate::needs::{self, Found, TaskFacts};
 use crate::runtime::control::{self, Actor, Operation, Verdict};
@@ -55,6 +57,8 @@ pub struct Desk {
     activity: VecDeque<String>,
     /// Task folders whose journal history is already in [`Self::activity`].
     history_read: BTreeSet<PathBuf>,
+    /// Each task's correction cycle, derived again when the task moved.
+    cycles: Cycles,
 }
 
 impl Desk {
@@ -71,7 +75,14 @@ impl Desk {
             machine: None,
             activity: VecDeque::new(),
             history_read: BTreeSet::new(),
+            cycles: Cycles::default(),
         }
+    }
+
+    /// Each task's correction cycle (tasks with a correction signal), as of the last
+    /// [`Self::tasks`].
+    pub fn corrections(&self) -> Vec<valp_view::CorrectionView> {
+        self.cycles.views()
     }
 
     /// What happened lately, newest first.
@@ -198,7 +209,10 @@ impl Desk {
             match driver.reconcile_effects(CANCEL_PATIENCE) {
                 Ok(records) => {
                     for record in records {
-                        self.log(&format!("{task}  effect {}", effects::Shown(&record)));
+                        self.log(&format!(
+                            "{task}  {}",
+                            super::effect_words::in_words(&record)
+                        ));
                     }
                 }
                 Err(error) => self.log(&format!("{task}: effects: {error}")),
@@ -262,6 +276,8 @@ impl Desk {
                     self.read_history(dir);
                     let mut row = self.task_row(&body, active_epoch);
                     row.gates = self.gate_line(root, dir, body.revision);
+                    self.cycles
+                        .refresh(dir, body.task_id.value(), body.revision);
                     rows.push(row);
                     items.extend(item_rows(&body));
                     workflows.push(flow::workflow(&body, active_epoch));
@@ -388,8 +404,15 @@ impl Desk {
     }
 
     /// What waits for the Leader in each task of `active_epoch` read by the last
-    /// [`Self::tasks`] (a task on a fenced epoch needs a handoff before anything else).
-    pub fn needs(&self, active_epoch: i128) -> Vec<(String, Vec<Found>)> {
+    /// [`Self::tasks`] (a task on a fenced epoch needs a handoff before anything else), with
+    /// what the System reads outside the journals under `control_root` at `now`
+    /// ([`needs::gather`]).
+    pub fn needs(
+        &self,
+        control_root: &Path,
+        active_epoch: i128,
+        now: Timestamp,
+    ) -> Vec<(String, Vec<Found>)> {
         self.journals
             .iter()
             .filter(|(_, journal)| journal.live().body().leader_epoch == active_epoch)
@@ -400,6 +423,7 @@ impl Desk {
                     .get(dir)
                     .filter(|(measured, _, _)| *measured == body.revision)
                     .map_or(&[][..], |(_, _, gates)| gates.as_slice());
+                let outside = needs::gather::gather(control_root, body, self.cycles.get(dir), now);
                 (
                     body.task_id.value().to_owned(),
                     needs::find(&TaskFacts {
@@ -408,6 +432,7 @@ impl Desk {
                         last_recorded_ms: journal
                             .last_recorded_at()
                             .map(valp_store::clock::Timestamp::millis),
+                        outside: &outside,
                     }),
                 )
             })
@@ -480,7 +505,10 @@ impl Desk {
                     match effects::reconcile(root, task_id, CANCEL_PATIENCE) {
                         Ok(records) => {
                             for record in &records {
-                                self.log(&format!("{task_id}  effect {}", effects::Shown(record)));
+                                self.log(&format!(
+                                    "{task_id}  {}",
+                                    super::effect_words::in_words(record)
+                                ));
                             }
                             let _ = write!(message, "; {} cancel(s) carried out", records.len());
                         }

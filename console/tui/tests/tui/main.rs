@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod agent;
+mod agent_needs;
 mod controls;
 mod detail;
 mod flow_views;

@@ -139,6 +139,8 @@ fn base_view(lane: LaneView) -> ConsoleView {
         now_ms: NOW_MS,
         workflows: Vec::new(),
         machine: None,
+        corrections: Vec::new(),
+        usage: Vec::new(),
     }
 }
 
@@ -444,6 +446,7 @@ pub fn need(
         // NOW_MS less a whole number of minutes under an hour.
         since_at: format!("2026-11-30T11:{:02}:00.000Z", 60 - age_seconds / 60),
         acknowledged: false,
+        ask: None,
     }
 }
 
