@@ -11,9 +11,11 @@
 //!   the task's epoch;
 //! - the **Done gate** (`store/src/done.rs`): a `recording_completed` the kernel would accept is
 //!   refused with `VALP-E-DONE-GATE` unless [`done::locate`] finds the frozen policy and one
-//!   closure and [`done::evaluate_bound`] passes. The caller supplies the decoded policy and
-//!   the closure it would propose (the store reads them from blobs; a missing or damaged blob is
-//!   the store's business and is not modelled here).
+//!   closure and [`done::evaluate_bound`] passes, and, under a v3 policy after a correction
+//!   signal, the bound correction cycle satisfies seed 003's rule ([`correction::judge`]). The
+//!   caller supplies the decoded policy, the closure and the cycle it would propose and the
+//!   history's signals (the store reads blobs; a missing or damaged blob, and whether a cycle's
+//!   refs exist in the task folder, are the store's business and are not modelled here).
 //!
 //! The fence is checked before the Done gate, as the store does. Each transition carries the
 //! candidate event and EvidenceSet, so a caller can propose exactly what was judged, and the
@@ -23,7 +25,7 @@
 use std::fmt::Write as _;
 
 use crate::canonical::sha256_digest;
-use crate::done::{self, DoneClosure, DonePolicy};
+use crate::done::{self, DoneClosure, DonePolicy, correction};
 use crate::live::{LiveState, Verdict};
 use crate::model::{
     CancellationScope, Control, ControlReason, ControlStatus, Event, EventKind, Evidence, Identity,
@@ -51,6 +53,13 @@ pub struct Guards<'a> {
     pub closure: Option<(&'a Evidence, &'a DoneClosure)>,
     /// The evidence the closure cites, proposed with it.
     pub cited: &'a [Evidence],
+    /// The correction signals of the task's history (the store's
+    /// `DoneGuard::correction_signals`): under a v3 policy they make the correction cycle
+    /// part of the Done gate.
+    pub signals: &'a [String],
+    /// The correction cycle the caller would bind (its `correction-cycle-…` evidence is
+    /// proposed with it), decoded.
+    pub cycle: Option<(&'a Evidence, &'a crate::json::Value)>,
 }
 
 /// What a transition targets.
@@ -217,9 +226,35 @@ fn done_gate(body: &StateBody, guards: &Guards<'_>, evidence_set: &[Evidence]) -
     }
     match (guards.policy, guards.closure) {
         (Some(policy), Some((_, closure))) => {
-            done::evaluate_bound(body, evidence_set, policy, closure).reasons
+            let mut reasons = done::evaluate_bound(body, evidence_set, policy, closure).reasons;
+            reasons.extend(correction_gate(body, guards, policy, evidence_set));
+            reasons
         }
         _ => vec!["done_policy_unreadable".to_owned()],
+    }
+}
+
+/// The correction-cycle part of the Done gate (after the matrix's reasons, as the store
+/// orders them): nothing unless the policy is v3 and the history has a signal; then the one
+/// bound `correction-cycle-…` evidence, judged by the seed's rule. Whether its refs exist in
+/// the task folder is the store's business (it looks when the Done is written), like blobs.
+fn correction_gate(
+    body: &StateBody,
+    guards: &Guards<'_>,
+    policy: &DonePolicy,
+    evidence_set: &[Evidence],
+) -> Vec<String> {
+    if !correction::required(policy, guards.signals) {
+        return Vec::new();
+    }
+    match correction::locate(evidence_set, guards.signals) {
+        Err(reason) => vec![reason],
+        Ok(bound) => match guards.cycle {
+            Some((evidence, cycle)) if evidence == bound => {
+                correction::judge(body.task_id.value(), cycle, &|_| true)
+            }
+            _ => vec!["correction_cycle_unreadable".to_owned()],
+        },
     }
 }
 
@@ -452,6 +487,7 @@ impl<'a> Candidates<'a> {
         let mut done_evidence = guards.frozen_policy.to_vec();
         done_evidence.extend(guards.closure.map(|(evidence, _)| evidence.clone()));
         done_evidence.extend(guards.cited.iter().cloned());
+        done_evidence.extend(guards.cycle.map(|(evidence, _)| evidence.clone()));
         Self {
             body,
             control: body.control.clone().unwrap_or(Control::INITIAL),

@@ -3,7 +3,8 @@
 //! exactly the allowed ones are accepted; every refused one is refused with the listed code
 //! (and, for the Done gate, the listed reasons). Allowed candidates are proposed to a fork of
 //! the journal (a copy of its task directory in a second control root), so every one of them is
-//! tried from the same State. Half the walks freeze a Done policy at revision 1 and the lister
+//! tried from the same State. Half the walks freeze a Done policy (v1, or v3 with the correction
+//! cycle missing or not fixed) at revision 1 and the lister
 //! is given a closure that passes or fails, so `recording_completed` is checked both ways
 //! (accepted through the Done gate, refused with the gate's reasons).
 
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use valp_kernel::canonical::Canonical;
 use valp_kernel::done::{ClosureCriterion, DoneClosure, DonePolicy, PolicyCriterion};
 use valp_kernel::explain::{Guards, Judgement, Transition, explain};
+use valp_kernel::json::Value;
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{
     ClaimResult, EventKind, Evidence, Identity, IdentityKind, Requirement, TaskStatus,
@@ -96,6 +98,7 @@ fn done_evidence(
     roots: [&ControlRoot; 2],
     walk: &Walk,
     result: ClaimResult,
+    correction_cycle: bool,
 ) -> (DonePolicy, DoneClosure, [Evidence; 3]) {
     let policy = DonePolicy {
         criteria: vec![PolicyCriterion {
@@ -114,7 +117,7 @@ fn done_evidence(
             .map(|item| item.work_item_id.value().to_owned())
             .collect(),
         dimensions: None,
-        correction_cycle: false,
+        correction_cycle,
     };
     let closure = DoneClosure {
         policy_digest: policy.digest(),
@@ -141,7 +144,33 @@ struct Counts {
     checked: usize,
     allowed: usize,
     done_gate: usize,
+    correction_gate: usize,
     done_accepted: usize,
+}
+
+/// The correction-cycle part of a walk's Done policy (seed 003, policy v3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cycle {
+    /// A v1-style policy: the cycle is never part of the gate.
+    NotRequired,
+    /// A v3 policy, and the lister proposes no cycle.
+    Missing,
+    /// A v3 policy, and the lister proposes a cycle whose outcome is not `fixed`.
+    NotFixed,
+}
+
+impl Cycle {
+    /// The `correction-cycle-…` evidence the lister proposes (stored in both roots), decoded.
+    fn bound(self, task_id: &str, roots: [&ControlRoot; 2]) -> Option<(Evidence, Value)> {
+        (self == Self::NotFixed).then(|| {
+            let value = valp_kernel::json::parse(&format!(
+                r#"{{"final_outcome":"open","rounds":[{{"round":1,"status":"open"}}],"schema_version":"valp-correction-cycle.v1","task_id":"{task_id}"}}"#
+            ))
+            .unwrap();
+            let bytes = valp_kernel::json::write::canonical_bytes(&value).unwrap();
+            (stored(roots, "correction-cycle-", None, &bytes), value)
+        })
+    }
 }
 
 /// One random legal history (`seed`), with a Done policy frozen at revision 1 and a closure
@@ -151,6 +180,7 @@ fn walk_and_check(
     seed: u64,
     may_terminate: bool,
     closure: Option<ClaimResult>,
+    cycle: Cycle,
     counts: &mut Counts,
 ) {
     let temp = tempfile::tempdir().unwrap();
@@ -162,12 +192,22 @@ fn walk_and_check(
         work_items: 3,
         may_terminate,
     });
-    let done = closure.map(|result| done_evidence([&root, &fork_root], &walk, result));
+    let done = closure.map(|result| {
+        done_evidence(
+            [&root, &fork_root],
+            &walk,
+            result,
+            cycle != Cycle::NotRequired,
+        )
+    });
+    let task_id = walk.genesis().state.body.task_id.value().to_owned();
+    let bound = cycle.bound(&task_id, [&root, &fork_root]);
     let mut journal = root.create_task(walk.genesis()).unwrap();
     // Every transition is checked at each State; allowed ones only in the first 20 States
     // (each needs a fork) and at `recording`, refused ones further on, until the walk ends.
     for step in 0..120 {
         let frozen = journal.guard().done().frozen_policy().to_vec();
+        let signals = journal.guard().done().correction_signals().to_vec();
         let guards = Guards {
             active_epoch: Some(active_epoch),
             frozen_policy: &frozen,
@@ -178,6 +218,8 @@ fn walk_and_check(
             cited: done
                 .as_ref()
                 .map_or(&[], |(_, _, evidence)| std::slice::from_ref(&evidence[2])),
+            signals: &signals,
+            cycle: bound.as_ref().map(|(evidence, value)| (evidence, value)),
         };
         let listed = explain(journal.live(), &guards);
         counts.states += 1;
@@ -202,6 +244,9 @@ fn walk_and_check(
                 counts.checked += 1;
                 counts.done_gate += usize::from(matches!(&transition.judgement,
                     Judgement::Refused { code, .. } if code == "VALP-E-DONE-GATE"));
+                counts.correction_gate += usize::from(matches!(&transition.judgement,
+                    Judgement::Refused { reasons, .. }
+                        if reasons.iter().any(|reason| reason.starts_with("correction_cycle_"))));
                 let before = journal.len();
                 check(&mut journal, transition, &context);
                 assert_eq!(journal.len(), before, "{context}: a refusal wrote nothing");
@@ -245,7 +290,8 @@ fn reaches_recording(seed: u64) -> Option<bool> {
         work_items: 3,
         may_terminate: false,
     });
-    let (policy, closure, evidence) = done_evidence([&root, &root], &walk, ClaimResult::Pass);
+    let (policy, closure, evidence) =
+        done_evidence([&root, &root], &walk, ClaimResult::Pass, false);
     for _ in 0..120 {
         if walk.live().body().status.known() == Some(TaskStatus::Recording) {
             let guards = Guards {
@@ -254,6 +300,7 @@ fn reaches_recording(seed: u64) -> Option<bool> {
                 policy: Some(&policy),
                 closure: Some((&evidence[1], &closure)),
                 cited: std::slice::from_ref(&evidence[2]),
+                ..Guards::default()
             };
             return explain(walk.live(), &guards)
                 .iter()
@@ -270,7 +317,7 @@ fn every_listed_transition_gets_the_listed_answer_from_the_store() {
     let mut counts = Counts::default();
     // Without a Done policy (a reference journal): recording_completed is always refused.
     for seed in 1..=6_u64 {
-        walk_and_check(seed, seed % 2 == 0, None, &mut counts);
+        walk_and_check(seed, seed % 2 == 0, None, Cycle::NotRequired, &mut counts);
     }
     // With a frozen policy and a closure: two histories whose recording the gate admits and two
     // it refuses, found by walking the kernel alone (most random histories reach recording with
@@ -292,21 +339,31 @@ fn every_listed_transition_gets_the_listed_answer_from_the_store() {
         "{admitted:?} {gated:?}"
     );
     for &seed in admitted.iter().chain(&gated) {
-        walk_and_check(seed, false, Some(ClaimResult::Pass), &mut counts);
+        for cycle in [Cycle::NotRequired, Cycle::Missing, Cycle::NotFixed] {
+            walk_and_check(seed, false, Some(ClaimResult::Pass), cycle, &mut counts);
+        }
     }
     // A closure that fails its criterion is refused even where the items would pass.
-    walk_and_check(admitted[0], false, Some(ClaimResult::Fail), &mut counts);
+    walk_and_check(
+        admitted[0],
+        false,
+        Some(ClaimResult::Fail),
+        Cycle::NotRequired,
+        &mut counts,
+    );
     let Counts {
         states,
         checked,
         allowed,
         done_gate,
+        correction_gate,
         done_accepted,
     } = counts;
     eprintln!(
         "explain vs store: {states} states, {checked} transitions checked, {allowed} allowed, \
-         {done_gate} refused by the Done gate, {done_accepted} recording_completed accepted"
+         {done_gate} refused by the Done gate ({correction_gate} for the correction cycle), \
+         {done_accepted} recording_completed accepted"
     );
     assert!(states > 100 && allowed > 100 && checked > 2000);
-    assert!(done_gate > 0 && done_accepted > 0);
+    assert!(done_gate > 0 && correction_gate > 0 && done_accepted > 0);
 }

@@ -54,6 +54,8 @@ pub fn transitions(
         policy: policy.as_ref(),
         closure: None,
         cited: &[],
+        signals: journal.guard().done().correction_signals(),
+        cycle: None,
     };
     Ok(explain(journal.live(), &guards))
 }
