@@ -1,5 +1,5 @@
 //! The real agent CLIs through `valp run`, as a person runs them: a plan whose work item is
-//! `adapter = "tmux"` with `agent = "claude"` / `"codex"`, the CLI started by valp in its
+//! `adapter = "tmux"` with `agent = "claude"` / `"codex"` / `"aider"`, the CLI started by valp in its
 //! private tmux server (its own `HOME`, first-run state and scripted model: `valp_tests::agents`,
 //! `valp_tests::model`), the prompt submitted with proof, the turn watched to idle, the attempt
 //! completed, the Leader's review, done. The submission proof is in the journal's evidence and
@@ -135,4 +135,9 @@ fn claude_code_runs_a_plan_item_to_done_through_valp_run() {
 #[test]
 fn codex_runs_a_plan_item_to_done_through_valp_run() {
     runs_to_done(Cli::Codex);
+}
+
+#[test]
+fn aider_runs_a_plan_item_to_done_through_valp_run() {
+    runs_to_done(Cli::Aider);
 }

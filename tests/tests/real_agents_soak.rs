@@ -1,4 +1,4 @@
-//! No flapping on the real CLIs (Claude Code, Codex): one session driven through turns that
+//! No flapping on the real CLIs (Claude Code, Codex, Aider): one session driven through turns that
 //! alternate a full turn and a turn stopped with the interrupt key, against a model that
 //! streams for a known time ([`STREAM`], no text: Codex hides its working line while text
 //! streams). The pane is sampled every 50 ms through the CLI's profile and its idle debounce,
@@ -189,6 +189,11 @@ fn codex_does_not_flap_over_30_seconds_of_turns() {
 }
 
 #[test]
+fn aider_does_not_flap_over_30_seconds_of_turns() {
+    assert_no_flap(Cli::Aider, Duration::from_secs(30), 3);
+}
+
+#[test]
 #[ignore = "the documented ten-minute soak, not CI"]
 fn claude_code_does_not_flap_long() {
     assert_no_flap(Cli::Claude, long(), 10);
@@ -198,4 +203,10 @@ fn claude_code_does_not_flap_long() {
 #[ignore = "the documented ten-minute soak, not CI"]
 fn codex_does_not_flap_long() {
     assert_no_flap(Cli::Codex, long(), 10);
+}
+
+#[test]
+#[ignore = "the documented ten-minute soak, not CI"]
+fn aider_does_not_flap_long() {
+    assert_no_flap(Cli::Aider, long(), 10);
 }
