@@ -524,20 +524,7 @@ fn drop_foreign_observation(desk: &Desk, attempt_id: &str) {
 #[test]
 fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     let desk = Desk::new();
-    let cli = |args: &[&str]| {
-        let mut all = vec!["--no-default-sockets"];
-        all.extend_from_slice(args);
-        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
-        assert_eq!(
-            run.code,
-            Some(0),
-            "valp {args:?}: {}{}",
-            run.stdout,
-            run.stderr
-        );
-        run.stdout
-    };
-    cli(&["init"]);
+    desk_valp(&desk, &["init"]);
     desk.start_valp(&[]);
     desk.wait_for("Candidates (1)");
     desk.keys(&["Enter"]);
@@ -555,7 +542,7 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
          run = { adapter = \"process\", argv = [\"sleep\", \"3\"] }\n",
     )
     .unwrap();
-    cli(&["task", "publish", "turn.toml"]);
+    desk_valp(&desk, &["task", "publish", "turn.toml"]);
     desk.wait_for("drop optional running");
     desk.wait_for("keep required running");
     // Redirect, superseding `drop` (the first row of the dialog's list), while `keep` runs.
@@ -570,7 +557,7 @@ fn a_console_redirect_while_another_item_runs_lets_it_finish() {
     assert!(!reviewing.contains("nothing left to run"), "{reviewing}");
     desk.wait_for("turn reviewing");
     desk.quit();
-    let status = cli(&["task", "status", "turn"]);
+    let status = desk_valp(&desk, &["task", "status", "turn"]);
     assert!(status.contains("reviewing"), "{status}");
 }
 
@@ -604,34 +591,44 @@ impl Drop for AgentServer {
     }
 }
 
-/// The Agent pane on a real demo agent run by the tmux adapter: its live tail and state
-/// (blocked on its permission question, with the rule), the interrupt, and a Leader message
-/// typed in the pane that reaches the agent (its screen shows it) and is recorded with its
-/// delivery in the task's operator-action journal.
-#[test]
-fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
+/// `valp --no-default-sockets ARGS…` in `desk`'s folder, without a Doctor tmux socket of its
+/// own; its stdout, once it succeeded.
+fn desk_valp(desk: &Desk, args: &[&str]) -> String {
+    let mut all = vec!["--no-default-sockets"];
+    all.extend_from_slice(args);
+    let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
+    assert_eq!(
+        run.code,
+        Some(0),
+        "valp {args:?}: {}{}",
+        run.stdout,
+        run.stderr
+    );
+    run.stdout
+}
+
+/// A desk whose console selected its one candidate as the Leader and shows no task yet, with
+/// the guard that stops the tmux adapter's private server (dropped before the desk).
+fn desk_with_a_leader() -> (Desk, AgentServer) {
     let desk = Desk::new();
-    let _server = AgentServer(desk.path().join(".valp/runtime/tmux/.server.sock"));
-    let cli = |args: &[&str]| {
-        let mut all = vec!["--no-default-sockets"];
-        all.extend_from_slice(args);
-        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
-        assert_eq!(
-            run.code,
-            Some(0),
-            "valp {args:?}: {}{}",
-            run.stdout,
-            run.stderr
-        );
-        run.stdout
-    };
-    cli(&["init"]);
+    let server = AgentServer(desk.path().join(".valp/runtime/tmux/.server.sock"));
+    desk_valp(&desk, &["init"]);
     desk.start_valp(&[]);
     desk.wait_for("Candidates (1)");
     desk.keys(&["Enter"]);
     desk.wait_for("as the Leader?");
     desk.keys(&["y"]);
     desk.wait_for("Tasks (0)");
+    (desk, server)
+}
+
+/// The Agent pane on a real demo agent run by the tmux adapter: its live tail and state
+/// (blocked on its permission question, with the rule), the interrupt, and a Leader message
+/// typed in the pane that reaches the agent (its screen shows it) and is recorded with its
+/// delivery in the task's operator-action journal.
+#[test]
+fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
+    let (desk, _server) = desk_with_a_leader();
     let valp = valp_binary().unwrap();
     std::fs::write(
         desk.path().join("pane.toml"),
@@ -646,7 +643,7 @@ fn the_agent_pane_shows_a_tmux_agent_live_and_delivers_a_leader_message() {
         ),
     )
     .unwrap();
-    cli(&["task", "publish", "pane.toml"]);
+    desk_valp(&desk, &["task", "publish", "pane.toml"]);
     desk.wait_for("ask required running");
     // Work items pane, the agent's item: the Agent pane shows the question and the rule.
     // (The key is offered once the supervisor recorded the agent's first state.)
@@ -951,28 +948,7 @@ fn the_flow_views_follow_the_demo_and_propose_through_the_same_dialog() {
 /// journal holds the decision with the decider, then its delivery.
 #[test]
 fn an_agents_permission_request_in_the_queue_is_allowed_from_the_console() {
-    let desk = Desk::new();
-    let _server = AgentServer(desk.path().join(".valp/runtime/tmux/.server.sock"));
-    let cli = |args: &[&str]| {
-        let mut all = vec!["--no-default-sockets"];
-        all.extend_from_slice(args);
-        let run = valp_answering(desk.path(), &desk.path().join("no-tmux"), &all, "").unwrap();
-        assert_eq!(
-            run.code,
-            Some(0),
-            "valp {args:?}: {}{}",
-            run.stdout,
-            run.stderr
-        );
-        run.stdout
-    };
-    cli(&["init"]);
-    desk.start_valp(&[]);
-    desk.wait_for("Candidates (1)");
-    desk.keys(&["Enter"]);
-    desk.wait_for("as the Leader?");
-    desk.keys(&["y"]);
-    desk.wait_for("Tasks (0)");
+    let (desk, _server) = desk_with_a_leader();
     let valp = valp_binary().unwrap();
     let valp = valp.to_str().unwrap();
     let hook = format!("'{valp}' hook claude --wait-ms 60000");
@@ -989,7 +965,7 @@ fn an_agents_permission_request_in_the_queue_is_allowed_from_the_console() {
         ),
     )
     .unwrap();
-    cli(&["task", "publish", "asks.toml"]);
+    desk_valp(&desk, &["task", "publish", "asks.toml"]);
     let queued = desk.wait_for_within("agent asks", PATIENCE * 3);
     assert!(
         queued.contains("agent asks asks / ask claude asks to use Write"),
