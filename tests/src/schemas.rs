@@ -53,3 +53,22 @@ pub fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
         .map(|error| format!("{} at {}", error, error.instance_path()))
         .collect()
 }
+
+/// The observations a supervisor wrote into its attempt folder `dir` (`observations/*.json`),
+/// in file-name order; none when the folder does not exist yet.
+pub fn attempt_observations(dir: &Path) -> Vec<Value> {
+    let mut names: Vec<_> = std::fs::read_dir(dir.join("observations"))
+        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names.iter().map(|path| read_json(path)).collect()
+}
+
+/// The attempt's record `file` in `dir` validates against `schemas/console/<schema>`.
+pub fn assert_record_valid(dir: &Path, file: &str, schema: &str) {
+    let found = errors(
+        &validator(&format!("console/{schema}")),
+        &read_json(&dir.join(file)),
+    );
+    assert!(found.is_empty(), "{file}: {found:?}");
+}

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 
 use valp_runtime::abi::attempt_folder;
 use valp_tests::project::{Project, plan, wait_until, work_item};
-use valp_tests::schemas::{errors, validator};
+use valp_tests::schemas::{assert_record_valid, attempt_observations, read_json};
 use valp_tests::tmux::tmux_at;
 use valp_tests::{valp_binary, workspace_root};
 
@@ -27,10 +27,6 @@ fn fixture(name: &str) -> PathBuf {
     workspace_root()
         .join("tests/fixtures/agent-channels")
         .join(name)
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn state(dir: &Path) -> serde_json::Value {
@@ -81,22 +77,6 @@ fn tmux_dir(project: &Project, attempt_id: &str) -> PathBuf {
         .join(attempt_folder(attempt_id))
 }
 
-fn observations(dir: &Path) -> Vec<serde_json::Value> {
-    let mut names: Vec<_> = std::fs::read_dir(dir.join("observations"))
-        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names.iter().map(|path| json(path)).collect()
-}
-
-fn assert_valid(dir: &Path, file: &str, schema: &str) {
-    let found = errors(
-        &validator(&format!("console/{schema}")),
-        &json(&dir.join(file)),
-    );
-    assert!(found.is_empty(), "{file}: {found:?}");
-}
-
 /// `valp hook claude` with `payload` on stdin, as the agent of `attempt_id` runs it.
 fn hook(project: &Project, attempt_id: &str, payload: &Path) {
     let parts: Vec<&str> = attempt_id.split(':').collect();
@@ -144,7 +124,7 @@ fn a_tmux_submission_is_acknowledged_by_the_agents_own_hook() {
     let ran = project.ok(&["run", "--timeout", "120"]);
     assert!(ran.contains("hooked: reviewing"), "{ran}");
     let dir = tmux_dir(&project, "hooked:write:a1");
-    let submission = json(&dir.join("proofs/submission.json"));
+    let submission = read_json(&dir.join("proofs/submission.json"));
     assert_eq!(submission["proven"], true);
     // Signal 1 is the SessionStart at launch; 2 the UserPromptSubmit of exactly our prompt.
     let acknowledged = text(&submission["acknowledged_by"]);
@@ -153,7 +133,7 @@ fn a_tmux_submission_is_acknowledged_by_the_agents_own_hook() {
         "{acknowledged}"
     );
     // The turn's end came from the Stop hook, not the screen.
-    let completion = json(&dir.join("proofs/completion.json"));
+    let completion = read_json(&dir.join("proofs/completion.json"));
     assert_eq!(completion["status"], "completed");
     assert_eq!(text(&completion["source"]), "claude_hook:turn_completed#3");
     for (file, schema) in [
@@ -167,7 +147,7 @@ fn a_tmux_submission_is_acknowledged_by_the_agents_own_hook() {
         ),
         ("state.json", "tmux-agent-state.schema.json"),
     ] {
-        assert_valid(&dir, file, schema);
+        assert_record_valid(&dir, file, schema);
     }
     let verified = project.ok(&["verify"]);
     assert!(verified.ends_with("0 problems\n"), "{verified}");
@@ -232,17 +212,17 @@ fn a_hooks_state_outranks_the_screen_until_the_channel_falls_silent() {
     std::fs::write(project.path().join("out/late.md"), "late\n").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(
-        observations(&dir).last().unwrap()["status"],
+        attempt_observations(&dir).last().unwrap()["status"],
         "waiting",
         "the fresh channel's working state holds the completion back"
     );
     hook(&project, attempt, &fixture("claude/stop.json"));
     wait_until("the final observation", || {
-        observations(&dir).last().unwrap()["status"] == "completed"
+        attempt_observations(&dir).last().unwrap()["status"] == "completed"
     });
-    let completion = json(&dir.join("proofs/completion.json"));
+    let completion = read_json(&dir.join("proofs/completion.json"));
     assert_eq!(text(&completion["source"]), "claude_hook:turn_completed#3");
-    assert_valid(&dir, "state.json", "tmux-agent-state.schema.json");
+    assert_record_valid(&dir, "state.json", "tmux-agent-state.schema.json");
 }
 
 /// An `agent-stream` item whose argv is `sh SCRIPT ARGS…`.
@@ -308,7 +288,7 @@ fn a_headless_claude_streams_signals_cost_and_tokens_into_task_status() {
     let ran = project.ok(&["run", "--timeout", "60"]);
     assert!(ran.contains("headless: reviewing"), "{ran}");
     // The prompt arrived as a stream-json user message; codex got the text.
-    let message = json(&project.path().join("prompt.json"));
+    let message = read_json(&project.path().join("prompt.json"));
     assert_eq!(message["type"], "user");
     assert_eq!(message["message"]["content"][0]["text"], "Create hello.txt");
     assert_eq!(
@@ -390,7 +370,7 @@ fn an_interrupt_reaches_a_headless_agent_as_its_control_message_else_as_sigint()
             kinds(&project, attempt).last().map(String::as_str) == Some("turn_failed")
         })
     });
-    let control = json(&project.path().join("control.json"));
+    let control = read_json(&project.path().join("control.json"));
     assert_eq!(control["type"], "control_request");
     assert_eq!(control["request"]["subtype"], "interrupt");
     assert_eq!(

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use valp_kernel::canonical::sha256_digest;
 use valp_runtime::abi::attempt_folder;
 use valp_tests::project::{Project, alive, item, plan, wait_until, work_item};
-use valp_tests::schemas::{errors, validator};
+use valp_tests::schemas::{assert_record_valid, attempt_observations, read_json};
 use valp_tests::tmux::tmux_at;
 use valp_tests::valp_binary;
 
@@ -42,27 +42,6 @@ fn attempt_dir(project: &Project, attempt_id: &str) -> PathBuf {
         .join(attempt_folder(attempt_id))
 }
 
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn observations(dir: &Path) -> Vec<serde_json::Value> {
-    let mut names: Vec<_> = std::fs::read_dir(dir.join("observations"))
-        .map(|entries| entries.flatten().map(|entry| entry.path()).collect())
-        .unwrap_or_default();
-    names.sort();
-    names.iter().map(|path| json(path)).collect()
-}
-
-/// The attempt's record `file` validates against `schemas/console/<schema>`.
-fn assert_valid(dir: &Path, file: &str, schema: &str) {
-    let found = errors(
-        &validator(&format!("console/{schema}")),
-        &json(&dir.join(file)),
-    );
-    assert!(found.is_empty(), "{file}: {found:?}");
-}
-
 /// Whether the evidence store holds a blob with these bytes.
 fn in_evidence(project: &Project, bytes: &[u8]) -> bool {
     let digest = sha256_digest(bytes);
@@ -75,7 +54,7 @@ fn in_evidence(project: &Project, bytes: &[u8]) -> bool {
 
 /// The steps of the submission proof, by name.
 fn steps(dir: &Path) -> Vec<String> {
-    json(&dir.join("proofs/submission.json"))["steps"]
+    read_json(&dir.join("proofs/submission.json"))["steps"]
         .as_array()
         .unwrap()
         .iter()
@@ -113,7 +92,7 @@ fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
         "{written:?}"
     );
     let dir = attempt_dir(project, &format!("agents:{id}:a1"));
-    let observed = observations(&dir);
+    let observed = attempt_observations(&dir);
     assert_eq!(observed[0]["status"], "accepted");
     let kinds: Vec<_> = observed[0]["provenance"]
         .as_array()
@@ -123,7 +102,7 @@ fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
         .collect();
     assert_eq!(kinds, ["transport_only", "process_bound"]);
     assert_eq!(observed.last().unwrap()["status"], "completed");
-    let submission = json(&dir.join("proofs/submission.json"));
+    let submission = read_json(&dir.join("proofs/submission.json"));
     assert_eq!(submission["proven"], true);
     assert_eq!(
         submission["prompt_digest"],
@@ -163,12 +142,12 @@ fn assert_proven(project: &Project, id: &str, file: &str, prompt: &str) {
         ),
         ("state.json", "tmux-agent-state.schema.json"),
     ] {
-        assert_valid(&dir, file, schema);
+        assert_record_valid(&dir, file, schema);
     }
     // The raw output pipe of the agent's pane is not kept once the attempt ended.
     assert!(!dir.join(".pane-output").exists());
     // The agent's environment named its attempt (the hook bridge finds it through it).
-    let spec = json(&dir.join("run.json"));
+    let spec = read_json(&dir.join("run.json"));
     assert_eq!(
         spec["env"]["VALP_ATTEMPT_ID"],
         format!("agents:{id}:a1").as_str()
@@ -274,7 +253,7 @@ fn state(dir: &Path) -> serde_json::Value {
 }
 
 fn pane_of(dir: &Path) -> String {
-    json(&dir.join("proofs/submission.json"))["pane_id"]
+    read_json(&dir.join("proofs/submission.json"))["pane_id"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -294,8 +273,10 @@ fn a_pane_killed_mid_attempt_is_a_recorded_failure() {
         &["kill-pane", "-t", &pane_of(&dir)],
     );
     assert!(killed.status.success());
-    wait_until_long("the final observation", || observations(&dir).len() == 2);
-    let last = observations(&dir).pop().unwrap();
+    wait_until_long("the final observation", || {
+        attempt_observations(&dir).len() == 2
+    });
+    let last = attempt_observations(&dir).pop().unwrap();
     assert_eq!(last["status"], "blocked");
     assert_eq!(last["reason"], "agent_exited");
     let mut ran = String::new();
@@ -307,7 +288,7 @@ fn a_pane_killed_mid_attempt_is_a_recorded_failure() {
     let completion = std::fs::read(dir.join("proofs/completion.json")).unwrap();
     assert!(in_evidence(&project, &completion));
     assert_eq!(
-        json(&dir.join("proofs/completion.json"))["reason"],
+        read_json(&dir.join("proofs/completion.json"))["reason"],
         "agent_exited"
     );
     project.run_until("gone", "gone:ask:a2 g2");
@@ -368,7 +349,7 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     });
     let tail = state(&dir)["tail"].to_string();
     assert!(tail.contains("shown-bidi red OPENAI_[redacted]"), "{tail}");
-    assert_valid(&dir, "state.json", "tmux-agent-state.schema.json");
+    assert_record_valid(&dir, "state.json", "tmux-agent-state.schema.json");
     // The interrupt (Escape for the demo agent) answers the question "no" and ends the turn:
     // the agent is idle without its file, which is not completion.
     let interrupted = project.ok(&["interrupt", "stop", "--signal"]);
@@ -384,7 +365,7 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
         status.contains("; runtime idle, evidence missing: out/asked.md\n"),
         "{status}"
     );
-    let waiting = &observations(&dir)[1];
+    let waiting = &attempt_observations(&dir)[1];
     assert_eq!(waiting["status"], "waiting");
     assert_eq!(
         waiting["reason"],
@@ -399,9 +380,9 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
         "{cancelled}"
     );
     assert_eq!(project.item_status("stop", "ask"), "cancelled");
-    let last = observations(&dir).pop().unwrap();
+    let last = attempt_observations(&dir).pop().unwrap();
     assert_eq!(last["status"], "cancelled");
-    let completion = json(&dir.join("proofs/completion.json"));
+    let completion = read_json(&dir.join("proofs/completion.json"));
     let actions = completion["actions"].as_array().unwrap();
     assert_eq!(actions[0]["action"], "interrupt");
     assert_eq!(actions[0]["what"], "Escape");
@@ -411,7 +392,7 @@ fn interrupt_and_cancel_land_are_observed_and_hostile_screens_are_stored_sanitiz
     assert_eq!(stop["action"], "cancel");
     assert_eq!(stop["confirmed"], true);
     assert_eq!(stop["observed"], "exited");
-    assert_valid(
+    assert_record_valid(
         &dir,
         "proofs/completion.json",
         "tmux-completion-proof.schema.json",
@@ -443,7 +424,9 @@ fn a_restarted_runner_reconciles_the_running_agent_and_never_submits_twice() {
     let project = Project::new();
     let _cleanup = Cleanup(&project);
     let dir = blocked_agent(&project, "again");
-    let supervisor = json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap();
+    let supervisor = read_json(&dir.join("supervisor.json"))["pid"]
+        .as_u64()
+        .unwrap();
     // Every `valp run --once` is a new runner (as a console restart is): each finds the
     // attempt running under its supervisor and launches nothing.
     for _ in 0..3 {
@@ -451,7 +434,9 @@ fn a_restarted_runner_reconciles_the_running_agent_and_never_submits_twice() {
         assert!(!ran.contains("attempt_created"), "{ran}");
     }
     assert_eq!(
-        json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap(),
+        read_json(&dir.join("supervisor.json"))["pid"]
+            .as_u64()
+            .unwrap(),
         supervisor
     );
     let enters = steps(&dir)
@@ -461,9 +446,9 @@ fn a_restarted_runner_reconciles_the_running_agent_and_never_submits_twice() {
     assert_eq!(enters, 1);
     let windows = tmux_at(&private_socket(&project), &["list-windows", "-a"]);
     assert_eq!(String::from_utf8_lossy(&windows.stdout).lines().count(), 1);
-    assert_eq!(observations(&dir).len(), 1);
+    assert_eq!(attempt_observations(&dir).len(), 1);
     // The agent runs with its attempt in its environment (the hook bridge reads these).
-    let pid = json(&dir.join("proofs/submission.json"))["pane_pid"]
+    let pid = read_json(&dir.join("proofs/submission.json"))["pane_pid"]
         .as_u64()
         .unwrap();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
@@ -534,7 +519,7 @@ fn a_targeted_agent_waiting_on_a_question_is_refused_with_nothing_typed_and_left
     );
     project.run_until("mine", "blocked");
     for attempt in ["mine:use:a1", "mine:use:a2"] {
-        let observed = observations(&attempt_dir(&project, attempt));
+        let observed = attempt_observations(&attempt_dir(&project, attempt));
         assert_eq!(observed.len(), 1);
         assert_eq!(observed[0]["status"], "blocked");
         assert_eq!(
@@ -582,7 +567,7 @@ fn an_inserted_but_unacknowledged_prompt_is_never_delivered_and_never_resent() {
     });
     assert!(!ran.contains("attempt_running"), "{ran}");
     let first = attempt_dir(&project, "deaf:fix:a1");
-    let observed = observations(&first);
+    let observed = attempt_observations(&first);
     assert_eq!(observed.len(), 1);
     assert_eq!(observed[0]["status"], "blocked");
     assert_eq!(
@@ -594,9 +579,12 @@ fn an_inserted_but_unacknowledged_prompt_is_never_delivered_and_never_resent() {
     assert_eq!(segments[0]["acknowledged"], true);
     assert_eq!(segments[1]["acknowledged"], false);
     assert_eq!(segments[1]["failure_code"], "submission_unconfirmed");
-    assert_eq!(json(&first.join("proofs/submission.json"))["proven"], false);
+    assert_eq!(
+        read_json(&first.join("proofs/submission.json"))["proven"],
+        false
+    );
     // The retry refuses to paste into the same pane again.
-    let second = observations(&attempt_dir(&project, "deaf:fix:a2"));
+    let second = attempt_observations(&attempt_dir(&project, "deaf:fix:a2"));
     assert_eq!(
         second[0]["reason"],
         format!(
@@ -683,7 +671,7 @@ fn first_refusal(
         );
         project.task_status("setup") == "blocked"
     });
-    observations(&attempt_dir(project, "setup:go:a1")).remove(0)
+    attempt_observations(&attempt_dir(project, "setup:go:a1")).remove(0)
 }
 
 #[test]
@@ -781,7 +769,11 @@ fn twenty_idle_agents_cost_the_supervisors_little_cpu() {
     });
     let mut pids: Vec<u64> = dirs
         .iter()
-        .map(|dir| json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap())
+        .map(|dir| {
+            read_json(&dir.join("supervisor.json"))["pid"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     let server = tmux_at(
         &private_socket(&project),
@@ -844,8 +836,10 @@ fn a_dead_supervisor_fails_its_attempt_and_its_agent_window_is_closed() {
     let project = Project::new();
     let _cleanup = Cleanup(&project);
     let dir = blocked_agent(&project, "orphan");
-    let supervisor = json(&dir.join("supervisor.json"))["pid"].as_u64().unwrap();
-    let agent = json(&dir.join("proofs/submission.json"))["pane_pid"]
+    let supervisor = read_json(&dir.join("supervisor.json"))["pid"]
+        .as_u64()
+        .unwrap();
+    let agent = read_json(&dir.join("proofs/submission.json"))["pane_pid"]
         .as_u64()
         .unwrap();
     let agent = u32::try_from(agent).unwrap();
