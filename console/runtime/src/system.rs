@@ -15,6 +15,7 @@ mod corrections;
 mod effect_words;
 pub mod feed;
 mod history;
+mod opening;
 mod tasks;
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ pub struct SystemBackend<'c> {
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
     pending_plan: Option<(&'static str, &'static str)>,
+    /// The task journals still to open at the start ([`Backend::open_next`]).
+    opener: opening::Opener,
 }
 
 impl<'c> SystemBackend<'c> {
@@ -80,6 +83,7 @@ impl<'c> SystemBackend<'c> {
             attempts_seen: needs::FirstSeen::default(),
             feed: None,
             pending_plan: None,
+            opener: opening::Opener::default(),
         })
     }
 
@@ -356,8 +360,34 @@ impl Backend for SystemBackend<'_> {
             self.publish_pending_plan(active);
             self.desk.pump(&self.root, active);
         }
+        self.read(None)
+    }
+
+    /// Opens the next task journals (with their drivers while the Leader is re-proven) and
+    /// shows what is open so far; the System takes no step until everything is open.
+    fn open_next(&mut self) -> Option<ConsoleView> {
+        let run = self
+            .proven()
+            .then(|| self.ledger.live().state().active_epoch);
+        let progress = self.opener.step(&self.root, &mut self.desk, run)?;
+        Some(self.read(Some(progress)))
+    }
+
+    fn request(&mut self, request: &Request) -> Result<String, Refusal> {
+        self.answer(request)
+    }
+}
+
+impl SystemBackend<'_> {
+    /// The view of what is open: every task journal (opened now if need be) once `opening` is
+    /// `None`, else only those already open.
+    fn read(&mut self, opening: Option<valp_view::Opening>) -> ConsoleView {
         let lane = self.lane();
-        let (tasks, mut items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, mut items, workflows) = if opening.is_some() {
+            self.desk.open_tasks(&self.root, lane.active_epoch)
+        } else {
+            self.desk.tasks(&self.root, lane.active_epoch)
+        };
         self.stamp_attempts(&mut items);
         let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
@@ -393,10 +423,12 @@ impl Backend for SystemBackend<'_> {
             machine,
             corrections: self.desk.corrections(),
             usage,
+            opening,
         }
     }
 
-    fn request(&mut self, request: &Request) -> Result<String, Refusal> {
+    /// Carries out a request ([`Backend::request`]).
+    fn answer(&mut self, request: &Request) -> Result<String, Refusal> {
         let result = match request {
             Request::Select { candidate_id } => self.choose(candidate_id, false),
             Request::Rotate { candidate_id } => self.choose(candidate_id, true),

@@ -12,6 +12,7 @@ mod flow_views;
 mod flows;
 mod navigation;
 mod needs;
+mod opening;
 mod palette;
 mod screens;
 mod support;
