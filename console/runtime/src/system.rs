@@ -20,6 +20,7 @@ mod tasks;
 
 use std::path::PathBuf;
 
+use valp_kernel::PrincipalKind;
 use valp_kernel::installation::InstallationLive;
 use valp_store::{ControlRoot, Journal};
 
@@ -56,6 +57,8 @@ pub struct SystemBackend<'c> {
     pending_plan: Option<(&'static str, &'static str)>,
     /// The task journals still to open at the start ([`Backend::open_next`]).
     opener: opening::Opener,
+    /// Whether the last view showed an agent in a tmux pane ([`Self::tmux_watched`]).
+    tmux_agents: bool,
 }
 
 impl<'c> SystemBackend<'c> {
@@ -84,6 +87,7 @@ impl<'c> SystemBackend<'c> {
             feed: None,
             pending_plan: None,
             opener: opening::Opener::default(),
+            tmux_agents: false,
         })
     }
 
@@ -140,6 +144,20 @@ impl<'c> SystemBackend<'c> {
     ) -> Result<(), crate::ingest::IngestError> {
         self.feed = Some(feed::Feed::start(self.root.layout().root(), wake)?);
         Ok(())
+    }
+
+    /// Whether the periodic look must ask tmux: the candidate list is on screen (no proven
+    /// Leader yet), the bound Leader is a tmux pane, or an item's current attempt is an agent in
+    /// a tmux pane. A proven human Leader with no tmux agent needs no tmux server observed.
+    fn tmux_watched(&self) -> bool {
+        let leader_in_tmux = self
+            .ledger
+            .live()
+            .state()
+            .leader
+            .as_ref()
+            .is_none_or(|binding| binding.candidate.principal_kind != PrincipalKind::Human);
+        !self.proven() || leader_in_tmux || self.tmux_agents
     }
 
     fn proven(&self) -> bool {
@@ -376,6 +394,21 @@ impl Backend for SystemBackend<'_> {
     fn request(&mut self, request: &Request) -> Result<String, Refusal> {
         self.answer(request)
     }
+
+    /// Observes afresh (as [`Request::Refresh`]) only when something on screen lives in tmux
+    /// (see [`Self::tmux_watched`]) or the ledger moved (another console selected, rotated or
+    /// recorded); otherwise nothing the last look judged can have changed, and not a single
+    /// `tmux` process is started.
+    fn tick(&mut self) -> Result<String, Refusal> {
+        let moved = self
+            .ledger
+            .refresh()
+            .map_err(|error| refusal(error.into()))?;
+        if moved > 0 || self.tmux_watched() {
+            return self.answer(&Request::Refresh);
+        }
+        Ok("nothing on screen lives in tmux: not observed again".to_owned())
+    }
 }
 
 impl SystemBackend<'_> {
@@ -398,6 +431,7 @@ impl SystemBackend<'_> {
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
         let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
+        self.tmux_agents = !agents.is_empty();
         let found = self.desk.needs(
             self.root.layout().root(),
             lane.active_epoch,

@@ -39,7 +39,12 @@ fn carry_out(backend: &mut dyn Backend, job: Job) -> Event {
     match job {
         Job::Send { request, quiet } => {
             let started = std::time::Instant::now();
-            let outcome = backend.request(&request);
+            // A refresh nobody asked for is the slow tick's ([`crate::App::handle`]).
+            let outcome = if quiet && request == Request::Refresh {
+                backend.tick()
+            } else {
+                backend.request(&request)
+            };
             tracing::info!(
                 ?request,
                 ok = outcome.is_ok(),

@@ -478,6 +478,12 @@ pub trait Backend {
     fn open_next(&mut self) -> Option<ConsoleView> {
         None
     }
+    /// The periodic look nobody asked for (the console's slow tick; its answer is shown only
+    /// when it is a refusal). By default [`Request::Refresh`]; a backend may look only where
+    /// something on screen needs watching.
+    fn tick(&mut self) -> Result<String, Refusal> {
+        self.request(&Request::Refresh)
+    }
 }
 
 /// A frontier position in words.
