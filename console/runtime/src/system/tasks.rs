@@ -45,7 +45,10 @@ pub struct Desk {
     /// those states are final, so they are not looked at again.
     settled: BTreeSet<PathBuf>,
     /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
-    /// console costs the entries appended since the last view, not a full replay.
+    /// console costs the entries appended since the last view, not a full replay. They hold the
+    /// lean idempotency index, not the accepted-event history (~84 instead of ~540 bytes per
+    /// entry, [`ControlRoot::verify_task_dir`]); what needs the history reads it through
+    /// [`Self::with_history`] (the dimension gates' verification round).
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
     /// Each task's gates (and their line, [`TaskRow::gates`]) and the revision they were
@@ -99,9 +102,28 @@ impl Desk {
                 journal.refresh()?;
                 journal
             }
-            None => root.open_task_dir(dir, Access::ReadOnly)?,
+            None => root.verify_task_dir(dir)?,
         };
         Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
+    }
+
+    /// `read` over the task journal in `dir` with its history: the driver's handle when the
+    /// runtime drives the task, else one opened for the occasion (a task nobody drives moves
+    /// rarely, and its gates are measured once per revision).
+    fn with_history<T>(
+        &self,
+        root: &ControlRoot,
+        dir: &Path,
+        read: impl FnOnce(&Journal) -> T,
+    ) -> Result<T, StoreError> {
+        let task = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value());
+        if let Some(driver) = task.and_then(|task| self.drivers.get(task)) {
+            return Ok(read(driver.journal()));
+        }
+        Ok(read(&root.open_task_dir(dir, Access::ReadOnly)?))
     }
 
     /// What the runtime refused to act on, per running task: observations in an attempt
@@ -152,7 +174,7 @@ impl Desk {
         else {
             return;
         };
-        if let Ok(lines) = super::history::of_task(&task, dir) {
+        if let Ok(lines) = super::history::of_task(&task, dir, ACTIVITY_ROWS) {
             for line in lines {
                 self.log(&line);
             }
@@ -413,10 +435,24 @@ impl Desk {
         {
             return line.clone();
         }
-        let Some(journal) = self.journals.get(dir) else {
+        let Some(task) = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value().to_owned())
+        else {
             return String::new();
         };
-        let measured = driver::task_gates(root, journal);
+        // A task not published from a plan has no gates: its history is not read for them.
+        let measured = if matches!(
+            crate::plan::of_task(root, &task),
+            Err(crate::plan::PlanError::NotPublished { .. })
+        ) {
+            Ok(None)
+        } else {
+            self.with_history(root, dir, |journal| driver::task_gates(root, journal))
+                .map_err(driver::RuntimeError::from)
+                .and_then(|measured| measured)
+        };
         let line = match &measured {
             Ok(Some(gates)) => gates
                 .iter()
