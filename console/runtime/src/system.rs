@@ -14,6 +14,7 @@ mod agents;
 mod corrections;
 mod effect_words;
 pub mod feed;
+pub mod foreign;
 mod history;
 mod tasks;
 
@@ -50,6 +51,8 @@ pub struct SystemBackend<'c> {
     /// When each current attempt on screen was first seen.
     attempts_seen: needs::FirstSeen,
     feed: Option<feed::Feed>,
+    /// Each task's foreign observations, read again when their journal changes.
+    foreign: foreign::Foreign,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
     pending_plan: Option<(&'static str, &'static str)>,
@@ -79,6 +82,7 @@ impl<'c> SystemBackend<'c> {
             observations_seen: needs::FirstSeen::default(),
             attempts_seen: needs::FirstSeen::default(),
             feed: None,
+            foreign: foreign::Foreign::default(),
             pending_plan: None,
         })
     }
@@ -376,6 +380,9 @@ impl Backend for SystemBackend<'_> {
         let (needs, acks_problem) = self.needs.rows(found, self.clock);
         let usage = agents::usage(self.root.layout().root(), &items);
         rejections.extend(acks_problem);
+        let task_ids: Vec<String> = tasks.iter().map(|task| task.task_id.clone()).collect();
+        let (foreign, foreign_problems) = self.foreign.rows(&self.root, &task_ids);
+        rejections.extend(foreign_problems);
         self.shown_needs.clone_from(&needs);
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
@@ -393,6 +400,7 @@ impl Backend for SystemBackend<'_> {
             machine,
             corrections: self.desk.corrections(),
             usage,
+            foreign,
         }
     }
 
