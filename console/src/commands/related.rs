@@ -195,7 +195,8 @@ fn write_verdict(ingested: &Ingested, out: &mut dyn Write) -> std::io::Result<()
     writeln!(out, "verdict {}", display_text(&ingested.file))?;
     writeln!(
         out,
-        "  origin: agentops verdict.v2, artifact_digest agentops-c14n-nolf:{}",
+        "  origin: agentops {}, artifact_digest agentops-c14n-nolf:{}",
+        display_text(&verdict.schema_version),
         verdict.artifact_digest
     )?;
     writeln!(

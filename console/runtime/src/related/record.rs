@@ -234,7 +234,8 @@ fn record_placed(
                     descriptor: agentops_descriptor(ingested),
                     claim: Some(agentops_claim(ingested.verdict.verdict)),
                     summary: format!(
-                        "agentops verdict.v2 {} on subject {}",
+                        "agentops {} {} on subject {}",
+                        ingested.verdict.schema_version,
                         match ingested.verdict.verdict {
                             Outcome::Pass => "PASS",
                             Outcome::Fail => "FAIL",
@@ -264,7 +265,18 @@ fn agentops_descriptor(ingested: &Ingested) -> serde_json::Value {
     };
     serde_json::json!({
         "schema_version": "valp-foreign-agentops-review.v1",
-        "origin": {"system": "agentops", "format": agentops::VERDICT_V2, "file": ingested.file},
+        "origin": {"system": "agentops", "format": verdict.schema_version, "file": ingested.file},
+        "v3": verdict.v3.as_ref().map(|v3| serde_json::json!({
+            "invocation_id": v3.invocation_id,
+            "judgment_id": v3.judgment_id,
+            "intent_ref": v3.intent_ref,
+            "proof_epoch": v3.proof_identity.epoch,
+            "contract_digest": format!("agentops-c14n-nolf:{}", v3.proof_identity.contract_digest),
+            "before_manifest_digest": format!("agentops-c14n-nolf:{}", v3.before_manifest_digest),
+            "scope_index_digest": format!("agentops-c14n-nolf:{}", v3.scope_index_digest),
+            "effect_receipt_digest": format!("agentops-c14n-nolf:{}", v3.effect_receipt_digest),
+            "excluded": v3.excluded,
+        })),
         "artifact_digest": format!("agentops-c14n-nolf:{}", verdict.artifact_digest),
         "levels": ingested.levels.names(),
         "claim": {
