@@ -38,6 +38,7 @@ mod dialog;
 mod event;
 mod filter;
 mod footer;
+mod foreign;
 mod help;
 mod intro;
 mod items;

@@ -7,10 +7,12 @@
 //! which the runtime and the TUI share).
 
 pub mod flow;
+pub mod foreign;
 pub mod needs;
 pub mod sanitize;
 
 pub use flow::{MachineView, Workflow};
+pub use foreign::ForeignRow;
 pub use needs::{AgentAsk, NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
@@ -55,6 +57,9 @@ pub struct ConsoleView {
     /// While the System is still opening what the view shows (task journals, each verified
     /// on open): how far it got. `None` once everything is open.
     pub opening: Option<Opening>,
+    /// Every task's foreign observations (AgentOps verdicts, SuperLoop records), in task order
+    /// then journal order: evidence to look at, never a review.
+    pub foreign: Vec<ForeignRow>,
 }
 
 /// How far the System got opening the control root ([`Backend::open_next`]): the console

@@ -142,6 +142,7 @@ fn base_view(lane: LaneView) -> ConsoleView {
         corrections: Vec::new(),
         usage: Vec::new(),
         opening: None,
+        foreign: Vec::new(),
     }
 }
 
