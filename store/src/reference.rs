@@ -194,20 +194,16 @@ fn strict_lines(
 ) -> Result<Vec<u8>, StoreError> {
     let mut guard = root.task_guard();
     let (mut lines, mut prior) = genesis;
-    let file =
-        File::open(replay_path).map_err(|source| StoreError::io(replay_path, "open", source))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let (mut seq, mut offset, mut raw) = (0_u64, 0_u64, Vec::new());
+    let mut replay = ReplayLines::open(replay_path)?;
+    let (mut seq, mut offset) = (0_u64, 0_u64);
     loop {
-        raw.clear();
-        let read = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|source| StoreError::io(replay_path, "read", source))?;
-        if read == 0 {
+        let raw = replay.next()?;
+        if raw.is_empty() {
             break;
         }
+        let read = raw.len();
         seq += 1;
-        let entry = decode_canonical(&raw)
+        let entry = decode_canonical(raw)
             .map_err(|error| error.to_string())
             .and_then(|value| decode_replay_entry(&value).map_err(|error| error.to_string()))
             .map_err(|reason| corrupt(replay_path, seq, offset, reason))?;
@@ -239,6 +235,34 @@ fn strict_lines(
         offset += read as u64;
     }
     Ok(lines)
+}
+
+/// The lines of a `replay.jsonl`, read one at a time into one reused buffer.
+struct ReplayLines<'p> {
+    path: &'p Path,
+    reader: BufReader<File>,
+    raw: Vec<u8>,
+}
+
+impl<'p> ReplayLines<'p> {
+    fn open(path: &'p Path) -> Result<Self, StoreError> {
+        let file = File::open(path).map_err(|source| StoreError::io(path, "open", source))?;
+        Ok(Self {
+            path,
+            reader: BufReader::with_capacity(1 << 20, file),
+            raw: Vec::new(),
+        })
+    }
+
+    /// The next line with its LF (without one when the file ends without it); empty at the
+    /// end of the file.
+    fn next(&mut self) -> Result<&[u8], StoreError> {
+        self.raw.clear();
+        self.reader
+            .read_until(b'\n', &mut self.raw)
+            .map_err(|source| StoreError::io(self.path, "read", source))?;
+        Ok(&self.raw)
+    }
 }
 
 /// A guard's refusal, in words.

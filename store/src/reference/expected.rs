@@ -20,8 +20,6 @@
 //! whose errors name the line, byte and reason as before.
 
 use std::cell::Cell;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use valp_kernel::canonical::Canonical;
@@ -37,6 +35,7 @@ use crate::chain::encode_line;
 use crate::clock::Timestamp;
 use crate::error::StoreError;
 use crate::machine::{Guard, TaskGuard};
+use crate::reference::ReplayLines;
 
 /// The bytes every canonical State starts with (its history is its first member).
 const STATE_HISTORY_OPEN: &[u8] = b"{\"accepted_events\":[";
@@ -51,21 +50,16 @@ pub(super) fn import_lines(
     recorded_at: Timestamp,
     genesis: (Vec<u8>, String),
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let file =
-        File::open(replay_path).map_err(|source| StoreError::io(replay_path, "open", source))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut replay = ReplayLines::open(replay_path)?;
     let mut expected = Expected::default();
-    let ((mut lines, mut prior), mut seq, mut raw) = (genesis, 0_u64, Vec::new());
+    let ((mut lines, mut prior), mut seq) = (genesis, 0_u64);
     loop {
-        raw.clear();
-        let read = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|source| StoreError::io(replay_path, "read", source))?;
-        if read == 0 {
+        let raw = replay.next()?;
+        if raw.is_empty() {
             return Ok(Some(lines));
         }
         seq += 1;
-        let Some((event, evidence_set)) = inputs(&raw) else {
+        let Some((event, evidence_set)) = inputs(raw) else {
             return Ok(None);
         };
         if guard.verify(&live, &event, &evidence_set).is_err() {
@@ -74,7 +68,7 @@ pub(super) fn import_lines(
         let Verdict::Accepted(record) = live.apply(&event, &evidence_set) else {
             return Ok(None);
         };
-        if !expected.matches(&raw, &live, &event, &evidence_set, &record) {
+        if !expected.matches(raw, &live, &event, &evidence_set, &record) {
             return Ok(None);
         }
         guard.observe(seq, &event, &evidence_set);
