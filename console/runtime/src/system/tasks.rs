@@ -46,7 +46,7 @@ pub struct Desk {
     settled: BTreeSet<PathBuf>,
     /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
     /// console costs the entries appended since the last view, not a full replay. They hold the
-    /// lean idempotency index, not the accepted-event history (~84 instead of ~540 bytes per
+    /// lean idempotency index, not the accepted-event history (16 instead of ~540 bytes per
     /// entry, [`ControlRoot::verify_task_dir`]); what needs the history reads it through
     /// [`Self::with_history`] (the dimension gates' verification round).
     journals: BTreeMap<PathBuf, Journal>,
