@@ -375,8 +375,13 @@ pub enum Command {
         ask: valp_runtime::agent::demo::Ask,
         /// Run this shell command for every hook event with a Claude Code hook payload on
         /// stdin, as Claude does (e.g. `valp hook claude`).
-        #[arg(long, value_name = "COMMAND")]
+        #[arg(long, value_name = "COMMAND", conflicts_with = "settings")]
         hook_command: Option<String>,
+        /// Run the hooks of this Claude Code settings file (`hooks.<Event>`: each event's own
+        /// command), as Claude does with `--settings FILE` (the tmux adapter passes it when the
+        /// profile says `launch_hooks = "claude_settings"`).
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
     },
     /// Check the kernel against reference conformance vectors.
     ///

@@ -236,8 +236,10 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             seed,
             ask,
             hook_command,
+            settings,
         } => {
-            crate::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
+            let hooks = crate::demo_terminal::Hooks::new(hook_command, settings.as_deref())?;
+            crate::demo_terminal::run(seed, ask, &current_dir()?, &hooks)?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(
