@@ -486,7 +486,11 @@ fn a_real_headless_claude_streams_its_turn_into_signals() {
     ));
     let claude = installed.folder.join("node_modules/.bin/claude");
     let attempt = "real:stream:a1";
-    let output = Command::new(valp_binary().unwrap())
+    // Bounded: a wait that never ends fails in 2 minutes with the wrapper's report (exit 124),
+    // and claude gives up on a model request after 30 s, not its default 10 minutes.
+    let output = Command::new("timeout")
+        .args(["--kill-after=5", "120"])
+        .arg(valp_binary().unwrap())
         .args([
             "agent",
             "run-stream",
@@ -516,6 +520,7 @@ fn a_real_headless_claude_streams_its_turn_into_signals() {
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_ERROR_REPORTING", "1")
+        .env("API_TIMEOUT_MS", "30000")
         .env("VALP_CONTROL_ROOT", project.join(".valp"))
         .env("VALP_TASK_ID", "real")
         .env("VALP_WORK_ITEM_ID", "stream")
