@@ -9,7 +9,7 @@ use std::time::Duration;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::cli::{AgentCommand, Command};
+use crate::cli::{AgentCommand, Command, HookArgs, NotifyArgs};
 use valp_runtime::agent::channel::action_log::ActionLog;
 use valp_runtime::agent::channel::approval::{
     self, ApprovalError, Decider, Outcome, TimeoutAnswer,
@@ -33,48 +33,8 @@ pub(super) fn run(
 ) -> Result<ExitCode, CommandError> {
     let mut err = std::io::stderr();
     match command {
-        Command::Hook {
-            agent,
-            wait_ms,
-            on_timeout,
-            payload,
-        } => {
-            let source = match agent {
-                Agent::Claude => Source::ClaudeHook,
-                Agent::Codex => Source::CodexHook,
-            };
-            let options = ApprovalOptions {
-                wait: Duration::from_millis(wait_ms),
-                poll: POLL,
-                on_timeout,
-            };
-            hook(
-                source,
-                payload.as_deref(),
-                &options,
-                clock,
-                input,
-                out,
-                &mut err,
-            )
-        }
-        // Notify payloads never ask permission: nothing waits.
-        Command::Notify { payload, .. } => {
-            let options = ApprovalOptions {
-                wait: Duration::ZERO,
-                poll: POLL,
-                on_timeout: TimeoutAnswer::Deny,
-            };
-            hook(
-                Source::CodexNotify,
-                payload.as_deref(),
-                &options,
-                clock,
-                input,
-                out,
-                &mut err,
-            )
-        }
+        Command::Hook(args) => hook_command(&args, clock, input, out),
+        Command::Notify(args) => notify_command(&args, clock, input, out),
         Command::Agent(AgentCommand::Stream { agent, file }) => {
             stream(agent, file.as_deref(), clock, input, out)
         }
@@ -124,6 +84,58 @@ pub(super) fn run(
         // `valp agent classify` needs no control root.
         other => super::without_root(other, out),
     }
+}
+
+/// `valp hook AGENT …`.
+pub(super) fn hook_command(
+    args: &HookArgs,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let source = match args.agent {
+        Agent::Claude => Source::ClaudeHook,
+        Agent::Codex => Source::CodexHook,
+    };
+    let options = ApprovalOptions {
+        wait: Duration::from_millis(args.wait_ms),
+        poll: POLL,
+        on_timeout: args.on_timeout,
+    };
+    let payload = args.payload.as_deref();
+    hook(
+        source,
+        payload,
+        &options,
+        clock,
+        input,
+        out,
+        &mut std::io::stderr(),
+    )
+}
+
+/// `valp notify codex …`: notify payloads never ask permission, so nothing waits.
+pub(super) fn notify_command(
+    args: &NotifyArgs,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let options = ApprovalOptions {
+        wait: Duration::ZERO,
+        poll: POLL,
+        on_timeout: TimeoutAnswer::Deny,
+    };
+    let payload = args.payload.as_deref();
+    hook(
+        Source::CodexNotify,
+        payload,
+        &options,
+        clock,
+        input,
+        out,
+        &mut std::io::stderr(),
+    )
 }
 
 /// How often the waiting hook looks for a decision.

@@ -1,0 +1,111 @@
+//! The hook bridge's short way in. Agents run `valp hook claude|codex …` and `valp notify codex
+//! …` at every event and wait for them, so `main` tries these first with a parser of their own
+//! arguments only ([`HookArgs`], [`NotifyArgs`]: the very definitions the full command line
+//! uses), before it installs color-eyre and builds the whole command line (dozens of
+//! subcommands) for one hook. A command line this parser does not take whole (a global
+//! option, `--help`, a mistake, any other command) returns `None` and goes the usual way, so
+//! what valp does with it, and says about it, is the full parser's.
+
+use std::ffi::OsString;
+
+use clap::{Args as _, FromArgMatches as _};
+
+use crate::cli::{HookArgs, NotifyArgs};
+
+/// A hook command, parsed.
+#[derive(Debug, Clone)]
+pub enum FastHook {
+    /// `valp hook AGENT …`
+    Hook(HookArgs),
+    /// `valp notify codex …`
+    Notify(NotifyArgs),
+}
+
+/// The hook command `args` (the whole argv, program name first) names, if the hook parsers
+/// take it whole.
+pub fn parse(args: &[OsString]) -> Option<FastHook> {
+    let rest = args.get(1..)?;
+    match rest.first()?.to_str()? {
+        "hook" => {
+            let command = HookArgs::augment_args(clap::Command::new("hook"));
+            let matches = command.try_get_matches_from(rest).ok()?;
+            HookArgs::from_arg_matches(&matches)
+                .ok()
+                .map(FastHook::Hook)
+        }
+        "notify" => {
+            let command = NotifyArgs::augment_args(clap::Command::new("notify"));
+            let matches = command.try_get_matches_from(rest).ok()?;
+            NotifyArgs::from_arg_matches(&matches)
+                .ok()
+                .map(FastHook::Notify)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use valp_runtime::agent::channel::approval::TimeoutAnswer;
+    use valp_runtime::agent::channel::setup::Agent;
+
+    fn argv(words: &[&str]) -> Vec<OsString> {
+        words.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_hook_command_lines_agents_run_are_taken_whole() {
+        let Some(FastHook::Hook(hook)) = parse(&argv(&["valp", "hook", "claude"])) else {
+            panic!("not taken")
+        };
+        assert_eq!(
+            (hook.agent, hook.wait_ms, hook.on_timeout, hook.payload),
+            (Agent::Claude, 45_000, TimeoutAnswer::Deny, None)
+        );
+        let Some(FastHook::Hook(hook)) = parse(&argv(&[
+            "/v",
+            "hook",
+            "codex",
+            "--wait-ms",
+            "5",
+            "--on-timeout",
+            "ask",
+            "{}",
+        ])) else {
+            panic!("not taken")
+        };
+        assert_eq!(
+            (hook.agent, hook.wait_ms, hook.on_timeout),
+            (Agent::Codex, 5, TimeoutAnswer::Ask)
+        );
+        assert_eq!(hook.payload.as_deref(), Some("{}"));
+        let Some(FastHook::Notify(notify)) =
+            parse(&argv(&["valp", "notify", "codex", "{\"type\":\"x\"}"]))
+        else {
+            panic!("not taken")
+        };
+        assert_eq!(notify.agent, "codex");
+        assert_eq!(notify.payload.as_deref(), Some("{\"type\":\"x\"}"));
+    }
+
+    #[test]
+    fn anything_else_goes_to_the_full_command_line() {
+        for words in [
+            &["valp"][..],
+            &["valp", "doctor"],
+            &["valp", "--root", "/r", "hook", "claude"],
+            &["valp", "hook", "claude", "--root", "/r"],
+            &["valp", "hook", "claude", "--help"],
+            &["valp", "hook", "gemini"],
+            &["valp", "hook"],
+            &["valp", "hook", "claude", "--wait-ms", "soon"],
+            &["valp", "notify", "claude"],
+            &["valp", "hook", "claude", "a", "b"],
+        ] {
+            assert!(parse(&argv(words)).is_none(), "{words:?}");
+        }
+    }
+}
