@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 
-use clap::{Args as _, FromArgMatches as _};
+use clap::{Args, FromArgMatches};
 
 use crate::cli::{HookArgs, NotifyArgs};
 
@@ -26,22 +26,18 @@ pub enum FastHook {
 pub fn parse(args: &[OsString]) -> Option<FastHook> {
     let rest = args.get(1..)?;
     match rest.first()?.to_str()? {
-        "hook" => {
-            let command = HookArgs::augment_args(clap::Command::new("hook"));
-            let matches = command.try_get_matches_from(rest).ok()?;
-            HookArgs::from_arg_matches(&matches)
-                .ok()
-                .map(FastHook::Hook)
-        }
-        "notify" => {
-            let command = NotifyArgs::augment_args(clap::Command::new("notify"));
-            let matches = command.try_get_matches_from(rest).ok()?;
-            NotifyArgs::from_arg_matches(&matches)
-                .ok()
-                .map(FastHook::Notify)
-        }
+        "hook" => arguments("hook", rest).map(FastHook::Hook),
+        "notify" => arguments("notify", rest).map(FastHook::Notify),
         _ => None,
     }
+}
+
+/// `rest` (the subcommand's name first) parsed as the arguments `T` of subcommand `name`.
+fn arguments<T: Args + FromArgMatches>(name: &'static str, rest: &[OsString]) -> Option<T> {
+    let matches = T::augment_args(clap::Command::new(name))
+        .try_get_matches_from(rest)
+        .ok()?;
+    T::from_arg_matches(&matches).ok()
 }
 
 #[cfg(test)]

@@ -102,16 +102,7 @@ pub(super) fn hook_command(
         poll: POLL,
         on_timeout: args.on_timeout,
     };
-    let payload = args.payload.as_deref();
-    hook(
-        source,
-        payload,
-        &options,
-        clock,
-        input,
-        out,
-        &mut std::io::stderr(),
-    )
+    hook(source, args.payload.as_deref(), &options, clock, input, out)
 }
 
 /// `valp notify codex …`: notify payloads never ask permission, so nothing waits.
@@ -127,15 +118,7 @@ pub(super) fn notify_command(
         on_timeout: TimeoutAnswer::Deny,
     };
     let payload = args.payload.as_deref();
-    hook(
-        Source::CodexNotify,
-        payload,
-        &options,
-        clock,
-        input,
-        out,
-        &mut std::io::stderr(),
-    )
+    hook(Source::CodexNotify, payload, &options, clock, input, out)
 }
 
 /// How often the waiting hook looks for a decision.
@@ -144,16 +127,16 @@ const POLL: Duration = Duration::from_millis(20);
 const ANSWER_PATIENCE: Duration = Duration::from_secs(2);
 
 /// `valp hook AGENT` / `valp notify codex`: never fails the agent; every problem goes to
-/// `err` and the exit code is 0.
-pub(super) fn hook(
+/// stderr and the exit code is 0.
+fn hook(
     source: Source,
     payload: Option<&str>,
     options: &ApprovalOptions,
     clock: &dyn Clock,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
-    err: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
+    let err = &mut std::io::stderr();
     let name = match source {
         Source::ClaudeHook => "valp hook claude",
         Source::CodexHook => "valp hook codex",
