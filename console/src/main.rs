@@ -29,6 +29,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> Result<ExitCode> {
     // Agents wait for their hooks: a hook command skips color-eyre and the full command line.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|word| word == "hook" || word == "notify")
+    {
+        valp_console::fast_hook::small_pages();
+    }
     if let Some(hook) = valp_console::fast_hook::parse(&args) {
         let mut out = std::io::stdout().lock();
         let result = commands::run_hook(&hook, &mut std::io::stdin().lock(), &mut out);
