@@ -12,6 +12,7 @@
 //! the canonical writer refuses them.
 
 pub mod parse;
+pub mod strict;
 pub mod value;
 pub mod write;
 

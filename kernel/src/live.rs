@@ -19,6 +19,7 @@ mod parts;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::canonical::Canonical;
 use crate::json::write::Fields;
@@ -34,8 +35,9 @@ use crate::reduce::digests::{
 use crate::reduce::{Decision, commit, evaluate};
 
 use lean::LeanIndex;
+pub use lean::Recall;
 pub use midstate::{Midstate, MidstateError};
-pub use parts::{LeanParts, LiveParts, PartsError};
+pub use parts::{KEY_RECORD, LeanParts, LiveParts, PartsError};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
 /// State is the `LiveState` itself, advanced only when accepted).
@@ -199,11 +201,13 @@ impl HistoryIndex {
         self.well_formed &= unique && shape_ok;
     }
 
-    /// Drops the entries, keeping the lean index; `false` when they cannot be held exactly.
-    fn forget(&mut self) -> bool {
-        let lean = match &self.kept {
-            Kept::Whole { entries, .. } => LeanIndex::from_entries(entries),
-            Kept::Lean(_) => return true,
+    /// Drops the entries, keeping the lean index (with the digests, or asking `recall` for
+    /// them); `false` when they cannot be held exactly.
+    fn forget(&mut self, recall: Option<Arc<dyn Recall>>) -> bool {
+        let lean = match (&self.kept, recall) {
+            (Kept::Whole { entries, .. }, None) => LeanIndex::from_entries(entries),
+            (Kept::Whole { entries, .. }, Some(recall)) => LeanIndex::recalling(entries, recall),
+            (Kept::Lean(_), _) => return true,
         };
         match lean {
             Some(lean) => {
@@ -295,7 +299,7 @@ impl LiveState {
         matches!(self.history.kept, Kept::Whole { .. })
     }
 
-    /// Drops the accepted-event history from memory, keeping only what idempotency needs (84
+    /// Drops the accepted-event history from memory, keeping only what idempotency needs (80
     /// bytes per event instead of ~540, see [`lean`]): for a replay that only verifies. Every
     /// later answer (`apply`, `preview`, digests) is the same as with the history kept, but
     /// [`history`](Self::history) is empty and [`to_state`](Self::to_state) /
@@ -303,7 +307,17 @@ impl LiveState {
     /// history, when it holds an entry the lean index cannot rebuild exactly (only possible in a
     /// history handed to [`new`](Self::new), never in one built by `apply`).
     pub fn forget_history(&mut self) -> bool {
-        self.history.forget()
+        self.history.forget(None)
+    }
+
+    /// [`forget_history`](Self::forget_history), holding not even the digests of the accepted
+    /// events (16 bytes per event): `recall` gives the event at a history position when its id
+    /// is seen again (a store reads it back from its journal). It must answer for every
+    /// position, those of the history held now included; an event it cannot give back is
+    /// refused as an idempotency conflict (failing closed, see [`lean`]). Once the history is
+    /// forgotten, a later call changes nothing and returns `true`.
+    pub fn forget_history_recalling(&mut self, recall: Arc<dyn Recall>) -> bool {
+        self.history.forget(Some(recall))
     }
 
     /// The current revision.

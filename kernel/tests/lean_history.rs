@@ -1,9 +1,13 @@
-//! `LiveState::forget_history`: a live state that keeps only the lean idempotency index gives
-//! the same answers as one that keeps the whole history, for accepted events, for duplicates
-//! (the earlier acceptance, rebuilt exactly), for idempotency conflicts and in replay.
+//! `LiveState::forget_history` and `forget_history_recalling`: a live state that keeps only the
+//! lean idempotency index (with the digests, or asking a `Recall` for them) gives the same
+//! answers as one that keeps the whole history, for accepted events, for duplicates (the
+//! earlier acceptance, rebuilt or recalled exactly), for idempotency conflicts and in replay.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use valp_kernel::live::Verdict;
+use std::sync::Arc;
+
+use valp_kernel::AcceptedEvent;
+use valp_kernel::live::{LiveState, Recall, Verdict};
 use valp_kernel::replay::{ReplayError, Replayer};
 use valp_kernel::walk::{Walk, WalkConfig};
 
@@ -15,13 +19,40 @@ fn walk(seed: u64) -> Walk {
     })
 }
 
+/// Recalls from the history a whole live state built (what a store reads back from its
+/// journal).
+struct FromHistory(Vec<AcceptedEvent>);
+
+impl Recall for FromHistory {
+    fn recall(&self, position: usize) -> Option<AcceptedEvent> {
+        self.0.get(position).cloned()
+    }
+}
+
+/// The two lean forms of `whole`'s clone: digests held, and digests recalled from the history
+/// the walk of `seed` will build (`steps` events).
+fn lean_forms(seed: u64, steps: usize, whole: &LiveState) -> [LiveState; 2] {
+    let mut ahead = whole.clone();
+    for step in walk(seed).take(steps) {
+        assert!(matches!(
+            ahead.apply(&step.event, &step.evidence_set),
+            Verdict::Accepted(_)
+        ));
+    }
+    let mut held = whole.clone();
+    assert!(held.forget_history());
+    let mut recalled = whole.clone();
+    assert!(recalled.forget_history_recalling(Arc::new(FromHistory(ahead.history().to_vec()))));
+    [held, recalled]
+}
+
 #[test]
 fn a_lean_live_state_answers_as_the_whole_one() {
-    for seed in [1, 2, 3] {
+    for (seed, form) in [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1), (3, 1)] {
         let mut walk = walk(seed);
         let mut whole = Replayer::from_genesis(walk.genesis()).unwrap().into_live();
-        let mut lean = whole.clone();
-        assert!(lean.forget_history());
+        let [held, recalled] = lean_forms(seed, 300, &whole);
+        let mut lean = if form == 0 { held } else { recalled };
         assert!(!lean.keeps_history() && whole.keeps_history());
         let steps: Vec<_> = walk.by_ref().take(300).collect();
         for step in &steps {
@@ -67,22 +98,54 @@ fn a_lean_replay_refuses_a_recorded_duplicate_as_the_whole_one_does() {
         .take(40)
         .map(valp_kernel::walk::WalkStep::into_compact)
         .collect();
-    let mut whole = Replayer::from_genesis(&genesis).unwrap().into_live();
-    let mut lean = whole.clone();
-    assert!(lean.forget_history());
-    for entry in &entries {
-        assert_eq!(
-            lean.apply_recorded(entry).unwrap(),
-            whole.apply_recorded(entry).unwrap()
-        );
+    let start = Replayer::from_genesis(&genesis).unwrap().into_live();
+    for lean in lean_forms(4, 40, &start) {
+        let mut lean = lean;
+        let mut whole = start.clone();
+        for entry in &entries {
+            assert_eq!(
+                lean.apply_recorded(entry).unwrap(),
+                whole.apply_recorded(entry).unwrap()
+            );
+        }
+        let mut no_ops = 0;
+        for again in &entries {
+            let expected = whole.apply_recorded(again).unwrap_err();
+            no_ops += usize::from(
+                matches!(&expected, ReplayError::NotReproduced { verdict, .. } if verdict == "no_op"),
+            );
+            assert_eq!(lean.apply_recorded(again).unwrap_err(), expected);
+        }
+        assert!(no_ops > 5, "{no_ops}");
     }
-    let mut no_ops = 0;
-    for again in &entries {
-        let expected = whole.apply_recorded(again).unwrap_err();
-        no_ops += usize::from(
-            matches!(&expected, ReplayError::NotReproduced { verdict, .. } if verdict == "no_op"),
-        );
-        assert_eq!(lean.apply_recorded(again).unwrap_err(), expected);
+}
+
+#[test]
+fn an_event_that_cannot_be_recalled_is_refused_as_a_conflict() {
+    let mut walk = walk(6);
+    let mut lean = Replayer::from_genesis(walk.genesis()).unwrap().into_live();
+    // Nothing can be read back (the journal changed under the verify).
+    assert!(lean.forget_history_recalling(Arc::new(FromHistory(Vec::new()))));
+    let steps: Vec<_> = walk.by_ref().take(20).collect();
+    for step in &steps {
+        assert!(matches!(
+            lean.apply(&step.event, &step.evidence_set),
+            Verdict::Accepted(_)
+        ));
     }
-    assert!(no_ops > 5, "{no_ops}");
+    let again = &steps[3];
+    let verdict = lean.apply(&again.event, &again.evidence_set);
+    let Verdict::Rejected {
+        error_code, prior, ..
+    } = verdict
+    else {
+        panic!("{verdict:?}");
+    };
+    assert_eq!(error_code, valp_kernel::ErrorCode::IdempotencyConflict);
+    let (result_id, digest) = prior.unwrap();
+    assert_eq!(
+        result_id.value(),
+        format!("{}:accepted", again.event.event_id.value())
+    );
+    assert_eq!(digest, "");
 }

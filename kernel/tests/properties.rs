@@ -141,6 +141,8 @@ proptest! {
         prop_assert!(!body.contains('\n'));
         prop_assert_eq!(json::parse(body).unwrap(), value.clone());
         prop_assert_eq!(decode_canonical(&canonical).unwrap(), value.clone());
+        // The one-pass reader takes the canonical text, with the same value.
+        prop_assert_eq!(json::strict::parse_canonical(body), Some(value.clone()));
 
         let mut loose = String::new();
         write_loose(&value, salt, &mut loose);
@@ -150,6 +152,7 @@ proptest! {
         let identical = loose.as_bytes() == body.as_bytes();
         let strict = decode_canonical(format!("{loose}\n").as_bytes());
         prop_assert_eq!(strict.is_ok(), identical, "{}", loose);
+        prop_assert_eq!(json::strict::parse_canonical(&loose).is_some(), identical, "{}", loose);
     }
 }
 

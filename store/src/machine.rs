@@ -8,6 +8,8 @@
 //! on open: for task journals the epoch fence and the Done gate ([`TaskGuard`]), nothing for the
 //! ledger ([`NoGuard`]).
 
+use std::path::Path;
+
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
 use valp_kernel::installation::{
@@ -44,8 +46,11 @@ pub trait Machine: Sized + std::fmt::Debug {
     /// Applies a recorded entry with replay semantics.
     fn apply_recorded(&mut self, entry: &Self::Entry) -> Result<AcceptedRecord, ReplayError>;
     /// Keeps from now on only what verifying further entries needs, not the history (a journal
-    /// opened only to be verified); machines whose history is small keep it.
-    fn forget_history(&mut self) {}
+    /// opened only to be verified, the one at `journal`, which it may read back); machines whose
+    /// history is small keep it.
+    fn forget_history(&mut self, journal: &Path) {
+        let _ = journal;
+    }
     /// Proposes an event; the state advances only if it is accepted.
     fn apply(&mut self, event: &Self::Event, evidence_set: &[Evidence]) -> Verdict;
     /// The entry that records an accepted proposal.
@@ -95,10 +100,8 @@ impl Machine for LiveState {
         Self::apply_recorded(self, entry)
     }
 
-    fn forget_history(&mut self) {
-        // A history the lean index cannot hold exactly is kept whole (never the case from a
-        // genesis); either way every answer is the same.
-        let _lean = Self::forget_history(self);
+    fn forget_history(&mut self, journal: &Path) {
+        crate::journal::recall::forget_recalling(self, journal.to_owned());
     }
 
     fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {

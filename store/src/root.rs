@@ -408,8 +408,8 @@ impl ControlRoot {
     }
 
     /// Opens the journal in a task folder read-only to verify it (as [`verify`](crate::verify)
-    /// does), holding the lean idempotency index instead of the history: memory stays at ~84
-    /// bytes per entry. The journal's `live().history()` is empty.
+    /// does), holding the lean idempotency index instead of the history: memory stays at 16
+    /// bytes per entry (an event seen again is read back from the journal). The journal's `live().history()` is empty.
     pub fn verify_task_dir(&self, dir: &Path) -> Result<Journal, StoreError> {
         self.verify_task_dir_watched(dir, crate::journal::Watch(None))
     }

@@ -16,7 +16,7 @@
 //! (chaining value and pending bytes in hex, whole blocks hashed), its length and
 //! well-formedness, `guard` what the Done gate had observed, and `snapshot_digest` the SHA-256 of
 //! the canonical object without that member (+ LF). Beside it, `<same name>.index` holds the
-//! lean idempotency index as raw bytes (`keys` records of 20 bytes: 16-byte key, 4-byte
+//! lean idempotency index as raw bytes (`keys` records of 16 bytes: 12-byte key, 4-byte
 //! big-endian position, in key order; then `count` records of 64 bytes: the raw input and
 //! result digests of each accepted event), bound by `index.bytes` and `index.digest`; it is
 //! binary because it is ~84 bytes per entry and an open reads it whole.
@@ -40,7 +40,7 @@ use valp_kernel::canonical::{Canonical, decode_canonical, digest_text, is_digest
 use valp_kernel::decode::{decode_evidence, decode_state};
 use valp_kernel::json::write::{Fields, canonical_bytes, write_int};
 use valp_kernel::json::{Number, Value};
-use valp_kernel::live::{LeanParts, LiveParts, Midstate};
+use valp_kernel::live::{KEY_RECORD, LeanParts, LiveParts, Midstate};
 use valp_kernel::model::State;
 
 use crate::error::StoreError;
@@ -158,7 +158,7 @@ impl Snapshot {
         index.extend_from_slice(keys);
         index.extend_from_slice(digests);
         let index_digest = digest_text(&Sha256::digest(&index).into());
-        let key_count = (keys.len() / 20) as u64;
+        let key_count = (keys.len() / KEY_RECORD) as u64;
         let mut unsigned = Vec::with_capacity(16 * 1024);
         self.write_json(
             &mut unsigned,
@@ -379,7 +379,7 @@ fn read_index(path: &Path, member: &IndexMember) -> Result<LeanParts, String> {
     if digest_text(&Sha256::digest(&index).into()) != *digest {
         return Err("its index file does not have the digest the snapshot names".to_owned());
     }
-    let split = usize::try_from(keys.saturating_mul(20))
+    let split = usize::try_from(keys.saturating_mul(KEY_RECORD as u64))
         .ok()
         .filter(|&split| split <= index.len())
         .ok_or_else(|| "its index names more keys than it holds".to_owned())?;

@@ -130,3 +130,65 @@ fn a_batch_is_one_append_per_proposal_and_verify_holds_no_history() {
     assert!(verified.live().history().is_empty() && !verified.live().keeps_history());
     assert_eq!(opened.live().history().len(), 30);
 }
+
+/// A journal of 20 entries whose line 21 records entry `again` once more, chained and timed as
+/// the store writes (`change` edits its event first): every line verifies, the replay refuses.
+fn with_a_recorded_repeat(
+    again: usize,
+    change: impl FnOnce(&mut valp_kernel::Event),
+) -> (tempfile::TempDir, ControlRoot) {
+    let temp = tempfile::tempdir().unwrap();
+    let root = root_in(temp.path());
+    let mut walk = Walk::new(WalkConfig {
+        seed: 6,
+        work_items: 3,
+        may_terminate: false,
+    });
+    let mut journal = root.create_task(walk.genesis()).unwrap();
+    for step in walk.by_ref().take(20) {
+        journal.append(&step.event, &step.evidence_set).unwrap();
+    }
+    let path = journal.path().to_owned();
+    let mut entries = Vec::new();
+    valp_store::journal::read_entries::<valp_kernel::live::LiveState>(&path, |recorded| {
+        entries.push(recorded.entry);
+    })
+    .unwrap();
+    let mut entry = entries[again].clone();
+    change(&mut entry.event);
+    let prior = journal.head().unwrap().entry_digest.clone();
+    let at = Timestamp::from_millis(1_796_042_096_789);
+    let (line, _) = valp_store::chain::encode_line(21, Some(&prior), at, &entry);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&line);
+    std::fs::write(&path, bytes).unwrap();
+    (temp, root)
+}
+
+#[test]
+fn verify_refuses_a_recorded_repeat_as_an_open_does_reading_the_earlier_one_back() {
+    // The same event again: `no_op` only if the earlier one's digests were read back from
+    // line 4 (verify holds none); another input under the same id: the idempotency conflict.
+    for (again, verdict, changed) in [
+        (3, "no_op", false),
+        (7, "VALP-E-IDEMPOTENCY-CONFLICT", true),
+    ] {
+        let (_temp, root) = with_a_recorded_repeat(again, |event| {
+            if changed {
+                event.expected_revision += 100;
+            }
+        });
+        let verified = root
+            .verify_task_dir(&root.layout().task_dir("task-1"))
+            .unwrap_err();
+        let opened = root.open_task("task-1", Access::ReadOnly).unwrap_err();
+        assert_eq!(verified.to_string(), opened.to_string());
+        assert_eq!(verified.code(), opened.code());
+        assert!(
+            verified.to_string().contains(&format!(
+                "its inputs do not produce an accepted Result ({verdict})"
+            )),
+            "{verified}"
+        );
+    }
+}

@@ -1,15 +1,24 @@
 //! The idempotency index of a [`LiveState`](super::LiveState) that does not keep its history:
-//! what a replay that only verifies (the store's `valp verify`) needs of every accepted event,
-//! in 84 bytes instead of the ~540 of an owned [`AcceptedEvent`] and its index keys.
+//! what a replay that only verifies (the store's `valp verify`) needs of every accepted event.
 //!
-//! Per accepted event it keeps a 16-byte key (the first half of the SHA-256 of the event id's
-//! canonical form), the raw 32 bytes of its input digest and of its result digest, and the
-//! event's position. Its result id is not kept: an event the kernel accepted has the result id
-//! `<event_id>:accepted`, which is rebuilt from the id asked for. [`LeanIndex::find`] therefore
-//! answers exactly what a lookup in the full history answers (the same `AcceptedEvent`), as long
-//! as no two event ids share a 128-bit key; a shared key could only make a later event look like
-//! a duplicate (the journal is then refused, never wrongly accepted), and finding one takes
-//! about 2^64 SHA-256 evaluations.
+//! Per accepted event it keeps a 12-byte key (the first 96 bits of the SHA-256 of the event
+//! id's canonical form) and the event's position, 16 bytes: in one sorted run (binary search)
+//! and a small sorted tail of the latest [`TAIL`] events, merged into the run when full, so
+//! there are no tree nodes per event and no doubling overshoot. An event's input and result
+//! digests are either held too ([`Digests::Held`], 64 more bytes per event, in chunks) or, for a
+//! store that can read them again from its journal, not held at all and asked of a [`Recall`]
+//! when an event id is seen again (in a journal being verified that only happens on the line
+//! that gets it refused). Its result id is not kept: an event the kernel accepted has the result
+//! id `<event_id>:accepted`, which is rebuilt from the id asked for.
+//!
+//! [`LeanIndex::find`] answers exactly what a lookup in the full history answers (the same
+//! `AcceptedEvent`), as long as no two event ids share a 96-bit key; a shared key could only
+//! make a later event look like a duplicate (the journal is then refused, never wrongly
+//! accepted), and finding one takes about 2^48 SHA-256 evaluations (a writer who can do that
+//! can as well damage the journal it writes). A recalled entry whose event id is not the one
+//! asked for, or one that cannot be read (the file changed under the verify), fails closed: it
+//! answers as an earlier acceptance whose digests are unknown (empty), so the event is refused
+//! as an idempotency conflict.
 //!
 //! Entries that this form cannot hold exactly (a result id that is not the derived one, a digest
 //! that is not `sha256:` + 64 lowercase hex digits: only possible in a history handed in from
@@ -19,32 +28,63 @@
 mod parts;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text};
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 
-/// Digests of one accepted event, by position.
+/// Bytes of an event key.
+const KEY_LEN: usize = 12;
+/// An event key.
+type Key = [u8; KEY_LEN];
+/// Digests of accepted events, by position, per chunk (no doubling overshoot).
 const CHUNK: usize = 4096;
+/// Events indexed since the last merge, at most.
+const TAIL: usize = 1 << 15;
+
+/// Where a lean index finds an accepted event again instead of holding its digests.
+pub trait Recall: Send + Sync {
+    /// The accepted event at `position` of the history (0 for the first accepted event), as
+    /// it was indexed; `None` when it cannot be read.
+    fn recall(&self, position: usize) -> Option<AcceptedEvent>;
+}
+
+/// Where the digests of the indexed events are.
+#[derive(Clone)]
+enum Digests {
+    /// In memory: input and result digest of each position.
+    Held(Vec<Vec<[u8; 64]>>),
+    /// Read again when asked.
+    Recalled(Arc<dyn Recall>),
+}
+
+/// One indexed event: its key and position.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    key: Key,
+    position: u32,
+}
 
 /// The compact idempotency index.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct LeanIndex {
-    /// Event key → position.
-    by_key: BTreeMap<[u8; 16], u32>,
-    /// Input and result digest of each position, in chunks (no doubling overshoot).
-    digests: Vec<Vec<[u8; 64]>>,
+    /// Every key indexed before the tail, sorted, each once (the first position).
+    run: Vec<Slot>,
+    /// The latest keys (at most [`TAIL`]).
+    tail: BTreeMap<Key, u32>,
+    digests: Digests,
     len: usize,
 }
 
-/// The 128-bit key of an event id.
-fn key_of(event_id: &Identity, scratch: &mut Vec<u8>) -> [u8; 16] {
+/// The 96-bit key of an event id.
+fn key_of(event_id: &Identity, scratch: &mut Vec<u8>) -> Key {
     scratch.clear();
     event_id.write_canonical(scratch);
     let hash: [u8; 32] = Sha256::digest(&scratch[..]).into();
-    let mut key = [0; 16];
-    key.copy_from_slice(&hash[..16]);
+    let mut key = [0; KEY_LEN];
+    key.copy_from_slice(&hash[..KEY_LEN]);
     key
 }
 
@@ -75,9 +115,25 @@ pub(crate) fn derived_result_id(event_id: &Identity) -> Identity {
 }
 
 impl LeanIndex {
-    /// The index of `entries`, or `None` when one of them cannot be held exactly.
+    /// The index of `entries`, holding their digests, or `None` when one of them cannot be
+    /// held exactly.
     pub(crate) fn from_entries(entries: &[AcceptedEvent]) -> Option<Self> {
-        let mut index = Self::default();
+        Self::indexing(entries, Digests::Held(Vec::new()))
+    }
+
+    /// The index of `entries`, whose digests `recall` gives when asked, or `None` when one of
+    /// them cannot be held exactly.
+    pub(crate) fn recalling(entries: &[AcceptedEvent], recall: Arc<dyn Recall>) -> Option<Self> {
+        Self::indexing(entries, Digests::Recalled(recall))
+    }
+
+    fn indexing(entries: &[AcceptedEvent], digests: Digests) -> Option<Self> {
+        let mut index = Self {
+            run: Vec::new(),
+            tail: BTreeMap::new(),
+            digests,
+            len: 0,
+        };
         let mut scratch = Vec::new();
         for entry in entries {
             index.push(entry, &mut scratch)?;
@@ -100,33 +156,77 @@ impl LeanIndex {
             return None;
         }
         let position = u32::try_from(self.len).ok()?;
-        let mut digests = [0; 64];
-        digests[..32].copy_from_slice(&input);
-        digests[32..].copy_from_slice(&result);
-        if self.digests.last().is_none_or(|chunk| chunk.len() == CHUNK) {
-            self.digests.push(Vec::with_capacity(CHUNK));
-        }
-        if let Some(chunk) = self.digests.last_mut() {
-            chunk.push(digests);
+        if let Digests::Held(chunks) = &mut self.digests {
+            let mut digests = [0; 64];
+            digests[..32].copy_from_slice(&input);
+            digests[32..].copy_from_slice(&result);
+            if chunks.last().is_none_or(|chunk| chunk.len() == CHUNK) {
+                chunks.push(Vec::with_capacity(CHUNK));
+            }
+            if let Some(chunk) = chunks.last_mut() {
+                chunk.push(digests);
+            }
         }
         self.len += 1;
         let key = key_of(&entry.event_id, scratch);
-        Some(match self.by_key.entry(key) {
-            std::collections::btree_map::Entry::Vacant(vacant) => {
-                vacant.insert(position);
-                true
-            }
-            std::collections::btree_map::Entry::Occupied(_) => false,
-        })
+        if self.position(&key).is_some() {
+            return Some(false);
+        }
+        self.tail.insert(key, position);
+        if self.tail.len() >= TAIL {
+            self.merge();
+        }
+        Some(true)
     }
 
-    /// The accepted event of `event_id`, rebuilt.
+    /// The position first indexed under `key`.
+    fn position(&self, key: &Key) -> Option<u32> {
+        if let Some(&position) = self.tail.get(key) {
+            return Some(position);
+        }
+        let at = self.run.partition_point(|slot| slot.key < *key);
+        self.run
+            .get(at)
+            .filter(|slot| slot.key == *key)
+            .map(|slot| slot.position)
+    }
+
+    /// Merges the tail into the run, in place from the back (keys are unique across both).
+    fn merge(&mut self) {
+        let tail = std::mem::take(&mut self.tail);
+        let mut read = self.run.len();
+        self.run.reserve_exact(tail.len());
+        self.run.resize(read + tail.len(), Slot::default());
+        let mut write = self.run.len();
+        let mut incoming = tail.into_iter().rev().peekable();
+        while let Some(&(key, position)) = incoming.peek() {
+            write -= 1;
+            if read > 0 && self.run[read - 1].key > key {
+                read -= 1;
+                self.run[write] = self.run[read];
+            } else {
+                self.run[write] = Slot { key, position };
+                incoming.next();
+            }
+        }
+    }
+
+    /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
-        let position = *self
-            .by_key
-            .get(&key_of(event_id, &mut Vec::with_capacity(64)))?;
+        let position = self.position(&key_of(event_id, &mut Vec::with_capacity(64)))?;
         let position = usize::try_from(position).ok()?;
-        let digests = self.digests.get(position / CHUNK)?.get(position % CHUNK)?;
+        let chunks = match &self.digests {
+            Digests::Held(chunks) => chunks,
+            Digests::Recalled(recall) => {
+                return Some(
+                    recall
+                        .recall(position)
+                        .filter(|entry| entry.event_id == *event_id)
+                        .unwrap_or_else(|| unrecalled(event_id)),
+                );
+            }
+        };
+        let digests = chunks.get(position / CHUNK)?.get(position % CHUNK)?;
         let mut input = [0; 32];
         let mut result = [0; 32];
         input.copy_from_slice(&digests[..32]);
@@ -137,6 +237,17 @@ impl LeanIndex {
             input_digest: digest_text(&input),
             result_digest: digest_text(&result),
         })
+    }
+}
+
+/// An earlier acceptance of `event_id` whose digests could not be recalled: unknown (empty), so
+/// no input matches it and the event is refused as an idempotency conflict.
+fn unrecalled(event_id: &Identity) -> AcceptedEvent {
+    AcceptedEvent {
+        event_id: event_id.clone(),
+        result_id: derived_result_id(event_id),
+        input_digest: String::new(),
+        result_digest: String::new(),
     }
 }
 
@@ -156,17 +267,29 @@ mod tests {
         }
     }
 
+    fn entries(count: usize) -> Vec<AcceptedEvent> {
+        (0..count)
+            .map(|n| {
+                let byte = |modulus: usize| u8::try_from(n % modulus).unwrap();
+                accepted(&format!("e{n}"), byte(251), byte(241))
+            })
+            .collect()
+    }
+
     #[test]
     fn finds_exactly_what_was_indexed() {
-        let entries: Vec<_> = (0..10_000_u32)
-            .map(|n| accepted(&format!("e{n}"), (n % 251) as u8, (n % 241) as u8))
-            .collect();
+        // More than two tails: lookups hit the merged run and the tail.
+        let count = 2 * TAIL + 1_000;
+        let entries = entries(count);
         let index = LeanIndex::from_entries(&entries).unwrap();
-        assert_eq!(index.len(), 10_000);
+        assert_eq!(index.len(), count);
+        assert_eq!(index.run.len(), 2 * TAIL);
+        assert_eq!(index.tail.len(), 1_000);
+        assert!(index.run.windows(2).all(|pair| pair[0].key < pair[1].key));
         for entry in &entries {
             assert_eq!(index.find(&entry.event_id).as_ref(), Some(entry));
         }
-        let unknown = Identity::new(IdentityKind::Event, "e10000").unwrap();
+        let unknown = Identity::new(IdentityKind::Event, format!("e{count}")).unwrap();
         assert_eq!(index.find(&unknown), None);
         let other_kind = Identity::new(IdentityKind::Task, "e1").unwrap();
         assert_eq!(index.find(&other_kind), None);
@@ -189,8 +312,60 @@ mod tests {
     fn a_repeated_id_keeps_its_first_entry() {
         let first = accepted("a", 1, 2);
         let again = accepted("a", 3, 4);
-        let index = LeanIndex::from_entries(&[first.clone(), again]).unwrap();
+        let mut entries = entries(TAIL + 10);
+        entries.insert(5, first.clone());
+        entries.push(again);
+        let index = LeanIndex::from_entries(&entries).unwrap();
         assert_eq!(index.find(&first.event_id), Some(first));
-        assert_eq!(index.len(), 2);
+        assert_eq!(index.len(), TAIL + 12);
+    }
+
+    /// Recalls from a copy of the entries, counting the calls; `None` past `readable`.
+    struct Recorded {
+        entries: Vec<AcceptedEvent>,
+        readable: usize,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Recall for Recorded {
+        fn recall(&self, position: usize) -> Option<AcceptedEvent> {
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.entries
+                .get(position)
+                .filter(|_| position < self.readable)
+                .cloned()
+        }
+    }
+
+    #[test]
+    fn a_recalling_index_holds_no_digests_and_asks_only_on_a_hit() {
+        let entries = entries(TAIL + 100);
+        let mut swapped = entries.clone();
+        swapped.swap(0, 1);
+        let recall = Arc::new(Recorded {
+            entries: swapped,
+            readable: TAIL,
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let index = LeanIndex::recalling(&entries, recall.clone()).unwrap();
+        assert!(matches!(index.digests, Digests::Recalled(_)));
+        let unknown = Identity::new(IdentityKind::Event, "nope").unwrap();
+        assert_eq!(index.find(&unknown), None);
+        assert_eq!(recall.calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        for entry in &entries[2..TAIL] {
+            assert_eq!(index.find(&entry.event_id).as_ref(), Some(entry));
+        }
+        // Recalled under another id, or not readable: an acceptance with unknown digests.
+        for entry in [&entries[0], &entries[1], &entries[TAIL + 5]] {
+            assert_eq!(
+                index.find(&entry.event_id),
+                Some(unrecalled(&entry.event_id))
+            );
+        }
+        assert_eq!(
+            recall.calls.load(std::sync::atomic::Ordering::Relaxed),
+            TAIL + 1
+        );
     }
 }

@@ -12,18 +12,19 @@ use super::{HistoryIndex, Kept, LiveState, Midstate};
 use crate::model::StateBody;
 use crate::reduce::digests::BodyEncoding;
 
-/// Bytes of one key record of [`LeanParts::keys`]: the 16-byte key and its position (4 bytes,
+/// Bytes of one key record of [`LeanParts::keys`]: the 12-byte key and its position (4 bytes,
 /// big-endian).
-pub(crate) const KEY_RECORD: usize = 20;
+pub const KEY_RECORD: usize = 16;
 
 /// The lean idempotency index as bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LeanParts {
-    /// Per distinct event id, in increasing key order: the first 16 bytes of the SHA-256 of the
+    /// Per distinct event id, in increasing key order: the first 12 bytes of the SHA-256 of the
     /// id's canonical form, then the position of its first acceptance (4 bytes, big-endian).
     pub keys: Vec<u8>,
     /// Per accepted event, in order: the raw 32 bytes of its input digest, then of its result
-    /// digest.
+    /// digest. Empty when the index does not hold them (a verify that recalls them from its
+    /// journal).
     pub digests: Vec<u8>,
 }
 
@@ -75,8 +76,8 @@ impl LiveState {
         })
     }
 
-    /// The State [`LiveState::to_parts`] took apart, holding the lean index instead of the
-    /// history.
+    /// The State [`LiveState::to_parts`] took apart (with the digests), holding the lean index
+    /// instead of the history.
     pub fn from_parts(parts: LiveParts) -> Result<Self, PartsError> {
         let lean = LeanIndex::from_parts(&parts.index)?;
         if lean.len() as u64 != parts.history_len {
