@@ -122,7 +122,7 @@ fn unknown_keys_are_refused_at_every_level() {
         problems(&text),
         [
             "plan.toml:4:1: title: unknown key (expected one of: schema_version, task_id, goal, \
-             non_goals, criteria, work_items, verification, done, execution, dimensions)",
+             non_goals, criteria, work_items, verification, done, execution, dimensions, related)",
             "plan.toml:9:1: criteria[0].weight: unknown key (expected one of: id, description, \
              required, not_applicable_allowed, verify)",
             "plan.toml:13:1: work_items[0].owner: unknown key (expected one of: id, description, \
@@ -694,7 +694,7 @@ degradable_soft_items = ["b"]
         refused.to_string(),
         "dir/plan.toml:2:11: task_id: not a valid id: contains a path separator ('/' or '\\')
 dir/plan.toml:3:8: goal: must not be empty
-dir/plan.toml:4:1: extra: unknown key (expected one of: schema_version, task_id, goal, non_goals, criteria, work_items, verification, done, execution, dimensions)
+dir/plan.toml:4:1: extra: unknown key (expected one of: schema_version, task_id, goal, non_goals, criteria, work_items, verification, done, execution, dimensions, related)
 dir/plan.toml:9:10: criteria[0].verify: must not be empty (argv[0] is the program to run)
 dir/plan.toml:12:6: criteria[1].id: duplicate criterion id \"c1\" (first at criteria[0].id)
 dir/plan.toml:18:24: work_items[0].dependencies[0].id: dependency cycle: a -> b -> a

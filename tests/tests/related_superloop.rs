@@ -949,3 +949,150 @@ fn importing_again_after_each_recorded_run_adds_only_what_is_new() {
     }
     assert!(superloop::done_gate(&scene.root, TASK).unwrap().passed);
 }
+
+/// A Part resolution as `loopctl` records one (the run it rests on: run a).
+fn resolution(state: &Value, actor: &str) -> Value {
+    json!({
+        "id": "resolution-1", "partId": "produce-deliverable", "fromStatus": "blocked",
+        "actor": actor, "reason": "the reviewer unblocked it",
+        "evidenceRunId": RUNS[0], "evidenceRunArtifact": state["recordedRuns"][0]["artifact"],
+        "evidenceRunSha256": state["recordedRuns"][0]["sha256"],
+        "resolvedAt": "2026-01-01T12:00:00.000Z",
+    })
+}
+
+#[test]
+fn part_resolutions_are_observations_never_authority_and_never_a_status() {
+    let scene = Scene::new();
+    scene.generate(1);
+    let dir = scene.loop_dir();
+    let state = superloop::read(&dir).unwrap();
+    let before = superloop::frontier(&state);
+    edit_state(&dir, |state| {
+        let bound = resolution(state, "human:the boss");
+        let mut unbound = resolution(state, "root");
+        unbound["id"] = json!("resolution-2");
+        unbound["evidenceRunSha256"] = json!("0".repeat(64));
+        state["partResolutions"] = json!([bound, unbound]);
+    });
+    let imported = scene.import();
+    // The resolution changes nothing the items say: the frontier is the same.
+    assert_eq!(imported.frontier, before);
+    let descriptor = scene.descriptor(ForeignKind::State);
+    assert_eq!(
+        errors(
+            &validator("console/foreign-descriptor.schema.json"),
+            &descriptor
+        ),
+        Vec::<String>::new()
+    );
+    let resolutions = descriptor["resolutions"].as_array().unwrap();
+    assert_eq!(resolutions.len(), 2);
+    assert_eq!(
+        resolutions[0]["actor"],
+        json!({"text": "human:the boss", "authenticated": false})
+    );
+    assert_eq!(resolutions[0]["run_bound"], true);
+    // A resolution resting on a run digest the ledger does not have is shown unbound.
+    assert_eq!(resolutions[1]["run_bound"], false);
+    // No Leader, approval or review from an actor string: the kernel journal holds only the
+    // publication, and no record carries a claim from the resolution.
+    assert_eq!(scene.revision(), 1);
+    assert!(
+        scene
+            .records()
+            .iter()
+            .all(|record| record.kind != ForeignKind::State || record.claim.is_none())
+    );
+    // A malformed resolution is listed, not repaired.
+    edit_state(&dir, |state| {
+        state["partResolutions"] = json!([{"id": "r", "actor": "x", "token": "t"}]);
+    });
+    let imported = scene.import();
+    assert!(
+        imported
+            .problems
+            .iter()
+            .any(|p| p.starts_with("state.json partResolutions[0]: unknown field `token`")),
+        "{:?}",
+        imported.problems
+    );
+}
+
+#[test]
+fn a_runner_lease_is_a_hint_never_an_attempt_and_its_token_is_never_copied() {
+    let scene = Scene::new();
+    scene.generate(1);
+    let dir = scene.loop_dir();
+    let found = scene.read();
+    let token = "secret-lease-token-0123456789";
+    let lease = json!({
+        "token": token, "runId": "run-20260101-b", "generation": found.generation,
+        "contractSha256": found.contract.digest, "pid": 4242, "hostname": "runner-1",
+        "startedAt": "2026-01-01T13:00:00.000Z", "heartbeatAt": "2026-01-01T13:01:00.000Z",
+        "expiresAt": "2026-01-01T13:06:00.000Z",
+    });
+    write(&dir, "locks/active-run.json", &pretty(&lease));
+    let locks_before = snapshot(&dir.join("locks"));
+    let imported = scene.import();
+    let descriptor = scene.descriptor(ForeignKind::State);
+    assert_eq!(
+        descriptor["lease"],
+        json!({
+            "run_id": "run-20260101-b", "same_generation": true, "same_contract": true,
+            "holder": "pid 4242 on runner-1", "started_at": "2026-01-01T13:00:00.000Z",
+            "heartbeat_at": "2026-01-01T13:01:00.000Z", "expires_at": "2026-01-01T13:06:00.000Z",
+            "meaning": "liveness hint only: not an attempt, not a process proof",
+        })
+    );
+    // Never an attempt of the leased run, never a running status.
+    assert!(scene.records().iter().all(|record| {
+        !record.observation_id.contains("run-20260101-b") || record.kind == ForeignKind::State
+    }));
+    assert!(imported.problems.is_empty(), "{:?}", imported.problems);
+    // The token is in no blob and no journal line.
+    let journal = std::fs::read_to_string(
+        scene
+            .root
+            .layout()
+            .task_dir(TASK)
+            .join(valp_store::foreign::FOREIGN_FILE),
+    )
+    .unwrap();
+    assert!(!journal.contains(token));
+    for record in scene.records() {
+        let blob = scene.root.blobs().get(&record.descriptor_digest).unwrap();
+        assert!(!String::from_utf8_lossy(&blob).contains(token));
+    }
+    // No SuperLoop lock was taken or touched.
+    assert_eq!(snapshot(&dir.join("locks")), locks_before);
+    // A lease of another generation is shown stale; a malformed one is listed.
+    let mut other = lease.clone();
+    other["generation"] = json!("00000000-0000-0000-0000-000000000000");
+    write(&dir, "locks/active-run.json", &pretty(&other));
+    scene.import();
+    let states: Vec<Value> = scene
+        .records()
+        .into_iter()
+        .filter(|r| r.kind == ForeignKind::State)
+        .map(|r| {
+            serde_json::from_slice(&scene.root.blobs().get(&r.descriptor_digest).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(
+        states.len(),
+        2,
+        "a new lease is a new observation of the state"
+    );
+    assert_eq!(states[1]["lease"]["same_generation"], false);
+    write(&dir, "locks/active-run.json", b"{\"token\":");
+    let imported = scene.import();
+    assert!(
+        imported
+            .problems
+            .iter()
+            .any(|p| p.starts_with("locks/active-run.json: malformed: ")),
+        "{:?}",
+        imported.problems
+    );
+}

@@ -59,6 +59,12 @@
 //! [dimensions.quality]                             # quality | experience | cost | stability
 //! required = true
 //! rules = [{ rule_id = "no-failed", measure = "quality.verification_failed", operator = "eq", threshold = 0 }]
+//!
+//! [related]                                        # optional: see [`related`]
+//! agentops_watch = ".agents/ao/verdicts/sha256"    # a folder the console watches read-only
+//! [[related.agentops]]                             # an AgentOps verdict -> task / work item
+//! subject = "c7cb66d7…"                            # or verdict = "<artifact_digest>"
+//! work_item = "stage"                              # optional: absent = the task
 //! ```
 //!
 //! Paths (`cwd`, `expected_evidence`) are relative to the project folder, the folder that
@@ -112,7 +118,9 @@
 //!   `retry_budget` 1..=10);
 //! - `degradable_soft_items` lists existing `soft` work items, each once;
 //! - the `[dimensions]` rules of [`dimensions`] (supported version and operators, known measures
-//!   of the gate's dimension, unique rule ids, a required gate has a rule).
+//!   of the gate's dimension, unique rule ids, a required gate has a rule);
+//! - the `[related]` rules of [`related`] (one digest per mapping, mapped once, known work
+//!   items, a safe watched path).
 //!
 //! # Canonical form
 //!
@@ -128,7 +136,8 @@
 //! record, the kernel's [`DonePolicy`] (`valp-kernel-done-policy.v3`: the correction cycle of
 //! seed 003, and the dimension gates when the plan has `[dimensions]`), which the Done gate
 //! evaluates at closure. Tasks published before keep the v1 or v2 policy they froze.
-//! `[dimensions]` is written only when present, so plans without it keep their digests.
+//! `[dimensions]` and `[related]` are written only when present, so plans without them keep
+//! their digests.
 //!
 //! # Publication
 //!
@@ -145,6 +154,7 @@ mod error;
 mod graph;
 pub mod paths;
 mod publication;
+pub mod related;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -204,6 +214,8 @@ pub struct Plan {
     pub execution: Execution,
     /// The dimension gates (`[dimensions]`), when the plan declares them.
     pub dimensions: Option<Dimensions>,
+    /// The foreign-evidence mapping and watched folder (`[related]`), when declared.
+    pub related: Option<related::Related>,
 }
 
 /// An acceptance criterion.

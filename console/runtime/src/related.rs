@@ -13,3 +13,4 @@
 pub mod agentops;
 pub mod record;
 pub mod superloop;
+pub mod watch;

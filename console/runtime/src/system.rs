@@ -14,8 +14,10 @@ mod agents;
 mod corrections;
 mod effect_words;
 pub mod feed;
+pub mod foreign;
 mod history;
 mod tasks;
+mod watched;
 
 use std::path::PathBuf;
 
@@ -50,6 +52,10 @@ pub struct SystemBackend<'c> {
     /// When each current attempt on screen was first seen.
     attempts_seen: needs::FirstSeen,
     feed: Option<feed::Feed>,
+    /// Each task's foreign observations, read again when their journal changes.
+    foreign: foreign::Foreign,
+    /// The AgentOps folders task plans watch (started with the feed).
+    watched: watched::Watched,
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
     pending_plan: Option<(&'static str, &'static str)>,
@@ -79,6 +85,8 @@ impl<'c> SystemBackend<'c> {
             observations_seen: needs::FirstSeen::default(),
             attempts_seen: needs::FirstSeen::default(),
             feed: None,
+            foreign: foreign::Foreign::default(),
+            watched: watched::Watched::default(),
             pending_plan: None,
         })
     }
@@ -132,8 +140,9 @@ impl<'c> SystemBackend<'c> {
     /// `false` once nobody listens). A callback, not the UI's type: the System knows no UI.
     pub fn watch(
         &mut self,
-        wake: impl Fn() -> bool + Send + 'static,
+        wake: impl Fn() -> bool + Send + Clone + 'static,
     ) -> Result<(), crate::ingest::IngestError> {
+        self.watched.enable(Box::new(wake.clone()));
         self.feed = Some(feed::Feed::start(self.root.layout().root(), wake)?);
         Ok(())
     }
@@ -376,6 +385,11 @@ impl Backend for SystemBackend<'_> {
         let (needs, acks_problem) = self.needs.rows(found, self.clock);
         let usage = agents::usage(self.root.layout().root(), &items);
         rejections.extend(acks_problem);
+        let task_ids: Vec<String> = tasks.iter().map(|task| task.task_id.clone()).collect();
+        self.watched.refresh(&self.root, &task_ids);
+        rejections.extend(self.watched.rejections());
+        let (foreign, foreign_problems) = self.foreign.rows(&self.root, &task_ids);
+        rejections.extend(foreign_problems);
         self.shown_needs.clone_from(&needs);
         ConsoleView {
             installation_id: display_text(self.root.installation().installation_id.value()),
@@ -393,6 +407,7 @@ impl Backend for SystemBackend<'_> {
             machine,
             corrections: self.desk.corrections(),
             usage,
+            foreign,
         }
     }
 

@@ -6,7 +6,10 @@
 //! the sanitizer. Without `--record` nothing is written anywhere and no control root is opened.
 //! With `--record --task TASK [--item ID]` each verdict taken is kept in that task's
 //! foreign-observation journal (Evidence + Claim + Review observation,
-//! [`valp_runtime::related::record`]); rejected files are not recorded. Never a kernel event:
+//! [`valp_runtime::related::record`]); rejected files are not recorded. Without `--item`, a
+//! task whose plan has a `[related]` AgentOps mapping places each verdict by it (a verdict it
+//! does not name, or names twice differently, is listed and not recorded: never guessed);
+//! without either, verdicts are recorded for the task as a whole. Never a kernel event:
 //! a foreign PASS is never a `review_passed`, never Done. Exit code 3 when a file was rejected.
 
 use std::io::Write;
@@ -15,9 +18,11 @@ use std::process::ExitCode;
 
 use super::CommandError;
 use crate::cli::IngestCommand;
+use valp_runtime::plan::related::Target;
 use valp_runtime::related::agentops::{
     self, ClaimResult, Independence, Ingested, Outcome, ReviewVerdict,
 };
+use valp_runtime::related::record::{self, Kept};
 use valp_view::sanitize::{display_line, display_text};
 
 /// Runs `valp ingest …`.
@@ -89,33 +94,90 @@ fn agentops(
         report.rejections.len()
     )?;
     if let Some((root, task)) = record {
-        let kept = valp_runtime::related::record::record_agentops(&root, task, item, &report)
-            .map_err(|error| CommandError::Usage(format!("recording in task {task}: {error}")))?;
-        for kept in &kept {
-            writeln!(
-                out,
-                "recorded: {} {} evidence {} claim {} review {}{}",
-                display_text(&kept.record.observation_id),
-                kept.record.work_item_id.as_deref().map_or_else(
-                    || "task".to_owned(),
-                    |item| format!("item {}", display_text(item))
-                ),
-                kept.evidence.evidence_id.value(),
-                kept.record.claim.map_or("-", |(claim, _)| claim.as_str()),
-                kept.record.claim.map_or("-", |(_, review)| review.as_str()),
-                if kept.written {
-                    ""
-                } else {
-                    " (already recorded)"
-                }
-            )?;
-        }
+        let kept = record_verdicts(&root, task, item, &report, out)?;
+        write_kept(&kept, out)?;
     }
     Ok(if report.rejections.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(3)
     })
+}
+
+/// Records the verdicts for `task`: all on `item` when the command line names one, else where
+/// the task plan's `[related]` mapping places them (the others listed, not recorded), else on
+/// the task as a whole.
+fn record_verdicts(
+    root: &valp_store::ControlRoot,
+    task: &str,
+    item: Option<&str>,
+    report: &agentops::Report,
+    out: &mut dyn Write,
+) -> Result<Vec<Kept>, CommandError> {
+    let refused = |error: &dyn std::fmt::Display| {
+        CommandError::Usage(format!("recording in task {task}: {error}"))
+    };
+    let related = match item {
+        Some(_) => None,
+        None => valp_runtime::plan::of_task(root, task)
+            .map_err(|error| refused(&error))?
+            .0
+            .related
+            .filter(|related| !related.agentops.is_empty()),
+    };
+    let Some(related) = related else {
+        return record::record_agentops(root, task, item, report).map_err(|error| refused(&error));
+    };
+    writeln!(out, "mapping: the plan's [related] section")?;
+    let (kept, unplaced) = record::record_agentops_by_plan(root, task, &related, report)
+        .map_err(|error| refused(&error))?;
+    for verdict in unplaced {
+        let why = match verdict.target {
+            Target::Ambiguous(targets) => format!(
+                "ambiguous: mapped to {}",
+                targets
+                    .iter()
+                    .map(|target| target.as_deref().map_or_else(
+                        || "the task".to_owned(),
+                        |item| format!("item {}", display_text(item))
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+            Target::Unmapped | Target::Mapped(_) => {
+                "no [related.agentops] entry names its verdict or subject".to_owned()
+            }
+        };
+        writeln!(
+            out,
+            "not recorded: {}: {why} (never guessed)",
+            display_text(&verdict.file)
+        )?;
+    }
+    Ok(kept)
+}
+
+fn write_kept(kept: &[Kept], out: &mut dyn Write) -> std::io::Result<()> {
+    for kept in kept {
+        writeln!(
+            out,
+            "recorded: {} {} evidence {} claim {} review {}{}",
+            display_text(&kept.record.observation_id),
+            kept.record.work_item_id.as_deref().map_or_else(
+                || "task".to_owned(),
+                |item| format!("item {}", display_text(item))
+            ),
+            kept.evidence.evidence_id.value(),
+            kept.record.claim.map_or("-", |(claim, _)| claim.as_str()),
+            kept.record.claim.map_or("-", |(_, review)| review.as_str()),
+            if kept.written {
+                ""
+            } else {
+                " (already recorded)"
+            }
+        )?;
+    }
+    Ok(())
 }
 
 fn write_verdict(ingested: &Ingested, out: &mut dyn Write) -> std::io::Result<()> {
@@ -133,7 +195,8 @@ fn write_verdict(ingested: &Ingested, out: &mut dyn Write) -> std::io::Result<()
     writeln!(out, "verdict {}", display_text(&ingested.file))?;
     writeln!(
         out,
-        "  origin: agentops verdict.v2, artifact_digest agentops-c14n-nolf:{}",
+        "  origin: agentops {}, artifact_digest agentops-c14n-nolf:{}",
+        display_text(&verdict.schema_version),
         verdict.artifact_digest
     )?;
     writeln!(

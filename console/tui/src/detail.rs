@@ -12,7 +12,7 @@ use super::keymap::Mode;
 use super::selection::Pane;
 use super::text::{Cut, cell, fit, pieces, row, span};
 use super::theme::Slot;
-use super::{labels, needs, overlay};
+use super::{foreign, labels, needs, overlay};
 use valp_view::needs::age_text;
 use valp_view::{AgentAsk, CorrectionView, NeedRow, ObservationRow, UsageRow};
 
@@ -47,6 +47,16 @@ impl Page {
                 cell(label, LABEL, Cut::End, ctx.style(Slot::Muted)),
                 cell(piece, value_width, Cut::End, ctx.style(slot)),
             ]));
+        }
+    }
+
+    /// A task's or work item's foreign observations, one section each.
+    fn foreign(&mut self, ctx: &Ctx, task_id: &str, work_item_id: Option<&str>) {
+        for row in foreign::of(ctx.view, task_id, work_item_id) {
+            self.heading(ctx, &foreign::heading(row));
+            for (label, value, slot) in foreign::fields(row) {
+                self.field(ctx, label, &value, slot);
+            }
         }
     }
 
@@ -317,6 +327,7 @@ fn task_page(ctx: &Ctx, width: u16) -> Option<Page> {
     {
         page.corrections(ctx, cycle);
     }
+    page.foreign(ctx, &task.task_id, None);
     let items = selection.items(view);
     if !items.is_empty() {
         page.heading(ctx, "Work items");
@@ -362,5 +373,6 @@ fn item_page(ctx: &Ctx, width: u16) -> Option<Page> {
         page.heading(ctx, "Observation");
         page.observation(ctx, observation);
     }
+    page.foreign(ctx, &item.task_id, Some(&item.work_item_id));
     Some(page)
 }

@@ -35,6 +35,7 @@ mod dialog;
 mod event;
 mod filter;
 mod footer;
+mod foreign;
 mod help;
 mod intro;
 mod items;

@@ -7,10 +7,12 @@
 //! which the runtime and the TUI share).
 
 pub mod flow;
+pub mod foreign;
 pub mod needs;
 pub mod sanitize;
 
 pub use flow::{MachineView, Workflow};
+pub use foreign::ForeignRow;
 pub use needs::{AgentAsk, NeedKind, NeedRow, Severity};
 
 /// Everything one frame of the console shows.
@@ -52,6 +54,9 @@ pub struct ConsoleView {
     /// What the agent channels of the items' current attempts reported spending, in item
     /// order (attempts whose channels said nothing are not listed: unknown, never 0).
     pub usage: Vec<UsageRow>,
+    /// Every task's foreign observations (AgentOps verdicts, SuperLoop records), in task order
+    /// then journal order: evidence to look at, never a review.
+    pub foreign: Vec<ForeignRow>,
 }
 
 /// A task's correction cycle (seed 003), derived from its journal.

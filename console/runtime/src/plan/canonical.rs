@@ -28,6 +28,7 @@ impl Canonical for Plan {
         fields.canonical("execution", &self.execution);
         fields.str("goal", &self.goal);
         fields.strs("non_goals", &self.non_goals);
+        fields.optional("related", self.related.as_ref());
         fields.str("schema_version", PLAN_SCHEMA);
         fields.str("task_id", &self.task_id);
         fields.list("verification", &self.verification);

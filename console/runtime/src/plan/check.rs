@@ -6,6 +6,8 @@
 //! rules (unique ids, dependency targets, cycles, degradable items) only look at values that
 //! were read correctly, so one mistake is reported once, where it is.
 
+mod related;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use valp_kernel::Requirement;
@@ -47,6 +49,7 @@ const ROOT_KEYS: &[&str] = &[
     "done",
     "execution",
     "dimensions",
+    "related",
 ];
 const CRITERION_KEYS: &[&str] = &[
     "id",
@@ -129,6 +132,8 @@ struct Places {
     verification: Vec<Option<Placed<String>>>,
     degradable: Vec<Option<Placed<String>>>,
     rules: Vec<Option<Placed<String>>>,
+    /// The work items `[related]` maps foreign evidence to.
+    related_items: Vec<Option<Placed<String>>>,
 }
 
 /// Reads and checks a whole plan document. The plan is meaningful only when no problem was
@@ -433,6 +438,7 @@ impl Reader {
             done: DoneSettings::default(),
             execution: Execution::default(),
             dimensions: None,
+            related: None,
         };
         let Some(table) = self.table(root, "", ROOT_KEYS) else {
             return plan;
@@ -495,6 +501,9 @@ impl Reader {
         }
         if let Some(node) = table.get("dimensions") {
             plan.dimensions = Some(self.dimensions(node));
+        }
+        if let Some(node) = table.get("related") {
+            plan.related = Some(self.related(node));
         }
         plan
     }
@@ -1226,6 +1235,16 @@ fn cross_references(places: &Places, problems: &mut Vec<Raw>) {
             field: target.field.clone(),
             rule: format!("dependency cycle: {}", names.join(" -> ")),
         });
+    }
+
+    for entry in places.related_items.iter().flatten() {
+        if !index.contains_key(entry.value.as_str()) {
+            problems.push(Raw {
+                at: entry.at,
+                field: entry.field.clone(),
+                rule: format!("unknown work item {:?}", entry.value),
+            });
+        }
     }
 
     let mut listed = BTreeSet::new();

@@ -22,6 +22,8 @@
 //! established" with why; a missing id is never made up. The validation time is the
 //! verdict's `validated_at`, never a file time; `evidence_refs` are shown as unbound labels.
 
+pub mod v3;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -151,6 +153,9 @@ pub struct Verdict {
     pub validated_at: String,
     /// The self digest.
     pub artifact_digest: String,
+    /// What only a `verdict.v3` carries (`None` for v2).
+    #[serde(skip)]
+    pub v3: Option<Box<v3::Binding>>,
 }
 
 /// One subject manifest entry.
@@ -217,8 +222,9 @@ pub enum Reason {
     /// A required key is absent.
     #[error("missing field `{0}`")]
     MissingField(&'static str),
-    /// A schema this reader does not decode (`rpi-report.v1`, `verdict.v3`, anything else).
-    #[error("not a verdict.v2 or subject-manifest.v1 file (schema_version {0})")]
+    /// A schema this reader does not decode (`rpi-report.v1`, `subject-manifest.v2`, anything
+    /// else).
+    #[error("not a verdict.v2, verdict.v3 or subject-manifest.v1 file (schema_version {0})")]
     UnknownSchema(String),
     /// A file that is not JSON and not an intent snapshot (a `.agents/council` markdown
     /// verdict.v1 among them: WARN has no v2 meaning).
@@ -488,6 +494,7 @@ fn decode_json(name: &str, bytes: &[u8]) -> Result<Decoded, Reason> {
     match value.get("schema_version").and_then(Value::as_str) {
         Some(VERDICT_V2) => decode_verdict(name, bytes, &value).map(|v| Decoded::Verdict(v.into())),
         Some(MANIFEST_V1) => decode_manifest(bytes, value).map(Decoded::Manifest),
+        Some(v3::VERDICT_V3) => v3::decode(name, bytes, &value).map(|v| Decoded::Verdict(v.into())),
         _ => Err(Reason::UnknownSchema(schema)),
     }
 }
@@ -513,13 +520,20 @@ fn decode_verdict(name: &str, bytes: &[u8], value: &Value) -> Result<Verdict, Re
         }
     }
     check_verdict_rules(&verdict)?;
+    bound(name, object, &verdict.artifact_digest)?;
+    Ok(verdict)
+}
+
+/// The embedded `artifact_digest` must be the AgentOps canonical digest of the object without
+/// it, and a content-addressed file name must be it too (verdict.v2 and verdict.v3 alike).
+fn bound(name: &str, object: &serde_json::Map<String, Value>, stated: &str) -> Result<(), Reason> {
     let mut preimage = object.clone();
     preimage.remove("artifact_digest");
     let recomputed = bare_sha256(&canonical(&Value::Object(preimage))?);
-    if recomputed != verdict.artifact_digest {
+    if recomputed != stated {
         return Err(Reason::DigestUnbound {
             field: "artifact_digest",
-            stated: verdict.artifact_digest.clone(),
+            stated: stated.to_owned(),
             recomputed,
         });
     }
@@ -532,11 +546,11 @@ fn decode_verdict(name: &str, bytes: &[u8], value: &Value) -> Result<Verdict, Re
             recomputed,
         });
     }
-    Ok(verdict)
+    Ok(())
 }
 
 /// The schema's rules beyond shape: non-empty ids and the PASS tightening.
-fn check_verdict_rules(verdict: &Verdict) -> Result<(), Reason> {
+pub(super) fn check_verdict_rules(verdict: &Verdict) -> Result<(), Reason> {
     let empty = |text: &Option<String>| text.as_deref().is_some_and(str::is_empty);
     if empty(&verdict.author_context_id) || empty(&verdict.validator_context_id) {
         return Err(Reason::Rule("a context id is an empty string".to_owned()));
@@ -659,11 +673,12 @@ pub fn independence(verdict: &Verdict) -> Independence {
 
 /// AgentOps canonical bytes: keys sorted by code point, compact, raw UTF-8, no trailing LF
 /// (Python `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`).
-/// Numbers are refused: no v2 field holds one, and Python and serde render floats differently.
-fn canonical(value: &Value) -> Result<Vec<u8>, Reason> {
+/// Integers are written as Python writes them (v3's `proof_identity.epoch`); any other number is
+/// refused: no verdict field holds one, and Python and serde render floats differently.
+pub(super) fn canonical(value: &Value) -> Result<Vec<u8>, Reason> {
     if has_number(value) {
         return Err(Reason::Rule(
-            "a number where verdict.v2 has none".to_owned(),
+            "a number that is not an integer (no verdict field holds one)".to_owned(),
         ));
     }
     // serde_json's map is a BTreeMap here (no `preserve_order`), so keys come out sorted by
@@ -673,19 +688,19 @@ fn canonical(value: &Value) -> Result<Vec<u8>, Reason> {
 
 fn has_number(value: &Value) -> bool {
     match value {
-        Value::Number(_) => true,
+        Value::Number(number) => !(number.is_i64() || number.is_u64()),
         Value::Array(items) => items.iter().any(has_number),
         Value::Object(map) => map.values().any(has_number),
         Value::Null | Value::Bool(_) | Value::String(_) => false,
     }
 }
 
-fn bare_sha256(bytes: &[u8]) -> String {
+pub(super) fn bare_sha256(bytes: &[u8]) -> String {
     let digest = valp_kernel::canonical::sha256_digest(bytes);
     digest.strip_prefix("sha256:").unwrap_or(&digest).to_owned()
 }
 
-fn is_bare_hex(text: &str) -> bool {
+pub(super) fn is_bare_hex(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -719,13 +734,15 @@ mod tests {
     }
 
     #[test]
-    fn numbers_are_refused_in_the_canonical_form() {
-        let value: Value = serde_json::json!({"a": [1]});
+    fn numbers_other_than_integers_are_refused_in_the_canonical_form() {
+        let value: Value = serde_json::json!({"a": [1.5]});
         assert_eq!(
             canonical(&value),
             Err(Reason::Rule(
-                "a number where verdict.v2 has none".to_owned()
+                "a number that is not an integer (no verdict field holds one)".to_owned()
             ))
         );
+        let value: Value = serde_json::json!({"b": 1, "a": [-2]});
+        assert_eq!(canonical(&value), Ok(br#"{"a":[-2],"b":1}"#.to_vec()));
     }
 }

@@ -12,6 +12,8 @@
 //! caller named, never a guessed one: one `review` record per verdict (Evidence = the verdict
 //! file, Claim = "subject `<manifest digest>` satisfies acceptance `<digest>`" with the
 //! outcome's claim result, Review = its verdict), rejected files are not recorded.
+//! [`record_agentops_by_plan`] places each verdict by the task plan's `[related]` mapping
+//! instead ([`crate::plan::related`]); a verdict it does not place is returned, not recorded.
 
 use valp_kernel::{Evidence, Identity, IdentityKind};
 use valp_store::foreign::{
@@ -21,6 +23,7 @@ use valp_store::{Access, ControlRoot, StoreError};
 
 use super::agentops::{self, Independence, Ingested, Outcome, Report};
 use crate::evidence;
+use crate::plan::related::{Related, Target};
 
 /// Why foreign observations could not be recorded.
 #[derive(Debug, thiserror::Error)]
@@ -153,19 +156,69 @@ pub fn record_agentops(
     work_item: Option<&str>,
     report: &Report,
 ) -> Result<Vec<Kept>, RecordError> {
-    if let Some(item) = work_item
-        && !work_items(root, task)?.iter().any(|known| known == item)
-    {
-        return Err(RecordError::UnknownWorkItem {
-            task: task.to_owned(),
-            item: item.to_owned(),
-        });
-    }
-    let mut journal = ForeignJournal::of_task(root, task, Access::Write)?;
-    report
+    let placed = report
         .verdicts
         .iter()
-        .map(|ingested| {
+        .map(|ingested| (ingested, work_item.map(str::to_owned)))
+        .collect();
+    record_placed(root, task, placed)
+}
+
+/// A verdict the plan's mapping did not place, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unplaced {
+    /// The verdict file.
+    pub file: String,
+    /// Unmapped or ambiguous.
+    pub target: Target,
+}
+
+/// Records the verdicts of `report` that the plan's `[related]` mapping places (on the task or
+/// one of its work items); the others are returned, not recorded: nothing is guessed.
+pub fn record_agentops_by_plan(
+    root: &ControlRoot,
+    task: &str,
+    related: &Related,
+    report: &Report,
+) -> Result<(Vec<Kept>, Vec<Unplaced>), RecordError> {
+    let mut placed = Vec::new();
+    let mut unplaced = Vec::new();
+    for ingested in &report.verdicts {
+        let verdict = &ingested.verdict;
+        match related.target(&verdict.artifact_digest, &verdict.subject_manifest_digest) {
+            Target::Mapped(item) => placed.push((ingested, item)),
+            target => unplaced.push(Unplaced {
+                file: ingested.file.clone(),
+                target,
+            }),
+        }
+    }
+    Ok((record_placed(root, task, placed)?, unplaced))
+}
+
+/// Records each verdict for its work item (checked to be one of the task's) or the task.
+fn record_placed(
+    root: &ControlRoot,
+    task: &str,
+    placed: Vec<(&Ingested, Option<String>)>,
+) -> Result<Vec<Kept>, RecordError> {
+    if placed.iter().any(|(_, item)| item.is_some()) {
+        let known = work_items(root, task)?;
+        if let Some(item) = placed
+            .iter()
+            .filter_map(|(_, item)| item.as_ref())
+            .find(|item| !known.contains(item))
+        {
+            return Err(RecordError::UnknownWorkItem {
+                task: task.to_owned(),
+                item: item.clone(),
+            });
+        }
+    }
+    let mut journal = ForeignJournal::of_task(root, task, Access::Write)?;
+    placed
+        .into_iter()
+        .map(|(ingested, work_item)| {
             keep(
                 root,
                 &mut journal,
@@ -176,12 +229,13 @@ pub fn record_agentops(
                         "agentops:verdict:{}",
                         ingested.verdict.artifact_digest
                     ),
-                    work_item_id: work_item.map(str::to_owned),
+                    work_item_id: work_item,
                     bytes: &ingested.bytes,
                     descriptor: agentops_descriptor(ingested),
                     claim: Some(agentops_claim(ingested.verdict.verdict)),
                     summary: format!(
-                        "agentops verdict.v2 {} on subject {}",
+                        "agentops {} {} on subject {}",
+                        ingested.verdict.schema_version,
                         match ingested.verdict.verdict {
                             Outcome::Pass => "PASS",
                             Outcome::Fail => "FAIL",
@@ -211,7 +265,18 @@ fn agentops_descriptor(ingested: &Ingested) -> serde_json::Value {
     };
     serde_json::json!({
         "schema_version": "valp-foreign-agentops-review.v1",
-        "origin": {"system": "agentops", "format": agentops::VERDICT_V2, "file": ingested.file},
+        "origin": {"system": "agentops", "format": verdict.schema_version, "file": ingested.file},
+        "v3": verdict.v3.as_ref().map(|v3| serde_json::json!({
+            "invocation_id": v3.invocation_id,
+            "judgment_id": v3.judgment_id,
+            "intent_ref": v3.intent_ref,
+            "proof_epoch": v3.proof_identity.epoch,
+            "contract_digest": format!("agentops-c14n-nolf:{}", v3.proof_identity.contract_digest),
+            "before_manifest_digest": format!("agentops-c14n-nolf:{}", v3.before_manifest_digest),
+            "scope_index_digest": format!("agentops-c14n-nolf:{}", v3.scope_index_digest),
+            "effect_receipt_digest": format!("agentops-c14n-nolf:{}", v3.effect_receipt_digest),
+            "excluded": v3.excluded,
+        })),
         "artifact_digest": format!("agentops-c14n-nolf:{}", verdict.artifact_digest),
         "levels": ingested.levels.names(),
         "claim": {

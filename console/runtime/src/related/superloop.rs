@@ -24,6 +24,7 @@
 //! another Part definition is not passed (the pass is not carried; [`Loop::stale_passes`]).
 
 pub mod import;
+pub mod observe;
 pub mod yaml;
 
 use std::collections::BTreeMap;

@@ -10,6 +10,7 @@ mod controls;
 mod detail;
 mod flow_views;
 mod flows;
+mod foreign;
 mod navigation;
 mod needs;
 mod palette;

@@ -28,6 +28,9 @@
 //!   anything short of it `unknown`. "All Parts passed" alone is no claim. The claim is not
 //!   Done: [`done_gate`] runs the kernel's Done gate over it.
 //!
+//! The state observation also carries the human resolutions and the Runner lease, as
+//! observations only ([`super::observe`]): never authority, never an attempt.
+//!
 //! Unreadable, unbound or missing run logs and artifacts are listed as problems, never
 //! repaired. Nothing is written into the loop folder and no SuperLoop lock is taken.
 
@@ -283,6 +286,8 @@ impl Session<'_> {
     fn state(&mut self) -> Result<(), ImportError> {
         let state = &self.found.state;
         let phase = phase(self.found);
+        let (resolutions, lease, problems) = super::observe::described(self.found);
+        self.problems.extend(problems);
         let descriptor = serde_json::json!({
             "schema_version": "valp-foreign-superloop-state.v1",
             "phase": phase,
@@ -293,8 +298,14 @@ impl Session<'_> {
             "items": state.items.iter().map(|item| serde_json::json!({
                 "id": item.id, "status": item.status, "retries": item.retries,
             })).collect::<Vec<_>>(),
+            "resolutions": resolutions,
+            "lease": lease,
         });
-        let id = format!("state:{}", &bare_sha256(&self.found.state_bytes)[..16]);
+        // The lease lives beside the state: a new lease is a new observation of the state.
+        let mut id = format!("state:{}", &bare_sha256(&self.found.state_bytes)[..16]);
+        if let Ok(lease) = super::read_file(&self.found.dir, super::observe::LEASE_FILE) {
+            id = format!("{id}:lease:{}", &bare_sha256(&lease)[..16]);
+        }
         let mut observation =
             self.observation(ForeignKind::State, &id, &self.found.state_bytes, descriptor);
         observation.summary = format!("SuperLoop state, phase {phase}");
