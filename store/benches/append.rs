@@ -10,6 +10,11 @@
 //! - `append/fdatasync_only`: writing a line of the same size to a plain file and
 //!   `fdatasync`ing it, the floor the disk sets.
 //!
+//! - `append_batch/durable/<N>wi`: `Journal::append_batch` of [`BATCH`] accepted events of the
+//!   walk per iteration (one lock, one `write`, one `fdatasync`, one head rewrite), on disk;
+//!   throughput in entries per second (issue 20's bulk-append target: >= 50,000 entries/s).
+//!   The steps are generated before each timed call.
+//!
 //! Criterion reports means; before each benchmark the output also prints p50/p90/p99/p99.9/max
 //! of [`APPENDS`] consecutive calls timed one by one, and the first call on a fresh handle
 //! (which also opens the file for appending) separately.
@@ -28,12 +33,15 @@ use std::time::{Duration, Instant};
 use common::{
     Percentiles, WORK_ITEMS, describe_filesystem, init_root, scaled, scratch_temp, selected, walk,
 };
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use valp_kernel::walk::Walk;
 use valp_store::{Appended, Journal};
 
 /// Calls timed one by one for the percentiles.
 const APPENDS: usize = 2_000;
+
+/// Entries per `append_batch` call (what `valp demo` uses).
+const BATCH: usize = 1_024;
 
 /// Appends the walk's next step and returns how long `Journal::append` took.
 fn timed_append(journal: &mut Journal, walk: &mut Walk) -> Duration {
@@ -138,5 +146,65 @@ fn bench_append(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_append);
+/// Appends the walk's next [`BATCH`] steps in one batch and returns how long
+/// `Journal::append_batch` took.
+fn timed_batch(journal: &mut Journal, walk: &mut Walk) -> Duration {
+    let steps: Vec<_> = walk.by_ref().take(BATCH).collect();
+    let started = Instant::now();
+    let answers = journal
+        .append_batch(
+            steps
+                .iter()
+                .map(|step| (&step.event, step.evidence_set.as_slice())),
+        )
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        answers
+            .iter()
+            .all(|answer| matches!(answer, Appended::Accepted { .. })),
+        "a walk step was not accepted"
+    );
+    elapsed
+}
+
+fn bench_append_batch(c: &mut Criterion) {
+    let disk = scratch_temp();
+    describe_filesystem(disk.path());
+    let mut group = c.benchmark_group("append_batch");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(BATCH as u64));
+    for (name, work_items) in [("durable/0wi", 0), ("durable/20wi", WORK_ITEMS)] {
+        if !selected(&format!("append_batch/{name}")) {
+            continue;
+        }
+        let (mut journal, mut walk) =
+            fresh_journal(&disk.path().join(name.replace('/', "-")), work_items);
+        // 20 batches when benchmarking, 1 under `cargo test --benches`.
+        let samples: Vec<Duration> = (0..(scaled(APPENDS) / 100).max(1))
+            .map(|_| timed_batch(&mut journal, &mut walk))
+            .collect();
+        let total: Duration = samples.iter().sum();
+        let entries = u32::try_from(samples.len() * BATCH).unwrap();
+        eprintln!(
+            "{}; {:.0} entries/s over {} batches of {BATCH}",
+            Percentiles::of(&samples).line(&format!("append_batch/{name}")),
+            f64::from(entries) / total.as_secs_f64(),
+            samples.len(),
+        );
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| timed_batch(&mut journal, &mut walk))
+                    .sum()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_append, bench_append_batch);
 criterion_main!(benches);

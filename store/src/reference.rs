@@ -28,6 +28,8 @@ use crate::journal::Journal;
 use crate::machine::{Guard, Refusal};
 use crate::root::ControlRoot;
 
+mod expected;
+
 /// Where the reference store keeps a task's kernel files, relative to its task folder.
 pub const KERNEL_DIR: &str = "runtime/kernel";
 /// The GenesisRoot file.
@@ -136,57 +138,87 @@ pub fn kernel_dir(dir: &Path) -> PathBuf {
 }
 
 /// Reads a reference layout, verifies it by replay, and creates the task's journal in `root`.
+///
+/// Every line is first checked by [`expected`] (its bytes against the canonical bytes of the
+/// Result the kernel recomputes, without parsing the embedded history); a line that path does
+/// not take sends the whole file through the strict path ([`strict_lines`]), whose refusals
+/// name the line, byte and reason.
 pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
     let dir = kernel_dir(dir);
     let genesis_path = dir.join(GENESIS_FILE);
     let bytes = std::fs::read(&genesis_path)
         .map_err(|source| StoreError::io(&genesis_path, "read", source))?;
-    let corrupt = |path: &Path, line: u64, byte: u64, reason: String| StoreError::Corrupt {
-        path: path.to_owned(),
-        line,
-        byte,
-        reason,
-    };
     let genesis: GenesisRoot = decode_canonical(&bytes)
         .map_err(|error| error.to_string())
         .and_then(|value| decode_genesis_root(&value).map_err(|error| error.to_string()))
         .map_err(|reason| corrupt(&genesis_path, 1, 0, reason))?;
-    let mut replayer = Replayer::from_genesis(&genesis)
+    let replayer = Replayer::from_genesis(&genesis)
         .map_err(|error| corrupt(&genesis_path, 1, 0, error.to_string()))?;
-    let mut guard = root.task_guard();
     // Every line is recorded now, when this store writes it (the reference records no time).
     let recorded_at = root.clock().now();
-    let (mut lines, mut prior) = encode_line(0, None, recorded_at, &genesis);
     let replay_path = dir.join(REPLAY_FILE);
-    let file =
-        File::open(&replay_path).map_err(|source| StoreError::io(&replay_path, "open", source))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let (mut seq, mut offset, mut raw) = (0_u64, 0_u64, Vec::new());
+    let genesis_line = encode_line(0, None, recorded_at, &genesis);
+    let fast = expected::import_lines(
+        &replay_path,
+        replayer.live().clone(),
+        root.task_guard(),
+        recorded_at,
+        genesis_line.clone(),
+    )?;
+    let lines = match fast {
+        Some(lines) => lines,
+        None => strict_lines(root, &replay_path, replayer, recorded_at, genesis_line)?,
+    };
+    root.create_task_with_lines(&genesis, &lines)
+}
+
+/// A refusal of the file `path` at `line` (1-based), `byte` (its offset in the file).
+fn corrupt(path: &Path, line: u64, byte: u64, reason: String) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_owned(),
+        line,
+        byte,
+        reason,
+    }
+}
+
+/// The journal's lines after `genesis` (the genesis line and its entry digest), each
+/// `replay.jsonl` line parsed whole, checked canonical, decoded and replayed with its full
+/// recorded Result.
+fn strict_lines(
+    root: &ControlRoot,
+    replay_path: &Path,
+    mut replayer: Replayer,
+    recorded_at: crate::clock::Timestamp,
+    genesis: (Vec<u8>, String),
+) -> Result<Vec<u8>, StoreError> {
+    let mut guard = root.task_guard();
+    let (mut lines, mut prior) = genesis;
+    let mut replay = ReplayLines::open(replay_path)?;
+    let (mut seq, mut offset) = (0_u64, 0_u64);
     loop {
-        raw.clear();
-        let read = reader
-            .read_until(b'\n', &mut raw)
-            .map_err(|source| StoreError::io(&replay_path, "read", source))?;
-        if read == 0 {
+        let raw = replay.next()?;
+        if raw.is_empty() {
             break;
         }
+        let read = raw.len();
         seq += 1;
-        let entry = decode_canonical(&raw)
+        let entry = decode_canonical(raw)
             .map_err(|error| error.to_string())
             .and_then(|value| decode_replay_entry(&value).map_err(|error| error.to_string()))
-            .map_err(|reason| corrupt(&replay_path, seq, offset, reason))?;
+            .map_err(|reason| corrupt(replay_path, seq, offset, reason))?;
         match guard.verify(replayer.live(), &entry.event, &entry.evidence_set) {
             Ok(()) => {}
             Err(Refusal::Store(error)) => return Err(error),
-            Err(refusal) => return Err(corrupt(&replay_path, seq, offset, refusal_text(&refusal))),
+            Err(refusal) => return Err(corrupt(replay_path, seq, offset, refusal_text(&refusal))),
         }
         replayer
             .apply(&entry)
-            .map_err(|error| corrupt(&replay_path, seq, offset, error.to_string()))?;
+            .map_err(|error| corrupt(replay_path, seq, offset, error.to_string()))?;
         guard.observe(seq, &entry.event, &entry.evidence_set);
         let valp_kernel::Outcome::Accepted(accepted) = entry.result else {
             return Err(corrupt(
-                &replay_path,
+                replay_path,
                 seq,
                 offset,
                 "not an accepted Result".to_owned(),
@@ -202,7 +234,35 @@ pub fn import(root: &ControlRoot, dir: &Path) -> Result<Journal, StoreError> {
         prior = digest;
         offset += read as u64;
     }
-    root.create_task_with_lines(&genesis, &lines)
+    Ok(lines)
+}
+
+/// The lines of a `replay.jsonl`, read one at a time into one reused buffer.
+struct ReplayLines<'p> {
+    path: &'p Path,
+    reader: BufReader<File>,
+    raw: Vec<u8>,
+}
+
+impl<'p> ReplayLines<'p> {
+    fn open(path: &'p Path) -> Result<Self, StoreError> {
+        let file = File::open(path).map_err(|source| StoreError::io(path, "open", source))?;
+        Ok(Self {
+            path,
+            reader: BufReader::with_capacity(1 << 20, file),
+            raw: Vec::new(),
+        })
+    }
+
+    /// The next line with its LF (without one when the file ends without it); empty at the
+    /// end of the file.
+    fn next(&mut self) -> Result<&[u8], StoreError> {
+        self.raw.clear();
+        self.reader
+            .read_until(b'\n', &mut self.raw)
+            .map_err(|source| StoreError::io(self.path, "read", source))?;
+        Ok(&self.raw)
+    }
 }
 
 /// A guard's refusal, in words.

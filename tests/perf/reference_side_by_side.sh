@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Side by side with the VALP reference kernel (issue 20; not run in CI): whole-process
+# `valp verify` of an imported reference journal against the reference kernel's replay of the
+# same journal, run alternately, CPU time (user + sys) and wall time of each run.
+#
+# Usage: tests/perf/reference_side_by_side.sh VALP REFERENCE_CHECKOUT [ENTRIES] [WORK_ITEMS] [RUNS]
+#   VALP                a release `valp` binary (cargo build --release -p valp-console --bin valp)
+#   REFERENCE_CHECKOUT  the public VALP repository at commit
+#                       57d06a771a6c564a4517686a26c63570195a7373 (holds valp_cli/protocol_kernel.py;
+#                       see tests/fixtures/conformance/PROVENANCE.md); nothing of it is copied here
+#   ENTRIES, WORK_ITEMS the journal (default 1000 entries over 20 work items, ~157 MB exported)
+#   RUNS                alternating runs of each (default 3)
+#
+# Steps: `valp demo` writes the task, `valp export --reference` writes the reference layout
+# (genesis.json + replay.jsonl), a second root of the same installation imports it (timed), and
+# then each run times `valp verify` on that root and tests/perf/reference_replay.py (the
+# reference's `replay` over the same replay.jsonl). The ratio is reference / valp, per pair.
+set -euo pipefail
+
+valp=$(realpath "$1")
+reference=$(realpath "$2")
+entries=${3:-1000}
+work_items=${4:-20}
+runs=${5:-3}
+here=$(dirname "$(realpath "$0")")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cpu() { # prints "<cpu seconds> <wall seconds>" of the command
+    local out
+    out=$( { /usr/bin/time -f '%U %S %e' "$@" >/dev/null 2>"$work/err"; } 2>&1 ) || {
+        cat "$work/err" >&2
+        return 1
+    }
+    tail -n 1 "$work/err" | awk '{ printf "%.3f %.3f\n", $1 + $2, $3 }'
+}
+
+(cd "$work" && mkdir source && cd source &&
+    "$valp" demo --entries "$entries" --work-items "$work_items" --no-default-sockets >/dev/null &&
+    "$valp" export --reference demo-1 "$work/export" >/dev/null)
+installation=$(sed -n 's/.*"installation_id":{"kind":"installation","value":"\([^"]*\)".*/\1/p' \
+    "$work/export/runtime/kernel/genesis.json")
+mkdir "$work/imported"
+(cd "$work/imported" && "$valp" init --installation-id "$installation" >/dev/null)
+echo "journal: $entries entries, $work_items work items," \
+    "replay.jsonl $(stat -c %s "$work/export/runtime/kernel/replay.jsonl") bytes"
+echo "import (cpu wall, s): $(cd "$work/imported" && cpu "$valp" import "$work/export")"
+
+for run in $(seq 1 "$runs"); do
+    ours=$(cd "$work/imported" && cpu "$valp" verify --no-default-sockets)
+    theirs=$(cpu python3 "$here/reference_replay.py" "$reference" "$work/export/runtime/kernel")
+    echo "run $run: valp verify (cpu wall, s) $ours; reference replay $theirs;" \
+        "ratio cpu $(echo "$ours $theirs" | awk '{ printf "%.0f", $3 / $1 }')x," \
+        "wall $(echo "$ours $theirs" | awk '{ printf "%.0f", $4 / $2 }')x"
+done
