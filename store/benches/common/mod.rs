@@ -24,7 +24,7 @@ use tempfile::TempDir;
 use valp_kernel::walk::{Walk, WalkConfig};
 use valp_kernel::{Identity, IdentityKind};
 use valp_store::chain::encode_line;
-use valp_store::clock::Timestamp;
+use valp_store::clock::{FixedClock, Timestamp};
 use valp_store::io::OsStorage;
 use valp_store::journal::JOURNAL_FILE;
 use valp_store::{Access, ControlRoot, Journal};
@@ -88,7 +88,11 @@ pub fn describe_filesystem(dir: &Path) {
 /// A new control root of installation `inst-1` in `dir/.valp`.
 pub fn init_root(dir: &Path) -> ControlRoot {
     let id = Identity::new(IdentityKind::Installation, "inst-1").unwrap();
-    ControlRoot::init(&dir.join(".valp"), id, Arc::new(OsStorage)).unwrap()
+    // The stopped clock of the lines `build_journals` writes, so `create_task`'s genesis line
+    // is byte for byte the one it encodes.
+    ControlRoot::init(&dir.join(".valp"), id, Arc::new(OsStorage))
+        .unwrap()
+        .with_clock(Arc::new(FixedClock::new(RECORDED_AT)))
 }
 
 /// A built journal: its control root (in a temporary folder) and what it holds.
