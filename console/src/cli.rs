@@ -52,6 +52,34 @@ impl Cli {
     }
 }
 
+/// `valp hook AGENT …` (parsed on its own first: [`crate::fast_hook`]).
+#[derive(Debug, Clone, Args)]
+pub struct HookArgs {
+    /// The agent calling.
+    #[arg(value_enum)]
+    pub agent: valp_runtime::agent::channel::setup::Agent,
+    /// How long a permission request waits for the Leader, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 45_000)]
+    pub wait_ms: u64,
+    /// The answer when no decision came in time.
+    #[arg(long, value_enum, default_value_t = valp_runtime::agent::channel::approval::TimeoutAnswer::Deny)]
+    pub on_timeout: valp_runtime::agent::channel::approval::TimeoutAnswer,
+    /// The payload (default: read from stdin).
+    #[arg(value_name = "JSON")]
+    pub payload: Option<String>,
+}
+
+/// `valp notify codex …` (parsed on its own first: [`crate::fast_hook`]).
+#[derive(Debug, Clone, Args)]
+pub struct NotifyArgs {
+    /// The agent calling (codex).
+    #[arg(value_parser = ["codex"])]
+    pub agent: String,
+    /// The payload (Codex passes it as the last argument; default: stdin).
+    #[arg(value_name = "JSON")]
+    pub payload: Option<String>,
+}
+
 /// Whether the console draws in colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorChoice {
@@ -337,30 +365,10 @@ pub enum Command {
     /// so on stderr. A `PermissionRequest` waits for the Leader's `valp agent approve|deny`, at
     /// most --wait-ms, then answers deny (or, with --on-timeout ask, leaves it to the agent's
     /// own prompt); never allow. Always exits 0: a hook must never break the agent.
-    Hook {
-        /// The agent calling.
-        #[arg(value_enum)]
-        agent: valp_runtime::agent::channel::setup::Agent,
-        /// How long a permission request waits for the Leader, in milliseconds.
-        #[arg(long, value_name = "MS", default_value_t = 45_000)]
-        wait_ms: u64,
-        /// The answer when no decision came in time.
-        #[arg(long, value_enum, default_value_t = valp_runtime::agent::channel::approval::TimeoutAnswer::Deny)]
-        on_timeout: valp_runtime::agent::channel::approval::TimeoutAnswer,
-        /// The payload (default: read from stdin).
-        #[arg(value_name = "JSON")]
-        payload: Option<String>,
-    },
+    Hook(HookArgs),
     /// Codex's `notify` program (not for direct use): records `agent-turn-complete` and any
     /// other notification as an agent signal of the attempt, as `valp hook` does.
-    Notify {
-        /// The agent calling (codex).
-        #[arg(value_parser = ["codex"])]
-        agent: String,
-        /// The payload (Codex passes it as the last argument; default: stdin).
-        #[arg(value_name = "JSON")]
-        payload: Option<String>,
-    },
+    Notify(NotifyArgs),
     /// A scripted terminal coding agent, for the tmux adapter's demo and tests.
     ///
     /// Shows a prompt box; Enter submits the input as a turn: a working phase streaming lines
@@ -376,8 +384,13 @@ pub enum Command {
         ask: valp_runtime::agent::demo::Ask,
         /// Run this shell command for every hook event with a Claude Code hook payload on
         /// stdin, as Claude does (e.g. `valp hook claude`).
-        #[arg(long, value_name = "COMMAND")]
+        #[arg(long, value_name = "COMMAND", conflicts_with = "settings")]
         hook_command: Option<String>,
+        /// Run the hooks of this Claude Code settings file (`hooks.<Event>`: each event's own
+        /// command), as Claude does with `--settings FILE` (the tmux adapter passes it when the
+        /// profile says `launch_hooks = "claude_settings"`).
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
     },
     /// Check the kernel against reference conformance vectors.
     ///

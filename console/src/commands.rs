@@ -199,7 +199,7 @@ pub fn run(
             dir,
         } => interop::export(&open_root(root.as_deref())?, &task, &dir, out),
         Command::Import { dir } => interop::import(&open_root(root.as_deref())?, &dir, out),
-        command @ (Command::Hook { .. } | Command::Notify { .. } | Command::Agent(_)) => {
+        command @ (Command::Hook(_) | Command::Notify(_) | Command::Agent(_)) => {
             channel::run(command, root.as_deref(), &clock, &options, input, out)
         }
         Command::Ingest(command) => related::run(command, root.as_deref(), out),
@@ -236,8 +236,10 @@ fn without_root(command: Command, out: &mut dyn Write) -> Result<ExitCode, Comma
             seed,
             ask,
             hook_command,
+            settings,
         } => {
-            crate::demo_terminal::run(seed, ask, &current_dir()?, hook_command.as_deref())?;
+            let hooks = crate::demo_terminal::Hooks::new(hook_command, settings.as_deref())?;
+            crate::demo_terminal::run(seed, ask, &current_dir()?, &hooks)?;
             Ok(ExitCode::SUCCESS)
         }
         other => Err(CommandError::Usage(format!(
@@ -305,6 +307,23 @@ pub struct ConsoleArgs {
     pub color: Option<bool>,
     /// `--theme NAME`.
     pub theme: Option<String>,
+}
+
+/// Runs a hook command [`crate::fast_hook`] parsed (no control root, no Doctor: the hook
+/// finds its attempt in its environment).
+pub fn run_hook(
+    hook: &crate::fast_hook::FastHook,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    match hook {
+        crate::fast_hook::FastHook::Hook(args) => {
+            channel::hook_command(args, &SystemClock, input, out)
+        }
+        crate::fast_hook::FastHook::Notify(args) => {
+            channel::notify_command(args, &SystemClock, input, out)
+        }
+    }
 }
 
 /// Opens the full-screen console on the control root (the daily start: observe, record,

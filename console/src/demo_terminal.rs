@@ -16,10 +16,54 @@ use valp_runtime::agent::demo::{Ask, DemoAgent, Effect, Input, file_path, hook_p
 /// How often time passes for the agent (the spinner's speed).
 const TICK: Duration = Duration::from_millis(100);
 
+/// The hook commands of a session: none, one for every event (`--hook-command`), or each
+/// event's own from a Claude Code settings file (`--settings FILE`).
+#[derive(Debug, Default)]
+pub struct Hooks {
+    every: Option<String>,
+    by_event: std::collections::BTreeMap<String, String>,
+}
+
+impl Hooks {
+    /// From `--hook-command` or the settings file `settings` (`hooks.<Event>[0].hooks[0]
+    /// .command`, as valp writes it); an unreadable or malformed file is refused.
+    pub fn new(every: Option<String>, settings: Option<&Path>) -> std::io::Result<Self> {
+        let mut by_event = std::collections::BTreeMap::new();
+        if let Some(file) = settings {
+            let parsed: serde_json::Value = serde_json::from_slice(&std::fs::read(file)?)
+                .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))?;
+            for (event, groups) in parsed["hooks"].as_object().into_iter().flatten() {
+                if let Some(command) = groups[0]["hooks"][0]["command"].as_str() {
+                    by_event.insert(event.clone(), command.to_owned());
+                }
+            }
+        }
+        Ok(Self { every, by_event })
+    }
+
+    /// The command hook of `event`, if any.
+    fn of(&self, event: &str) -> Option<&str> {
+        self.every
+            .as_deref()
+            .or_else(|| self.by_event.get(event).map(String::as_str))
+    }
+
+    /// The command hook of the event a payload names.
+    fn of_payload(&self, payload: &str) -> Option<&str> {
+        let parsed: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
+        self.of(parsed["hook_event_name"].as_str().unwrap_or_default())
+    }
+
+    fn any(&self) -> bool {
+        self.every.is_some() || !self.by_event.is_empty()
+    }
+}
+
 /// Runs the demo agent on this terminal until it exits; its files are written under `dir`.
-/// With `hook_command`, every hook event runs `sh -c HOOK_COMMAND` with the payload on stdin
-/// and is waited for, as Claude Code runs a command hook (`valp hook claude` records them).
-pub fn run(seed: u64, ask: Ask, dir: &Path, hook_command: Option<&str>) -> std::io::Result<()> {
+/// Every hook event that has a command in `hooks` runs `sh -c COMMAND` with the payload on
+/// stdin and is waited for, as Claude Code runs a command hook (`valp hook claude` records
+/// them).
+pub fn run(seed: u64, ask: Ask, dir: &Path, hooks: &Hooks) -> std::io::Result<()> {
     let mut out = std::io::stdout();
     terminal::enable_raw_mode()?;
     execute!(
@@ -28,7 +72,7 @@ pub fn run(seed: u64, ask: Ask, dir: &Path, hook_command: Option<&str>) -> std::
         EnableBracketedPaste,
         cursor::Hide
     )?;
-    let result = session(&mut out, seed, ask, dir, hook_command);
+    let result = session(&mut out, seed, ask, dir, hooks);
     // Restore the terminal whatever happened, then report the session's own failure first.
     let restored = execute!(
         out,
@@ -45,12 +89,14 @@ fn session(
     seed: u64,
     ask: Ask,
     dir: &Path,
-    hook_command: Option<&str>,
+    hooks: &Hooks,
 ) -> std::io::Result<()> {
     let started = Instant::now();
     let mut agent = DemoAgent::new(seed, ask);
-    if let Some(command) = hook_command {
+    if hooks.any() {
         agent = agent.with_hooks();
+    }
+    if let Some(command) = hooks.of("SessionStart") {
         run_hook(
             command,
             &hook_payload(seed, "SessionStart", &[("source", "startup")]),
@@ -82,7 +128,7 @@ fn session(
         while let Some(effect) = effects.pop_front() {
             match effect {
                 Effect::Exit => {
-                    if let Some(command) = hook_command {
+                    if let Some(command) = hooks.of("SessionEnd") {
                         run_hook(
                             command,
                             &hook_payload(seed, "SessionEnd", &[("reason", "exit")]),
@@ -92,7 +138,7 @@ fn session(
                 }
                 Effect::Write { path, contents } => write_file(dir, &path, &contents)?,
                 Effect::Hook(payload) => {
-                    if let Some(command) = hook_command {
+                    if let Some(command) = hooks.of_payload(&payload) {
                         run_hook(command, &payload)?;
                     }
                 }
@@ -101,7 +147,7 @@ fn session(
                     let (width, height) = terminal::size()?;
                     shown = agent.screen(usize::from(width), usize::from(height));
                     draw(out, &shown)?;
-                    let answer = match hook_command {
+                    let answer = match hooks.of("PermissionRequest") {
                         Some(command) => ask_hook(command, &payload)?,
                         None => None,
                     };

@@ -9,3 +9,4 @@
 pub mod cli;
 pub mod commands;
 pub mod demo_terminal;
+pub mod fast_hook;

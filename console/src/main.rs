@@ -27,8 +27,23 @@ const CLOSED_OUTPUT: u8 = 141;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<ExitCode> {
+    // Agents wait for their hooks: a hook command skips color-eyre and the full command line.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|word| word == "hook" || word == "notify")
+    {
+        valp_console::fast_hook::small_pages();
+    }
+    if let Some(hook) = valp_console::fast_hook::parse(&args) {
+        let mut out = std::io::stdout().lock();
+        let result = commands::run_hook(&hook, &mut std::io::stdin().lock(), &mut out);
+        return Ok(exit_code(
+            result.and_then(|code| Ok(out.flush().map(|()| code)?)),
+        ));
+    }
     color_eyre::install()?;
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args);
     let console = cli.opens_console().then(|| commands::ConsoleArgs {
         root: cli.root.clone(),
         observe: cli.observe.clone(),
@@ -59,12 +74,17 @@ fn main() -> Result<ExitCode> {
         (Ok(code), Some(console)) if code == ExitCode::SUCCESS => commands::open_console(&console),
         (other, _) => other,
     };
-    Ok(code.unwrap_or_else(|error| {
+    Ok(exit_code(code))
+}
+
+/// The exit code of a command's result; a failure is printed first.
+fn exit_code(result: Result<ExitCode, CommandError>) -> ExitCode {
+    result.unwrap_or_else(|error| {
         eprintln!("valp: {}", display_message(&error.to_string()));
         ExitCode::from(match error {
             CommandError::Usage(_) => 2,
             CommandError::Damaged { .. } => 3,
             _ => 1,
         })
-    }))
+    })
 }

@@ -63,10 +63,14 @@ impl Dialect {
     }
 }
 
+/// In a [`Reply::Text`], replaced by the request's serial number (1 for the first request the
+/// server received): a stateless script that names a new file in every turn.
+pub const SERIAL: &str = "{serial}";
+
 /// One answer of the model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// A text; the turn ends.
+    /// A text; the turn ends. [`SERIAL`] in it becomes the request's serial number.
     Text(String),
     /// A call of the tool `name` with `input`; the agent runs it and sends its result back.
     Tool {
@@ -507,10 +511,10 @@ struct Output {
 }
 
 impl Output {
-    fn of(reply: &Reply) -> Self {
+    fn of(reply: &Reply, serial: usize) -> Self {
         match reply {
             Reply::Text(text) => Self {
-                pieces: vec![text.clone()],
+                pieces: vec![text.replace(SERIAL, &serial.to_string())],
                 pause: Duration::ZERO,
                 tool: None,
             },
@@ -563,7 +567,7 @@ impl Answer {
             };
             return json_response(writer, *status, &body);
         }
-        let output = Output::of(reply);
+        let output = Output::of(reply, self.serial);
         let events = match dialect {
             Dialect::Anthropic => self.anthropic(&output),
             Dialect::Responses => self.responses(&output),

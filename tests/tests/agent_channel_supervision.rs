@@ -4,7 +4,8 @@
 //!   agent's own `UserPromptSubmit` hook (content-bound), a hook's state outranking a
 //!   contradicting screen, the screen deciding again once the channel is silent past the
 //!   profile's `channel_silence_ms`; the source of each state in `state.json` and the
-//!   completion proof;
+//!   completion proof; a profile with `launch_hooks = "claude_settings"` (here the demo's,
+//!   through the user config) started with hooks of the attempt's own (`--settings FILE`);
 //! - `adapter = "agent-stream"` items: a fake headless agent (a shell script printing the
 //!   recorded transcripts of `tests/fixtures/agent-channels/`) run under the process adapter,
 //!   its stream recorded as signals, its prompt on stdin, an interrupt delivered as claude's
@@ -151,6 +152,68 @@ fn a_tmux_submission_is_acknowledged_by_the_agents_own_hook() {
     }
     let verified = project.ok(&["verify"]);
     assert!(verified.ends_with("0 problems\n"), "{verified}");
+}
+
+/// The user config turns the demo profile's `launch_hooks` to `claude_settings`: the supervisor
+/// writes the attempt's `claude-settings.json` (valid, naming the attempt in its commands)
+/// and starts the demo agent with `--settings FILE` appended, whose hooks the agent runs as
+/// Claude does. The plan's command has no hook in it, yet the submission is acknowledged by
+/// the agent's own `UserPromptSubmit` and the turn completed by its `Stop`.
+#[test]
+fn a_profile_launching_hooks_starts_the_agent_with_settings_of_the_attempts_own() {
+    let project = Project::new();
+    let _cleanup = Cleanup(&project);
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        config.path(),
+        "[agents.demo]\nlaunch_hooks = \"claude_settings\"\n",
+    )
+    .unwrap();
+    let prompt = "Write @out/launched.md now";
+    project.publish(
+        "launched",
+        &plan(
+            "launched",
+            &demo_item("write", &["out/launched.md"], prompt, &[]),
+        ),
+    );
+    let ran = Command::new(valp_binary().unwrap())
+        .args(["--no-default-sockets", "run", "--timeout", "120"])
+        .current_dir(project.path())
+        .env_remove("VALP_ROOT")
+        .env("VALP_CONFIG", config.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(stdout.contains("launched: reviewing"), "{ran:?}");
+    let dir = tmux_dir(&project, "launched:write:a1");
+    assert_record_valid(
+        &dir,
+        "claude-settings.json",
+        "agent-hook-settings.schema.json",
+    );
+    let settings = read_json(&dir.join("claude-settings.json"));
+    assert!(
+        text(&settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"])
+            .contains(" VALP_ATTEMPT_ID='launched:write:a1' '"),
+        "{settings}"
+    );
+    let log = std::fs::read_to_string(dir.join("supervisor.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "launch_hooks: --settings {}",
+            dir.join("claude-settings.json").display()
+        )),
+        "{log}"
+    );
+    let submission = read_json(&dir.join("proofs/submission.json"));
+    assert!(
+        text(&submission["acknowledged_by"])
+            .starts_with("claude_hook:prompt_submitted#2 (content-bound; signal sha256:"),
+        "{submission}"
+    );
+    let completion = read_json(&dir.join("proofs/completion.json"));
+    assert_eq!(text(&completion["source"]), "claude_hook:turn_completed#3");
 }
 
 /// The demo agent without hooks writes nothing, so it idles with its evidence missing; hooks
@@ -423,7 +486,11 @@ fn a_real_headless_claude_streams_its_turn_into_signals() {
     ));
     let claude = installed.folder.join("node_modules/.bin/claude");
     let attempt = "real:stream:a1";
-    let output = Command::new(valp_binary().unwrap())
+    // Bounded: a wait that never ends fails in 2 minutes with the wrapper's report (exit 124),
+    // and claude gives up on a model request after 30 s, not its default 10 minutes.
+    let output = Command::new("timeout")
+        .args(["--kill-after=5", "120"])
+        .arg(valp_binary().unwrap())
         .args([
             "agent",
             "run-stream",
@@ -453,6 +520,7 @@ fn a_real_headless_claude_streams_its_turn_into_signals() {
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_ERROR_REPORTING", "1")
+        .env("API_TIMEOUT_MS", "30000")
         .env("VALP_CONTROL_ROOT", project.join(".valp"))
         .env("VALP_TASK_ID", "real")
         .env("VALP_WORK_ITEM_ID", "stream")

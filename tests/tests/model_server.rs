@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use valp_tests::model::{Dialect, MAX_REQUESTS, ModelServer, Reply, Script};
+use valp_tests::model::{self, Dialect, MAX_REQUESTS, ModelServer, Reply, Script};
 
 /// A response: status, body (de-chunked).
 struct Response {
@@ -275,6 +275,18 @@ fn chat_completions_stream_the_edit_and_answer_unstreamed_side_requests() {
         log.iter().map(|r| r.answered).collect::<Vec<_>>(),
         ["first", "side"]
     );
+}
+
+/// `{serial}` in a text names each request: a stateless script that creates a new file in
+/// every turn (Aider asks only before creating one).
+#[test]
+fn a_text_names_the_request_it_answers() {
+    let server = ModelServer::start(Script::text(&format!("hello-{}.txt", model::SERIAL)));
+    let ask = json!({"stream": true, "messages": [{"role": "user", "content": "again"}]});
+    let texts: Vec<Value> = (0..2)
+        .map(|_| post(&server, "/v1/chat/completions", &ask).events()[0].1["choices"][0]["delta"]["content"].clone())
+        .collect();
+    assert_eq!(texts, [json!("hello-1.txt"), json!("hello-2.txt")]);
 }
 
 #[test]

@@ -30,7 +30,7 @@ use valp_runtime::adapter::tmux::submit::{Submission, SubmitError, submit};
 use valp_runtime::agent::classify::classify;
 use valp_runtime::agent::profile::AgentState;
 use valp_tests::agents::{AGENT_PATIENCE, AgentPane, Cli, Setup};
-use valp_tests::model::{Reply, Script};
+use valp_tests::model::{Reply, SERIAL, Script};
 use valp_tests::tmux::PATIENCE;
 
 /// A prompt with shell syntax and key names in it: text, never keys or commands.
@@ -580,9 +580,10 @@ fn percentile(samples: &mut [u64], percent: usize) -> u64 {
 /// Times, over `VALP_AGENT_TURNS` turns (default 20) of one session, how long after Enter
 /// the screen reads `working` (the submission's last step) and `blocked` (the permission
 /// question), sampling every 50 ms; answers each question with Enter. A documented long run,
-/// not CI: `cargo test -p valp-tests --test real_agents timing -- --ignored --nocapture`. Not
-/// Aider: from its second turn on it edits the file it created without asking, in a turn
-/// too short to be seen working.
+/// not CI: `cargo test -p valp-tests --test real_agents timing -- --ignored --nocapture`.
+/// Aider asks only before creating a file (it edits a file it created without asking), so its
+/// model names a new file in every turn (`hello-<request serial>.txt`); its screen leaves
+/// idle as `working` (`Waiting for …`) or `unknown` (streamed text), both counted.
 fn enter_to_working_and_blocked(cli: Cli) {
     let turns: usize = std::env::var("VALP_AGENT_TURNS")
         .ok()
@@ -595,12 +596,14 @@ fn enter_to_working_and_blocked(cli: Cli) {
             json!({"command": "touch hello.txt", "description": "Touch hello.txt"}),
             DONE,
         ),
-        Cli::Codex | Cli::Aider => write_hello(cli, project),
+        Cli::Codex => write_hello(cli, project),
+        Cli::Aider => Script::text(&format!("hello-{SERIAL}.txt\n```\n{CONTENT}```\n")),
     };
     let Some(agent) = start_at_prompt(cli, script) else {
         return;
     };
     let (mut working, mut blocked) = (Vec::new(), Vec::new());
+    let mut left_as = std::collections::BTreeMap::new();
     for _ in 0..turns {
         let started = Instant::now();
         let submission = submit(
@@ -617,6 +620,8 @@ fn enter_to_working_and_blocked(cli: Cli) {
         };
         let enter = proof.steps[3].at_ms;
         working.push(proof.steps[4].at_ms - enter);
+        let left = proof.steps[4].what.split(',').next().unwrap_or_default();
+        *left_as.entry(left.to_owned()).or_insert(0_usize) += 1;
         agent.wait_for(AgentState::Blocked, AGENT_PATIENCE);
         let at = u64::try_from(started.elapsed().as_millis()).unwrap();
         blocked.push(at - enter);
@@ -624,13 +629,17 @@ fn enter_to_working_and_blocked(cli: Cli) {
         agent.wait_for(AgentState::Idle, AGENT_PATIENCE);
     }
     eprintln!(
-        "{} {}, {turns} turns: Enter -> working p50 {} ms p99 {} ms; Enter -> blocked p50 {} ms p99 {} ms",
+        "{} {}, {turns} turns: Enter -> working p50 {} ms p99 {} ms; Enter -> blocked p50 {} ms \
+         p99 {} ms; left idle as {left_as:?}; load average {}",
         cli.name(),
         agent.installed.version,
         percentile(&mut working, 50),
         percentile(&mut working, 99),
         percentile(&mut blocked, 50),
         percentile(&mut blocked, 99),
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim_end(),
     );
 }
 
@@ -644,6 +653,12 @@ fn claude_code_timing() {
 #[ignore = "a long run for the figures, not CI"]
 fn codex_timing() {
     enter_to_working_and_blocked(Cli::Codex);
+}
+
+#[test]
+#[ignore = "a long run for the figures, not CI"]
+fn aider_timing() {
+    enter_to_working_and_blocked(Cli::Aider);
 }
 
 /// Codex's hooks (`~/.codex/hooks.json` in Claude Code's layout) fire when started with

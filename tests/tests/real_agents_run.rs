@@ -3,7 +3,10 @@
 //! private tmux server (its own `HOME`, first-run state and scripted model: `valp_tests::agents`,
 //! `valp_tests::model`), the prompt submitted with proof, the turn watched to idle, the attempt
 //! completed, the Leader's review, done. The submission proof is in the journal's evidence and
-//! the model's request log has the exact prompt.
+//! the model's request log has the exact prompt. Claude Code is started with hooks of the
+//! attempt's own (`--settings FILE`, its profile's `launch_hooks`): its `UserPromptSubmit`
+//! with the prompt's digest acknowledges the submission, and neither its `HOME` nor the
+//! project got a settings file.
 //!
 //! Gated like `real_agents.rs`: a CLI `.ci/agents` did not install is skipped (said on stderr)
 //! unless `VALP_REQUIRE_AGENTS=1`, which makes it a failure.
@@ -123,8 +126,40 @@ fn runs_to_done(cli: Cli) {
         json(&dir.join("proofs/completion.json"))["status"],
         "completed"
     );
+    if cli == Cli::Claude {
+        hooks_of_the_attempts_own(&dir, &folder, home.path(), &submission);
+    }
     assert!(project.ok(&["verify"]).ends_with("0 problems\n"));
     eprintln!("{} {}: valp run to done", cli.name(), installed.version);
+}
+
+/// Claude Code ran the hooks of the attempt's settings file: the submission is acknowledged
+/// by its `UserPromptSubmit` carrying the prompt's digest, and no settings file was written
+/// into the project or Claude's `HOME`.
+fn hooks_of_the_attempts_own(
+    dir: &std::path::Path,
+    project: &std::path::Path,
+    home: &std::path::Path,
+    submission: &serde_json::Value,
+) {
+    valp_tests::schemas::assert_record_valid(
+        dir,
+        "claude-settings.json",
+        "agent-hook-settings.schema.json",
+    );
+    let acknowledged = submission["acknowledged_by"].as_str().unwrap_or_default();
+    assert!(
+        acknowledged.starts_with("claude_hook:prompt_submitted#")
+            && acknowledged.contains(" (content-bound; signal sha256:"),
+        "{submission}"
+    );
+    for settings in [
+        project.join(".claude/settings.json"),
+        project.join(".claude/settings.local.json"),
+        home.join(".claude/settings.json"),
+    ] {
+        assert!(!settings.exists(), "{} written", settings.display());
+    }
 }
 
 #[test]

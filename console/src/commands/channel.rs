@@ -9,7 +9,7 @@ use std::time::Duration;
 use valp_store::ControlRoot;
 
 use super::CommandError;
-use crate::cli::{AgentCommand, Command};
+use crate::cli::{AgentCommand, Command, HookArgs, NotifyArgs};
 use valp_runtime::agent::channel::action_log::ActionLog;
 use valp_runtime::agent::channel::approval::{
     self, ApprovalError, Decider, Outcome, TimeoutAnswer,
@@ -33,48 +33,8 @@ pub(super) fn run(
 ) -> Result<ExitCode, CommandError> {
     let mut err = std::io::stderr();
     match command {
-        Command::Hook {
-            agent,
-            wait_ms,
-            on_timeout,
-            payload,
-        } => {
-            let source = match agent {
-                Agent::Claude => Source::ClaudeHook,
-                Agent::Codex => Source::CodexHook,
-            };
-            let options = ApprovalOptions {
-                wait: Duration::from_millis(wait_ms),
-                poll: POLL,
-                on_timeout,
-            };
-            hook(
-                source,
-                payload.as_deref(),
-                &options,
-                clock,
-                input,
-                out,
-                &mut err,
-            )
-        }
-        // Notify payloads never ask permission: nothing waits.
-        Command::Notify { payload, .. } => {
-            let options = ApprovalOptions {
-                wait: Duration::ZERO,
-                poll: POLL,
-                on_timeout: TimeoutAnswer::Deny,
-            };
-            hook(
-                Source::CodexNotify,
-                payload.as_deref(),
-                &options,
-                clock,
-                input,
-                out,
-                &mut err,
-            )
-        }
+        Command::Hook(args) => hook_command(&args, clock, input, out),
+        Command::Notify(args) => notify_command(&args, clock, input, out),
         Command::Agent(AgentCommand::Stream { agent, file }) => {
             stream(agent, file.as_deref(), clock, input, out)
         }
@@ -126,22 +86,57 @@ pub(super) fn run(
     }
 }
 
+/// `valp hook AGENT …`.
+pub(super) fn hook_command(
+    args: &HookArgs,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let source = match args.agent {
+        Agent::Claude => Source::ClaudeHook,
+        Agent::Codex => Source::CodexHook,
+    };
+    let options = ApprovalOptions {
+        wait: Duration::from_millis(args.wait_ms),
+        poll: POLL,
+        on_timeout: args.on_timeout,
+    };
+    hook(source, args.payload.as_deref(), &options, clock, input, out)
+}
+
+/// `valp notify codex …`: notify payloads never ask permission, so nothing waits.
+pub(super) fn notify_command(
+    args: &NotifyArgs,
+    clock: &dyn Clock,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+) -> Result<ExitCode, CommandError> {
+    let options = ApprovalOptions {
+        wait: Duration::ZERO,
+        poll: POLL,
+        on_timeout: TimeoutAnswer::Deny,
+    };
+    let payload = args.payload.as_deref();
+    hook(Source::CodexNotify, payload, &options, clock, input, out)
+}
+
 /// How often the waiting hook looks for a decision.
 const POLL: Duration = Duration::from_millis(20);
 /// How long `approve`/`deny` waits past the request's deadline for the hook's answer.
 const ANSWER_PATIENCE: Duration = Duration::from_secs(2);
 
 /// `valp hook AGENT` / `valp notify codex`: never fails the agent; every problem goes to
-/// `err` and the exit code is 0.
-pub(super) fn hook(
+/// stderr and the exit code is 0.
+fn hook(
     source: Source,
     payload: Option<&str>,
     options: &ApprovalOptions,
     clock: &dyn Clock,
     input: &mut dyn BufRead,
     out: &mut dyn Write,
-    err: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
+    let err = &mut std::io::stderr();
     let name = match source {
         Source::ClaudeHook => "valp hook claude",
         Source::CodexHook => "valp hook codex",

@@ -14,6 +14,9 @@
 //!     request.json              AdapterRequest (submit)                          System
 //!     run.json                  valp-tmux-run-spec.v1: agent, command|target,
 //!                               prompt, socket, cwd, env, timeout, evidence       System
+//!     claude-settings.json      the agent's hooks, passed as `--settings FILE` when its
+//!                               profile says `launch_hooks = "claude_settings"`
+//!                               ([`launch`])                                      supervisor
 //!     supervisor.json, supervisor.log, control/cancel.json, control/interrupt-*.json,
 //!     control/message-*.json (a Leader message; its delivery proof: proofs/message-*.json)
 //!     proofs/dispatch_inserted.json  the paste, read back: transport only         supervisor
@@ -33,7 +36,8 @@
 //! ```
 //!
 //! The agent's window gets `VALP_CONTROL_ROOT`, `VALP_TASK_ID`, `VALP_WORK_ITEM_ID` and
-//! `VALP_ATTEMPT_ID` in its environment (hooks find their attempt through them).
+//! `VALP_ATTEMPT_ID` in its environment (hooks find their attempt through them; the generated
+//! settings of [`launch`] also set them in each hook's command).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -47,6 +51,7 @@ use crate::adapter::process::{self, ProcessError, invalid, io_error, same_eviden
 
 pub mod capture;
 mod channel;
+pub mod launch;
 pub mod pane;
 pub mod records;
 pub mod screen;

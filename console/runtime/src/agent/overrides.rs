@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Settings: `description`, `process_names`, `idle_debounce_ms`, `channel_silence_ms`,
-//! `interrupt_keys`, `exit_keys`, `input` (a whole table), `readback` and `rules`. A profile's
+//! `launch_hooks`, `interrupt_keys`, `exit_keys`, `input` (a whole table), `readback` and `rules`. A profile's
 //! `schema_version` and `name` are not settings. Every error names the file, the key and the
 //! rule; an override that makes the profile invalid is refused with the profile parser's
 //! words. Every valp process that uses a profile (the console, the tmux supervisors it
@@ -34,6 +34,7 @@ const SETTINGS: &[(&str, Kind)] = &[
     ("process_names", Kind::Texts),
     ("idle_debounce_ms", Kind::Millis),
     ("channel_silence_ms", Kind::Millis),
+    ("launch_hooks", Kind::Text),
     ("interrupt_keys", Kind::Texts),
     ("exit_keys", Kind::Texts),
     ("input", Kind::Table),
@@ -353,8 +354,8 @@ mod tests {
             (
                 "[agents.claude]\nname = \"x\"\n",
                 "agents.claude.name: unknown setting (settings: description, process_names, \
-                 idle_debounce_ms, channel_silence_ms, interrupt_keys, exit_keys, input, \
-                 readback, rules)"
+                 idle_debounce_ms, channel_silence_ms, launch_hooks, interrupt_keys, exit_keys, \
+                 input, readback, rules)"
                     .to_owned(),
             ),
             (

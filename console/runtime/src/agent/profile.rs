@@ -114,6 +114,18 @@ pub enum Readback {
     Changed,
 }
 
+/// How the tmux adapter connects a started agent's hooks to valp (`launch_hooks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchHooks {
+    /// Nothing: the agent starts with the command line the plan gave (the default).
+    #[default]
+    None,
+    /// A Claude Code settings file of the attempt's own (`--settings FILE`) whose hooks call
+    /// `valp hook claude` for the attempt (see [`crate::adapter::tmux::launch`]).
+    ClaudeSettings,
+}
+
 /// A loaded, checked profile.
 #[derive(Debug, Clone)]
 pub struct Profile {
@@ -128,6 +140,8 @@ pub struct Profile {
     /// How long a structured channel (hooks, notify, stream) may stay silent before the screen
     /// rules decide the state again, in milliseconds (see [`crate::agent::channel::precedence`]).
     pub channel_silence_ms: u64,
+    /// How a started agent's hooks reach valp.
+    pub launch_hooks: LaunchHooks,
     /// Keys that stop a turn.
     pub interrupt_keys: Vec<String>,
     /// Keys that exit the agent.
@@ -221,6 +235,8 @@ struct ProfileFile {
     idle_debounce_ms: u64,
     #[serde(default = "channel_silence")]
     channel_silence_ms: u64,
+    #[serde(default)]
+    launch_hooks: LaunchHooks,
     interrupt_keys: Vec<String>,
     exit_keys: Vec<String>,
     input: Option<InputFile>,
@@ -331,6 +347,7 @@ impl Profile {
             process_names: parsed.process_names,
             idle_debounce_ms: parsed.idle_debounce_ms,
             channel_silence_ms: parsed.channel_silence_ms,
+            launch_hooks: parsed.launch_hooks,
             interrupt_keys: parsed.interrupt_keys,
             exit_keys: parsed.exit_keys,
             input,

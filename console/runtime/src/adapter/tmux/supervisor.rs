@@ -123,20 +123,7 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
         );
     }
     let server = Server::new(Path::new("tmux"), Path::new(&spec.socket), TMUX_TIMEOUT);
-    let opened = match (&spec.command, &spec.target) {
-        (Some(argv), _) => server
-            .open(Window {
-                session: &spec.session,
-                name: &spec.window,
-                cwd: &spec.cwd,
-                env: &spec.env,
-                argv,
-            })
-            .map(Some),
-        (None, Some(target)) => server.find(target),
-        (None, None) => Ok(None),
-    };
-    let found = match opened {
+    let found = match open_or_find(&server, &spec, &profile, dir) {
         Ok(Some(found)) => found,
         Ok(None) => {
             return refuse(&writer, ObservationStatus::Blocked, "target_missing".into());
@@ -193,6 +180,36 @@ pub fn run(dir: &Path) -> Result<ExitCode, ProcessError> {
     // Whatever happened, a window valp opened does not outlive its attempt.
     agent.close();
     result
+}
+
+/// Opens the agent's window (its command line as the profile's `launch_hooks` makes it,
+/// [`super::launch`]) or finds the targeted pane.
+fn open_or_find(
+    server: &Server,
+    spec: &TmuxSpec,
+    profile: &Profile,
+    dir: &Path,
+) -> Result<Option<Found>, super::pane::PaneError> {
+    let Some(argv) = &spec.command else {
+        return spec
+            .target
+            .as_ref()
+            .map_or(Ok(None), |target| server.find(target));
+    };
+    let valp = std::env::current_exe().ok();
+    let launch = super::launch::prepare(profile, argv, dir, valp.as_deref(), &spec.env);
+    if let Some(note) = &launch.note {
+        log(note);
+    }
+    server
+        .open(Window {
+            session: &spec.session,
+            name: &spec.window,
+            cwd: &spec.cwd,
+            env: &spec.env,
+            argv: &launch.argv,
+        })
+        .map(Some)
 }
 
 fn refuse(

@@ -13,7 +13,8 @@
 //!   rejection and reading goes on;
 //! - with a prompt, claude (whose ARGV then has `--input-format stream-json`) gets it as a
 //!   stream-json user message and its stdin stays open for control messages until its
-//!   `result`; codex gets it as text and stdin is closed;
+//!   `result`, or until recording fails (then the rest of its output is passed on unrecorded:
+//!   an open input would keep it waiting for ever); codex gets it as text and stdin is closed;
 //! - an interrupt (the process adapter's SIGINT to the wrapper's group, which the agent's own
 //!   group does not receive) is passed to the agent as its control message where it has one
 //!   (claude with stdin open: `control_request` `interrupt`), else as SIGINT to its group;
@@ -163,9 +164,10 @@ pub fn run(
     let report = match stdout {
         Some(stdout) => {
             let mut out = std::io::stdout().lock();
-            bridge::record_stream_with(
+            let mut reader = BufReader::new(stdout);
+            let report = bridge::record_stream_with(
                 stream,
-                &mut BufReader::new(stdout),
+                &mut reader,
                 env,
                 &crate::clock::SystemClock,
                 |line, kinds| {
@@ -182,7 +184,18 @@ pub fn run(
                     }
                     Ok(())
                 },
-            )
+            );
+            if report.is_err() {
+                // Recording stopped before the turn's result: claude would wait on its open
+                // input for ever (and on a full pipe). End its input and pass the rest of its
+                // output on unrecorded, so it finishes its turn and exits.
+                control
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                let _ = std::io::copy(&mut reader, &mut out);
+            }
+            report
         }
         None => Ok(StreamReport::default()),
     };
@@ -257,4 +270,51 @@ fn watch(
             .unwrap_or(1)
     });
     (code, interrupts)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    /// The inbox cannot be written (a file where its folder goes): the first line is not
+    /// recorded, and the agent, which reads its input to the end before it exits, still ends
+    /// at once: its input is closed when recording fails.
+    #[test]
+    fn a_recording_failure_closes_the_agents_input_so_it_ends() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("inbox")).unwrap();
+        std::fs::write(root.path().join("inbox/agent-signals"), b"not a folder").unwrap();
+        let env = AttemptEnv {
+            control_root: root.path().to_path_buf(),
+            attempt: super::super::signal::AttemptIds {
+                task_id: "t".into(),
+                work_item_id: "w".into(),
+                attempt_id: "t:w:a1".into(),
+            },
+        };
+        let script = r#"IFS= read -r prompt; echo '{"type":"system","subtype":"init","session_id":"s"}'; cat >/dev/null; echo after"#;
+        let argv = ["sh", "-c", script].map(str::to_owned);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(run(Stream::Claude, Some("Work"), &argv, &env));
+        });
+        let ended = receiver
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the agent ended")
+            .unwrap();
+        assert_eq!(ended.code, 0);
+        let Err(BridgeError::Inbox(error)) = ended.report else {
+            panic!("{:?}", ended.report)
+        };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}/inbox/agent-signals: not a real folder (a symbolic link or a file); nothing \
+                 written",
+                root.path().display()
+            )
+        );
+    }
 }

@@ -102,7 +102,39 @@ pub fn shell_quote(path: &str) -> String {
 /// The hooks settings (Claude's layout, which Codex's `hooks.json` shares) calling `valp` at
 /// `valp_path`.
 pub fn hooks(agent: Agent, valp_path: &str) -> Value {
-    let command = format!("{} hook {}", shell_quote(valp_path), agent.name());
+    hooks_calling(
+        agent,
+        &format!("{} hook {}", shell_quote(valp_path), agent.name()),
+    )
+}
+
+/// The hooks settings of one attempt's agent: each command names the attempt itself
+/// (`VALP_ATTEMPT_ID='…' … 'valp' hook claude`, the four variables of
+/// [`super::bridge::attempt_from_env`] taken from `env`), so the hook finds its attempt even
+/// when the agent's command line clears its environment (`env -i …`).
+pub fn attempt_hooks(
+    agent: Agent,
+    valp_path: &str,
+    env: &std::collections::BTreeMap<String, String>,
+) -> Value {
+    use super::bridge::{ENV_ATTEMPT, ENV_CONTROL_ROOT, ENV_TASK, ENV_WORK_ITEM};
+    let assignments: String = [ENV_CONTROL_ROOT, ENV_TASK, ENV_WORK_ITEM, ENV_ATTEMPT]
+        .iter()
+        .filter_map(|name| Some(format!("{name}={} ", shell_quote(env.get(*name)?))))
+        .collect();
+    hooks_calling(
+        agent,
+        &format!(
+            "{assignments}{} hook {}",
+            shell_quote(valp_path),
+            agent.name()
+        ),
+    )
+}
+
+/// The hooks settings running the shell command `command` for every event of `agent` (the
+/// permission hook with valp's wait and the agent's longer timeout).
+fn hooks_calling(agent: Agent, command: &str) -> Value {
     let mut hooks = serde_json::Map::new();
     for event in agent.events() {
         let entry = if *event == "PermissionRequest" {
@@ -135,6 +167,28 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn an_attempts_hooks_name_the_attempt_in_their_command() {
+        let env: std::collections::BTreeMap<String, String> = [
+            ("VALP_ATTEMPT_ID", "t:w:a1"),
+            ("VALP_CONTROL_ROOT", "/p/it's/.valp"),
+            ("VALP_TASK_ID", "t"),
+            ("VALP_WORK_ITEM_ID", "w"),
+            ("OTHER", "not passed"),
+        ]
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .into();
+        let settings = attempt_hooks(Agent::Claude, "/opt/valp", &env);
+        let prefix = "VALP_CONTROL_ROOT='/p/it'\\''s/.valp' VALP_TASK_ID='t' VALP_WORK_ITEM_ID='w' \
+                      VALP_ATTEMPT_ID='t:w:a1' '/opt/valp' hook claude";
+        assert_eq!(settings["hooks"]["Stop"][0]["hooks"][0]["command"], prefix);
+        assert_eq!(
+            settings["hooks"]["PermissionRequest"][0]["hooks"][0]["command"],
+            format!("{prefix} --wait-ms 45000")
+        );
+        assert_eq!(settings["hooks"].as_object().unwrap().len(), 9);
+    }
 
     #[test]
     fn the_permission_hook_outlives_valps_wait() {
