@@ -121,13 +121,14 @@ pub enum Command {
     /// blob's content digest, without changing anything. Prints a table and ends with
     /// `verify: N journals ok, M problems`; exits non-zero when there are problems.
     Verify,
-    /// Convert a control root of layout 1 or 2 to layout 3 (journal lines with their time).
+    /// Convert a control root of layout 1, 2 or 3 to layout 4 (task snapshots).
     ///
     /// Shows what it will do, asks you to type `upgrade` (or takes --yes), copies the whole
     /// control root byte for byte to `.valp.layout<N>-backup-<n>/` beside it, verifies every
     /// journal by replay (writing the head anchors a layout-1 root lacks; lines written before
-    /// keep no time, shown as unknown), and sets `layout_version` 3 last. Running it again after
-    /// a crash finishes the job. Every other command refuses a layout-1 or layout-2 root.
+    /// layout 3 keep no time, shown as unknown), writes a snapshot of every task journal, and
+    /// sets `layout_version` 4 last. Running it again after a crash finishes the job. Every
+    /// other command refuses a root of an earlier layout.
     Upgrade {
         /// Do not ask for the typed confirmation.
         #[arg(long)]

@@ -14,12 +14,12 @@
 //! share the code) and gives the same Result, minus the copy of the State.
 
 mod lean;
+pub(crate) mod midstate;
+mod parts;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-
-use sha2::Sha256;
 
 use crate::canonical::Canonical;
 use crate::json::write::Fields;
@@ -36,6 +36,8 @@ use crate::reduce::{Decision, commit, evaluate};
 
 use lean::LeanIndex;
 pub use lean::Recall;
+pub use midstate::{Midstate, MidstateError};
+pub use parts::{KEY_RECORD, LeanParts, LiveParts, PartsError};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the
 /// State is the `LiveState` itself, advanced only when accepted).
@@ -145,7 +147,7 @@ struct HistoryIndex {
     kept: Kept,
     well_formed: bool,
     /// SHA-256 fed with `{"accepted_events":[` and the entries joined by commas.
-    prefix: Sha256,
+    prefix: Midstate,
 }
 
 /// What a [`HistoryIndex`] keeps of its entries.

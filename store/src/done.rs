@@ -114,6 +114,24 @@ impl DoneGuard {
         }
     }
 
+    /// The same guard as it stood after the entries a snapshot stands for.
+    #[must_use]
+    pub(crate) fn restored(mut self, parts: &crate::snapshot::GuardParts) -> Self {
+        self.frozen.clone_from(&parts.frozen_policy);
+        self.ungated_done = parts.ungated_done;
+        self.signals.clone_from(&parts.correction_signals);
+        self
+    }
+
+    /// What a snapshot keeps of this guard.
+    pub(crate) fn parts(&self) -> crate::snapshot::GuardParts {
+        crate::snapshot::GuardParts {
+            correction_signals: self.signals.clone(),
+            frozen_policy: self.frozen.clone(),
+            ungated_done: self.ungated_done,
+        }
+    }
+
     /// The correction signals of the entries observed so far, each once, in order.
     pub fn correction_signals(&self) -> &[String] {
         &self.signals

@@ -29,6 +29,10 @@ pub enum StoreCode {
     UpgradeRequired,
     /// The control root's layout is one this valp has no way to read or convert.
     MigrationUnsupported,
+    /// A task snapshot is not the State a replay from the genesis rebuilds at its line (or is
+    /// not a snapshot, or names a line that is not there): `valp verify` lists it; opens ignore
+    /// it.
+    SnapshotMismatch,
 }
 
 impl StoreCode {
@@ -45,6 +49,7 @@ impl StoreCode {
             Self::EpochFenced => "VALP-E-EPOCH-FENCED",
             Self::UpgradeRequired => "VALP-E-STORE-UPGRADE-REQUIRED",
             Self::MigrationUnsupported => "VALP-E-MIGRATION-UNSUPPORTED",
+            Self::SnapshotMismatch => "VALP-E-STORE-SNAPSHOT-MISMATCH",
         }
     }
 }
@@ -210,7 +215,7 @@ pub enum StoreError {
     /// The control root's layout version is unknown or not supported.
     #[error(
         "{code}: {path}: layout_version {found} is not supported (this valp reads layout \
-         {current} and upgrades layouts 1 and 2); use the valp that wrote it",
+         {current} and upgrades layouts 1, 2 and 3); use the valp that wrote it",
         code = StoreCode::MigrationUnsupported
     )]
     MigrationUnsupported {
@@ -220,6 +225,20 @@ pub enum StoreError {
         found: String,
         /// The layout this valp reads.
         current: i128,
+    },
+    /// A task snapshot does not match its journal (see [`snapshot`](crate::snapshot)).
+    #[error(
+        "{code}: {path}: the snapshot of seq {seq} does not match its journal: {reason}; opens \
+         do not use it (a writer replaces it)",
+        code = StoreCode::SnapshotMismatch
+    )]
+    SnapshotMismatch {
+        /// The snapshot file.
+        path: PathBuf,
+        /// The seq it names (from its file name).
+        seq: u64,
+        /// What does not match.
+        reason: String,
     },
     /// Any other I/O failure.
     #[error("{code}: {path}: {operation}: {source}", code = StoreCode::Io)]
@@ -255,6 +274,7 @@ impl StoreError {
             Self::Io { .. } | Self::Invalid(_) => StoreCode::Io,
             Self::DoneGate { .. } => StoreCode::DoneGate,
             Self::EpochFenced { .. } => StoreCode::EpochFenced,
+            Self::SnapshotMismatch { .. } => StoreCode::SnapshotMismatch,
         }
     }
 

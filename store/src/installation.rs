@@ -5,8 +5,10 @@
 //! (`<stem>.head`, see [`head`](crate::head)). 3: every line written has its `recorded_at`
 //! (`valp-store-journal.v2`, see [`chain`](crate::chain); lines written before keep none), and a
 //! task folder may hold its operator-action journal (`actions.jsonl`, see
-//! [`actions`](crate::actions)). This valp reads layout 3 only; a root of layout 1 or 2 is
-//! refused with `VALP-E-STORE-UPGRADE-REQUIRED` until `valp upgrade` converts it (see
+//! [`actions`](crate::actions)). 4: task journals have snapshots (`tasks/<task>/snapshots/`, see
+//! [`snapshot`](crate::snapshot)) that opens start from; a layout-3 valp would not keep them in
+//! step (it appends without moving a snapshot past a `valp recover` cut). This valp reads
+//! layout 4 only; a root of layout 1, 2 or 3 is refused with `VALP-E-STORE-UPGRADE-REQUIRED` until `valp upgrade` converts it (see
 //! [`upgrade`](crate::upgrade)), and any other `layout_version` (a later layout, 0, a string)
 //! with `VALP-E-MIGRATION-UNSUPPORTED`, before anything else in the file is judged.
 
@@ -22,9 +24,9 @@ use crate::error::StoreError;
 /// `schema_version` of `installation.json`.
 pub const INSTALLATION_SCHEMA: &str = "valp-installation.v1";
 /// The control-root layout this code reads and writes.
-pub const LAYOUT_VERSION: i128 = 3;
+pub const LAYOUT_VERSION: i128 = 4;
 /// The layouts `valp upgrade` converts from.
-pub const PREVIOUS_LAYOUT_VERSIONS: [i128; 2] = [1, 2];
+pub const PREVIOUS_LAYOUT_VERSIONS: [i128; 3] = [1, 2, 3];
 
 /// The installation's identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

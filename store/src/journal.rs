@@ -99,6 +99,21 @@ pub enum Warning {
         /// Why.
         error: String,
     },
+    /// A snapshot did not match its journal and was not used (see
+    /// [`snapshot`](crate::snapshot)); the open replayed from an older one or the genesis.
+    SnapshotRefused {
+        /// The snapshot.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A snapshot could not be written; the next open replays more lines.
+    SnapshotNotWritten {
+        /// The line it was for.
+        seq: u64,
+        /// Why.
+        error: String,
+    },
 }
 
 impl std::fmt::Display for Warning {
@@ -124,21 +139,46 @@ impl std::fmt::Display for Warning {
                 "entry {seq} is durable but its head anchor was not rewritten ({error}); the \
                  next append rewrites it"
             ),
+            Self::SnapshotRefused { path, reason } => write!(
+                formatter,
+                "snapshot {} was not used: {reason}",
+                path.display()
+            ),
+            Self::SnapshotNotWritten { seq, error } => {
+                write!(formatter, "no snapshot was written at entry {seq}: {error}")
+            }
         }
     }
 }
 
 /// The position after the last verified line.
 #[derive(Debug, Clone)]
-struct Tip {
+pub(crate) struct Tip {
     /// Sequence number of the next line.
-    next_seq: u64,
+    pub(crate) next_seq: u64,
     /// `entry_digest` of the last line.
-    digest: String,
+    pub(crate) digest: String,
     /// Byte offset after the last line.
-    offset: u64,
+    pub(crate) offset: u64,
     /// The last line's `recorded_at`.
-    recorded_at: Option<Timestamp>,
+    pub(crate) recorded_at: Option<Timestamp>,
+}
+
+/// Called with every line an open verifies, and the machine and guard after it (`valp verify`
+/// compares the snapshots with the States it rebuilds).
+pub(crate) type OnLine<M> = Box<dyn FnMut(&ChainLine, &M, &<M as Machine>::Guard) + Send + Sync>;
+
+/// An [`OnLine`] callback, if any.
+pub(crate) struct Watch<M: Machine>(pub(crate) Option<OnLine<M>>);
+
+impl<M: Machine> std::fmt::Debug for Watch<M> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(if self.0.is_some() {
+            "Watch(..)"
+        } else {
+            "Watch(None)"
+        })
+    }
 }
 
 /// One entry of a chained file as a reader gets it: its line, when the store wrote it, and its
@@ -175,6 +215,9 @@ pub(crate) enum History {
     /// Only the lean idempotency index (`valp verify`: 16 bytes per entry instead of ~540; the
     /// digests of an event seen again are read back from the journal, see [`recall`]).
     Forgotten,
+    /// Kept, replaying every line from the genesis whatever snapshots there are (`valp
+    /// recover`'s plan judges the whole journal).
+    KeptFromGenesis,
 }
 
 /// An open, verified journal; a task journal unless `M` says otherwise.
@@ -187,19 +230,38 @@ pub struct Journal<M: Machine = LiveState> {
     anchoring: Anchoring,
     /// With [`Anchoring::Salvage`]: the first problem found, where reading stopped.
     damage: Option<StoreError>,
-    quarantine: PathBuf,
-    storage: Arc<dyn Storage>,
+    pub(crate) quarantine: PathBuf,
+    pub(crate) storage: Arc<dyn Storage>,
     genesis: M::Genesis,
-    live: M,
-    guard: M::Guard,
-    tip: Tip,
-    warnings: Vec<Warning>,
-    access: Access,
+    pub(crate) live: M,
+    pub(crate) guard: M::Guard,
+    pub(crate) tip: Tip,
+    pub(crate) warnings: Vec<Warning>,
+    pub(crate) access: Access,
     lock_timeout: Duration,
     /// Stamps each line this handle writes (`recorded_at`).
     clock: Arc<dyn Clock>,
     appender: Option<File>,
-    poisoned: Option<String>,
+    pub(crate) poisoned: Option<String>,
+    /// Snapshots (task journals opened with their head and history, see
+    /// [`snapshot`](crate::snapshot)): whether they are used, the newest one's seq (0: none),
+    /// and whether one was refused and is to be rebuilt.
+    pub(crate) snapshots: Snapshots,
+    watch: Watch<M>,
+}
+
+/// A journal handle's use of snapshots.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshots {
+    /// Opened from / takes snapshots.
+    pub(crate) used: bool,
+    /// Seq of the newest snapshot known to match (0: none).
+    pub(crate) newest: u64,
+    /// A snapshot was refused: write one at the next chance.
+    pub(crate) rebuild: bool,
+    /// Snapshots refused by this open, moved to `quarantine/` by a writer once the open
+    /// succeeded.
+    pub(crate) refused: Vec<PathBuf>,
 }
 
 impl<M: Machine> Journal<M> {
@@ -246,10 +308,14 @@ impl<M: Machine> Journal<M> {
             anchoring,
             guard,
             History::Kept,
+            Watch(None),
         )
     }
 
-    /// [`Journal::open_anchored`], keeping the machine's history in memory or not.
+    /// [`Journal::open_anchored`], keeping the machine's history in memory or not (a journal
+    /// opened with its head and its history starts from its newest matching snapshot, see
+    /// [`Machine::resume`]), calling `watch` with every line verified.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open_with(
         dir: &Path,
         quarantine: &Path,
@@ -258,6 +324,7 @@ impl<M: Machine> Journal<M> {
         anchoring: Anchoring,
         guard: M::Guard,
         history: History,
+        watch: Watch<M>,
     ) -> Result<Self, StoreError> {
         let path = dir.join(JOURNAL_FILE);
         // The head first: it is only ever rewritten after the journal bytes it names are
@@ -297,9 +364,22 @@ impl<M: Machine> Journal<M> {
             anchor,
             anchoring,
             damage: None,
+            snapshots: Snapshots {
+                used: anchoring == Anchoring::Required
+                    && history == History::Kept
+                    && watch.0.is_none(),
+                ..Snapshots::default()
+            },
+            watch,
         };
         journal.anchor.check_line(&genesis_line)?;
+        let reader = if M::resume(&mut journal)? {
+            journal.reader()?
+        } else {
+            reader
+        };
         journal.follow(reader, None)?;
+        M::settled(&mut journal);
         Ok(journal)
     }
 
@@ -316,6 +396,9 @@ impl<M: Machine> Journal<M> {
             .apply_recorded(&entry)
             .map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
+        if let Some(watch) = &mut self.watch.0 {
+            watch(line, &self.live, &self.guard);
+        }
         Ok(())
     }
 
@@ -342,7 +425,7 @@ impl<M: Machine> Journal<M> {
     }
 
     /// A reader of the lines after the last verified one.
-    fn reader(&self) -> Result<ChainReader, StoreError> {
+    pub(crate) fn reader(&self) -> Result<ChainReader, StoreError> {
         ChainReader::resume(
             &self.path,
             self.tip.offset,
@@ -511,6 +594,14 @@ impl<M: Machine> Journal<M> {
         self.appender
             .as_mut()
             .ok_or_else(|| StoreError::Invalid("journal file not open".to_owned()))
+    }
+}
+
+impl<M: Machine> Drop for Journal<M> {
+    /// A writing handle of a task journal leaves a snapshot of where it got to (see
+    /// [`Machine::closing`]).
+    fn drop(&mut self) {
+        M::closing(self);
     }
 }
 

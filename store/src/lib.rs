@@ -40,6 +40,8 @@ pub mod machine;
 pub mod recover;
 pub mod reference;
 pub mod root;
+pub mod snapshot;
+mod snapshot_open;
 pub mod upgrade;
 pub mod verify;
 

@@ -24,6 +24,7 @@ use valp_kernel::{Event, Evidence, Identity, Int};
 use crate::done::DoneGuard;
 use crate::error::StoreError;
 use crate::fence::EpochFence;
+use crate::journal::Journal;
 
 /// A kernel state machine a journal can replay and extend.
 pub trait Machine: Sized + std::fmt::Debug {
@@ -63,6 +64,18 @@ pub trait Machine: Sized + std::fmt::Debug {
     fn expected_revision(event: &Self::Event) -> Int;
     /// The event's id.
     fn event_id(event: &Self::Event) -> &Identity;
+    /// Called by an open once line 0 is verified: starts `journal` from its newest matching
+    /// snapshot instead of the genesis, returning whether it did (task journals, see
+    /// [`snapshot`](crate::snapshot)); nothing by default.
+    fn resume(_journal: &mut Journal<Self>) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    /// Called after an open verified every line and after an append's lines are durable and
+    /// anchored: writes a snapshot when one is due (task journals); nothing by default.
+    fn settled(_journal: &mut Journal<Self>) {}
+    /// Called when a handle is dropped (task journals: a writer leaves a snapshot of where it
+    /// got to); nothing by default.
+    fn closing(_journal: &mut Journal<Self>) {}
 }
 
 impl Machine for LiveState {
@@ -117,6 +130,18 @@ impl Machine for LiveState {
 
     fn event_id(event: &Event) -> &Identity {
         &event.event_id
+    }
+
+    fn resume(journal: &mut Journal<Self>) -> Result<bool, StoreError> {
+        crate::snapshot_open::resume(journal)
+    }
+
+    fn settled(journal: &mut Journal<Self>) {
+        crate::snapshot_open::settled(journal);
+    }
+
+    fn closing(journal: &mut Journal<Self>) {
+        crate::snapshot_open::closing(journal);
     }
 }
 
@@ -250,6 +275,13 @@ impl TaskGuard {
     #[must_use]
     pub fn in_task(mut self, dir: &std::path::Path) -> Self {
         self.done = self.done.in_task(dir);
+        self
+    }
+
+    /// The same guard as it stood after the entries a snapshot stands for.
+    #[must_use]
+    pub(crate) fn restored(mut self, parts: &crate::snapshot::GuardParts) -> Self {
+        self.done = self.done.restored(parts);
         self
     }
 

@@ -152,6 +152,9 @@ pub struct Recovered {
     pub backups: Vec<PathBuf>,
     /// The new head (`None`: an operator-action journal with no record kept has none).
     pub head: Option<Head>,
+    /// Task snapshots bound to lines after the cut, moved to `quarantine/` (their index files
+    /// beside them).
+    pub snapshots: Vec<PathBuf>,
 }
 
 /// The journal of a task, by id (or by its folder name when that is hashed).
@@ -167,12 +170,20 @@ pub fn recover_task(
     confirmed: &Plan,
 ) -> Result<Recovered, StoreError> {
     let dir = task_dir(root, task_id)?;
-    apply_in::<valp_kernel::live::LiveState>(
+    let mut recovered = apply_in::<valp_kernel::live::LiveState>(
         root,
         &dir,
         &|| root.task_guard().in_task(&dir),
         confirmed,
-    )
+    )?;
+    let _lock = LockGuard::acquire(&dir.join(LOCK_FILE), DEFAULT_LOCK_TIMEOUT)?;
+    recovered.snapshots = crate::snapshot::quarantine_beyond(
+        root.storage().as_ref(),
+        &dir,
+        &root.layout().quarantine_dir(),
+        confirmed.keep_entries,
+    )?;
+    Ok(recovered)
 }
 
 /// The installation ledger.
@@ -302,13 +313,15 @@ pub fn plan<M: Machine>(
     storage: Arc<dyn Storage>,
     guard: &dyn Fn() -> M::Guard,
 ) -> Result<Plan, StoreError> {
-    let refusal = Journal::<M>::open_anchored(
+    let refusal = Journal::<M>::open_with(
         dir,
         quarantine,
         Arc::clone(&storage),
         Access::ReadOnly,
-        guard(),
         Anchoring::Required,
+        guard(),
+        crate::journal::History::KeptFromGenesis,
+        crate::journal::Watch(None),
     )
     .err()
     .map(|error| error.to_string());
@@ -466,6 +479,7 @@ fn cut(
         return Ok(Recovered {
             backups,
             head: None,
+            snapshots: Vec::new(),
         });
     }
     let bytes = std::fs::read(&now.journal)
@@ -480,5 +494,6 @@ fn cut(
     Ok(Recovered {
         backups,
         head: Some(head),
+        snapshots: Vec::new(),
     })
 }

@@ -7,6 +7,7 @@ use valp_kernel::canonical::Canonical;
 use valp_kernel::installation::{
     InstallationEvent, InstallationGenesis, InstallationLive, InstallationState,
 };
+use valp_kernel::live::LiveState;
 use valp_kernel::replay::{GenesisRoot, Replayer};
 use valp_kernel::{Identity, IdentityKind, InstallationEventKind};
 
@@ -355,6 +356,34 @@ impl ControlRoot {
         ))
     }
 
+    /// [`ControlRoot::open_task`] replaying every line from the genesis and keeping the
+    /// accepted-event history (`live().history()`, `live().to_state()`), which a journal opened
+    /// from a snapshot does not hold: for the few readers that need the whole State (a task
+    /// handoff records it). O(history).
+    pub fn open_task_with_history(
+        &self,
+        task_id: &str,
+        access: Access,
+    ) -> Result<Journal, StoreError> {
+        let dir = self.layout.task_dir(task_id);
+        if !dir.join(JOURNAL_FILE).is_file() {
+            return Err(StoreError::Invalid(format!(
+                "no task {task_id:?} in {}",
+                self.layout.root().display()
+            )));
+        }
+        self.clocked(Journal::open_with(
+            &dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            access,
+            Anchoring::Required,
+            self.task_guard().in_task(&dir),
+            crate::journal::History::KeptFromGenesis,
+            crate::journal::Watch(None),
+        ))
+    }
+
     /// The task folders that hold a journal, sorted.
     pub fn task_dirs(&self) -> Result<Vec<PathBuf>, StoreError> {
         let tasks = self.layout.tasks_dir();
@@ -382,6 +411,15 @@ impl ControlRoot {
     /// does), holding the lean idempotency index instead of the history: memory stays at 16
     /// bytes per entry (an event seen again is read back from the journal). The journal's `live().history()` is empty.
     pub fn verify_task_dir(&self, dir: &Path) -> Result<Journal, StoreError> {
+        self.verify_task_dir_watched(dir, crate::journal::Watch(None))
+    }
+
+    /// [`ControlRoot::verify_task_dir`], calling `watch` with every verified line.
+    pub(crate) fn verify_task_dir_watched(
+        &self,
+        dir: &Path,
+        watch: crate::journal::Watch<LiveState>,
+    ) -> Result<Journal, StoreError> {
         self.clocked(Journal::open_with(
             dir,
             &self.layout.quarantine_dir(),
@@ -390,6 +428,7 @@ impl ControlRoot {
             Anchoring::Required,
             self.task_guard(),
             crate::journal::History::Forgotten,
+            watch,
         ))
     }
 

@@ -1,6 +1,6 @@
-//! `valp upgrade`: converting a control root of layout 1 or 2 to layout 3 (see
+//! `valp upgrade`: converting a control root of layout 1, 2 or 3 to layout 4 (see
 //! [`installation`](crate::installation) for the layouts), one [`TRANSITIONS`] entry per layout
-//! on the way (1 → 2 → 3).
+//! on the way (1 → 2 → 3 → 4).
 //!
 //! **Order, and why it is crash-safe.**
 //! 1. A full copy of the root is made beside it, `<root>.layout<N>-backup-<n>/` (`N` the layout
@@ -14,11 +14,13 @@
 //!    what the crashed run wrote) and converts the effect ledger. 2 → 3 changes no file: the
 //!    lines written before keep no `recorded_at` (their time was never recorded and is not
 //!    invented; readers show it as "unknown"), so the step only verifies each task journal.
+//!    3 → 4 writes a snapshot of every task journal at its last line (verified by replay from
+//!    the genesis first; see [`snapshot`](crate::snapshot)).
 //! 3. Every journal is opened again with its head required.
-//! 4. `installation.json` gets `layout_version` 3, atomically, last. Until then every other
+//! 4. `installation.json` gets `layout_version` 4, atomically, last. Until then every other
 //!    command refuses the root (`VALP-E-STORE-UPGRADE-REQUIRED`), so nothing but this upgrade
 //!    runs on a half-converted root, and running `valp upgrade` again after a crash finishes the
-//!    job (with a new backup of the root as it was then). A root already at layout 3 is left
+//!    job (with a new backup of the root as it was then). A root already at layout 4 is left
 //!    alone. The bump is what keeps a layout-2 valp off a layout-3 root: it would take the
 //!    timed lines for damage, and it refuses the root instead.
 //!
@@ -70,6 +72,11 @@ pub const TRANSITIONS: &[Transition] = &[
         from: 2,
         root_steps: &[],
         task_steps: &[("keep the recorded times unknown", times_unknown)],
+    },
+    Transition {
+        from: 3,
+        root_steps: &[],
+        task_steps: &[("write the snapshot", write_snapshot)],
     },
 ];
 
@@ -189,6 +196,26 @@ fn times_unknown(root: &ControlRoot, dir: &Path) -> Result<String, StoreError> {
         "verified {} entries; the time of the lines written so far stays unknown",
         journal.len()
     ))
+}
+
+/// Task step (3 → 4): verifies the task journal in `dir` from the genesis and writes its
+/// snapshot at the last line (an existing one that does not match is refused and replaced).
+fn write_snapshot(root: &ControlRoot, dir: &Path) -> Result<String, StoreError> {
+    let mut journal = root.open_task_dir_anchored(dir, Access::Write, Anchoring::Required)?;
+    let written = journal.write_snapshot()?;
+    Ok(match written {
+        Some(path) => format!(
+            "verified {} entries; snapshot {}",
+            journal.len(),
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ),
+        None => format!(
+            "verified {} entries; no snapshot (nothing after the genesis, or the head lags)",
+            journal.len()
+        ),
+    })
 }
 
 /// Root step: verifies the installation ledger (if the root has one yet) and anchors it.

@@ -19,7 +19,7 @@ use crate::root::ControlRoot;
 /// One line of the verification table.
 #[derive(Debug)]
 pub struct Check {
-    /// `ledger`, `journal`, `effects`, `actions`, `foreign`, `blobs` or `blob`.
+    /// `ledger`, `journal`, `snapshot`, `effects`, `actions`, `foreign`, `blobs` or `blob`.
     pub kind: &'static str,
     /// The task folder or blob name.
     pub name: String,
@@ -98,6 +98,26 @@ fn journal_warnings<M: crate::machine::Machine>(journal: &crate::Journal<M>) -> 
     )
 }
 
+/// The rows of a task's snapshots (`valp verify` compares each with the State its replay
+/// rebuilt at its line).
+fn snapshot_rows(name: &str, snapshots: Vec<crate::snapshot_open::SnapshotCheck>) -> Vec<Check> {
+    snapshots
+        .into_iter()
+        .map(|(path, seq, problem, warning)| Check {
+            kind: "snapshot",
+            name: format!(
+                "{name}/{}",
+                path.file_name()
+                    .map(|file| file.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ),
+            entries: seq,
+            warnings: warning.into_iter().collect(),
+            problem,
+        })
+        .collect()
+}
+
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
@@ -133,7 +153,9 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         let effects = verify_effects(root, &dir, &name);
         let actions = verify_actions(root, &dir, &name);
         let foreign = verify_foreign(root, &dir, &name);
-        let check = match root.verify_task_dir(&dir) {
+        let (opened, snapshots) = crate::snapshot_open::verify_with_snapshots(root, &dir);
+        let snapshot_rows = snapshot_rows(&name, snapshots);
+        let check = match opened {
             Ok(journal) => {
                 let mut warnings = journal_warnings(&journal);
                 if let Some(revision) = journal.guard().done().ungated_done() {
@@ -160,6 +182,7 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
             },
         };
         verification.checks.push(check);
+        verification.checks.extend(snapshot_rows);
         verification.checks.extend(effects);
         verification.checks.extend(actions);
         verification.checks.extend(foreign);

@@ -67,7 +67,7 @@ fn every_schema_is_a_valid_draft_2020_12_schema() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 64);
+    assert_eq!(checked, 65);
 }
 
 #[test]
@@ -246,6 +246,40 @@ fn timed_lines_validate(line: &jsonschema::Validator, timed: &Value) {
     }
 }
 
+/// A task snapshot validates against `store/snapshot.schema.json`, which refuses broken ones.
+#[test]
+fn snapshots_validate() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = valp_tests::store::init_root(temp.path());
+    let mut history = valp_tests::store::History::new(5, 3);
+    let mut journal = valp_tests::store::create_journal(&root, &mut history, 25);
+    let snapshot = validator("store/snapshot.schema.json");
+    let path = journal.write_snapshot().unwrap().unwrap();
+    let good = read_json(&path);
+    assert_eq!(errors(&snapshot, &good), Vec::<String>::new());
+    assert_eq!(good["seq"], 25);
+    for (name, break_it) in [
+        (
+            "seq 0",
+            (|value: &mut Value| value["seq"] = 0.into()) as fn(&mut Value),
+        ),
+        ("odd pending", |value| {
+            value["history"]["pending"] = "abc".into();
+        }),
+        ("history in the State", |value| {
+            value["state"]["accepted_events"] = Value::Null;
+        }),
+        ("extra member", |value| value["compacted_below"] = 1.into()),
+        ("no index", |value| {
+            value.as_object_mut().unwrap().remove("index");
+        }),
+    ] {
+        let mut bad = good.clone();
+        break_it(&mut bad);
+        assert!(!snapshot.is_valid(&bad), "{name} must be refused");
+    }
+}
+
 #[test]
 fn control_root_files_validate() {
     use std::sync::Arc;
@@ -283,11 +317,11 @@ fn control_root_files_validate() {
         Vec::<String>::new()
     );
     let mut layout_1 = read_json(&layout.installation_file());
-    for other in [1, 2, 4] {
+    for other in [1, 2, 3, 5] {
         layout_1["layout_version"] = other.into();
         assert!(
             !installation.is_valid(&layout_1),
-            "layout_version {other} is not layout 3"
+            "layout_version {other} is not layout 4"
         );
     }
     let head = validator("store/head.schema.json");

@@ -1,5 +1,5 @@
-//! Layout 3 and `valp upgrade`, on real control roots of layouts 1 and 2 made by the code
-//! before each change (`tests/fixtures/roots/layout-1/` and `layout-2/`, see their
+//! Layout 4 and `valp upgrade`, on real control roots of layouts 1, 2 and 3 made by the code
+//! before each change (`tests/fixtures/roots/layout-1/`, `layout-2/` and `layout-3/`, see their
 //! PROVENANCE.md): every command but the upgrade refuses them and says to run `valp upgrade`;
 //! the upgrade keeps a byte-identical backup, anchors every journal of a layout-1 root (and
 //! writes the converted effect ledger with its head), leaves every existing line without a
@@ -48,7 +48,7 @@ fn entry_times(root: &Path) -> Vec<Option<valp_store::clock::Timestamp>> {
 fn upgrade_required(root: &Path, found: u32) -> String {
     format!(
         "valp: VALP-E-STORE-UPGRADE-REQUIRED: {}: this control root has layout_version {found}; \
-         this valp reads layout 3. Run `valp upgrade` (it keeps a full backup) before anything \
+         this valp reads layout 4. Run `valp upgrade` (it keeps a full backup) before anything \
          else",
         root.join("installation.json").display()
     )
@@ -57,16 +57,19 @@ fn upgrade_required(root: &Path, found: u32) -> String {
 /// Continues the fixture's demo task after an upgrade: as the fixture's Leader (uid 0) it is
 /// reviewed and closed through the Done gate; as any other account the Leader is rotated to
 /// this account and a new plan is published and run.
-fn runs_after_upgrade(dir: &Path) {
+fn runs_after_upgrade(dir: &Path, revision: u32) {
     let status = ok(dir, &["task", "status", "demo-build"]);
     assert!(
-        status.starts_with("task demo-build  reviewing  revision 30"),
+        status.starts_with(&format!("task demo-build  reviewing  revision {revision}")),
         "{status}"
     );
     if uid() == Some(0) {
         ok(dir, &["review", "demo-build", "pass"]);
         let run = ok(dir, &["run", "--timeout", "60"]);
-        assert!(run.contains("demo-build: done at revision 32"), "{run}");
+        assert!(
+            run.contains(&format!("demo-build: done at revision {}", revision + 2)),
+            "{run}"
+        );
     } else {
         let me = format!("human:uid-{}", uid().unwrap());
         ok(dir, &["leader", "rotate", &me, "--yes"]);
@@ -182,12 +185,18 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
         "keep the recorded times unknown: demo-build: verified 30 entries; the time of the \
          lines written so far stays unknown"
             .to_owned(),
+        "write the snapshot: demo-build: verified 30 entries; snapshot \
+         00000000000000000030-"
+            .to_owned(),
         "upgraded".to_owned(),
-        "effects   demo-build              1  ok".to_owned(),
         "verify: 3 journals ok, 0 problems".to_owned(),
     ] {
         assert!(upgraded.contains(&needle), "{needle:?} in\n{upgraded}");
     }
+    assert!(
+        has_row(&upgraded, &["effects", "demo-build", "1", "ok"]),
+        "{upgraded}"
+    );
     assert!(
         files(&backup) == original,
         "the backup is the layout-1 root byte for byte"
@@ -215,15 +224,15 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
     assert_eq!(opened.records().len() as u64, head.seq + 1);
     let installation = String::from_utf8(now[Path::new("installation.json")].clone()).unwrap();
     assert!(
-        installation.contains(r#""layout_version":3,"#),
+        installation.contains(r#""layout_version":4,"#),
         "{installation}"
     );
     // The effect records converted from layout 1 keep no time either.
     assert!(!String::from_utf8_lossy(ledger).contains("recorded_at"));
     assert_eq!(entry_times(&root), vec![None; 30]);
     assert!(ok(dir, &["verify"]).contains("verify: 3 journals ok, 0 problems"));
-    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 3: nothing to upgrade"));
-    runs_after_upgrade(dir);
+    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 4: nothing to upgrade"));
+    runs_after_upgrade(dir, 30);
 }
 
 #[test]
@@ -258,7 +267,7 @@ fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
             refusal,
             StoreError::UpgradeRequired {
                 found: 2,
-                current: 3,
+                current: 4,
                 ..
             }
         ),
@@ -277,11 +286,14 @@ fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
          lines written so far stays unknown"
             .to_owned(),
         "upgraded".to_owned(),
-        "effects   demo-build              1  ok".to_owned(),
         "verify: 3 journals ok, 0 problems".to_owned(),
     ] {
         assert!(upgraded.contains(&needle), "{needle:?} in\n{upgraded}");
     }
+    assert!(
+        has_row(&upgraded, &["effects", "demo-build", "1", "ok"]),
+        "{upgraded}"
+    );
     assert!(
         !upgraded.contains("anchor the"),
         "a layout-2 root is anchored already:\n{upgraded}"
@@ -290,28 +302,126 @@ fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
         files(&backup) == original,
         "the backup is the layout-2 root byte for byte"
     );
-    // Nothing but installation.json changed: no time was invented for an existing line.
+    // Nothing but installation.json changed (and the snapshot was added): no time was invented
+    // for an existing line.
     let now = files(&root);
-    let changed: Vec<&PathBuf> = now
-        .iter()
-        .filter(|(path, bytes)| original.get(*path) != Some(bytes))
-        .map(|(path, _)| path)
-        .collect();
-    assert_eq!(changed, [Path::new("installation.json")]);
+    assert_eq!(
+        changed_besides_snapshots(&original, &now),
+        [Path::new("installation.json")]
+    );
     assert!(
         String::from_utf8_lossy(&now[Path::new("installation.json")])
-            .contains(r#""layout_version":3,"#)
+            .contains(r#""layout_version":4,"#)
     );
     assert_eq!(entry_times(&root), vec![None; 30]);
     assert_eq!(valp_store::chain::shown(entry_times(&root)[0]), "unknown");
-    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 3: nothing to upgrade"));
+    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 4: nothing to upgrade"));
 
-    runs_after_upgrade(dir);
+    runs_after_upgrade(dir, 30);
     // The lines written since carry their time, after the 30 that have none.
     let times = entry_times(&root);
     assert!(times.len() > 30 || uid() != Some(0), "{times:?}");
     assert!(times[..30].iter().all(Option::is_none));
     assert!(times[30..].iter().all(Option::is_some), "{times:?}");
+}
+
+/// Whether the table `text` has a row of these cells.
+fn has_row(text: &str, cells: &[&str]) -> bool {
+    text.lines()
+        .any(|line| line.split_whitespace().collect::<Vec<_>>() == cells)
+}
+
+/// The files of `now` that are not byte-identical in `original`, but for the task snapshots
+/// (checked to be there: one JSON and its index).
+fn changed_besides_snapshots<'a>(
+    original: &BTreeMap<PathBuf, Vec<u8>>,
+    now: &'a BTreeMap<PathBuf, Vec<u8>>,
+) -> Vec<&'a PathBuf> {
+    let snapshots = Path::new("tasks/demo-build/snapshots");
+    assert_eq!(
+        now.keys()
+            .filter(|path| path.starts_with(snapshots))
+            .count(),
+        2,
+        "{:?}",
+        now.keys().collect::<Vec<_>>()
+    );
+    now.iter()
+        .filter(|(path, bytes)| original.get(*path) != Some(bytes) && !path.starts_with(snapshots))
+        .map(|(path, _)| path)
+        .collect()
+}
+
+#[test]
+fn a_layout_3_root_is_refused_until_upgraded_then_opens_from_its_snapshot_and_runs() {
+    let project = fixture_project(3);
+    let dir = project.path();
+    let root = dir.join(".valp");
+    let original = files(&root);
+    assert!(
+        !original
+            .keys()
+            .any(|path| path.to_string_lossy().contains("snapshots"))
+    );
+    for args in [
+        &["task", "status"][..],
+        &["verify"],
+        &["run", "--once"],
+        &["recover", "demo-build"],
+    ] {
+        let refused = valp(dir, args);
+        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
+        assert_eq!(
+            refused.stderr.trim_end(),
+            upgrade_required(&root, 3),
+            "{args:?}"
+        );
+    }
+    assert!(
+        files(&root) == original,
+        "a refused command changed the root"
+    );
+
+    let upgraded = ok(dir, &["upgrade", "--yes"]);
+    let backup = dir.join(".valp.layout3-backup-1");
+    for needle in [
+        format!("backup: {}", backup.display()),
+        "write the snapshot: demo-build: verified 45 entries; snapshot 00000000000000000045-"
+            .to_owned(),
+        "upgraded".to_owned(),
+        "verify: 3 journals ok, 0 problems".to_owned(),
+    ] {
+        assert!(upgraded.contains(&needle), "{needle:?} in\n{upgraded}");
+    }
+    assert!(!upgraded.contains("keep the recorded times"), "{upgraded}");
+    assert!(
+        files(&backup) == original,
+        "the backup is the layout-3 root byte for byte"
+    );
+    let now = files(&root);
+    assert_eq!(
+        changed_besides_snapshots(&original, &now),
+        [Path::new("installation.json")]
+    );
+    let verified = ok(dir, &["verify"]);
+    assert!(
+        verified.contains("snapshot  demo-build/00000000000000000045-"),
+        "{verified}"
+    );
+    // The task opens from its snapshot: the State is the one a replay from the genesis gives.
+    let opened = ControlRoot::open(&root, Arc::new(OsStorage))
+        .unwrap()
+        .open_task("demo-build", valp_store::Access::ReadOnly)
+        .unwrap();
+    assert!(!opened.live().keeps_history(), "opened from the snapshot");
+    assert!(opened.warnings().is_empty(), "{:?}", opened.warnings());
+    let full = ControlRoot::open(&root, Arc::new(OsStorage))
+        .unwrap()
+        .verify_task_dir(&root.join("tasks/demo-build"))
+        .unwrap();
+    assert_eq!(opened.live().state_digest(), full.live().state_digest());
+    assert!(ok(dir, &["upgrade", "--yes"]).contains("is at layout 4: nothing to upgrade"));
+    runs_after_upgrade(dir, 45);
 }
 
 #[test]
@@ -353,7 +463,7 @@ fn other_layout_versions_are_refused_as_unsupported() {
     let root = dir.join(".valp");
     let file = root.join("installation.json");
     let text = std::fs::read_to_string(&file).unwrap();
-    for found in ["4", "0", "-1", r#""2""#, "null", "2.5"] {
+    for found in ["5", "0", "-1", r#""2""#, "null", "2.5"] {
         std::fs::write(
             &file,
             text.replace(
@@ -369,13 +479,13 @@ fn other_layout_versions_are_refused_as_unsupported() {
             continue;
         }
         assert!(
-            matches!(&refusal, StoreError::MigrationUnsupported { path, found: text, current: 3 }
+            matches!(&refusal, StoreError::MigrationUnsupported { path, found: text, current: 4 }
                 if path == &file && text == found),
             "{found}: {refusal:?}"
         );
         let message = format!(
             "VALP-E-MIGRATION-UNSUPPORTED: {}: layout_version {found} is not supported (this \
-             valp reads layout 3 and upgrades layouts 1 and 2); use the valp that wrote it",
+             valp reads layout 4 and upgrades layouts 1, 2 and 3); use the valp that wrote it",
             file.display()
         );
         assert_eq!(refusal.to_string(), message);

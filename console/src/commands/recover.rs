@@ -51,6 +51,9 @@ pub(super) fn run(
     for backup in &recovered.backups {
         writeln!(out, "backup: {}", backup.display())?;
     }
+    for moved in &recovered.snapshots {
+        writeln!(out, "snapshot beyond the cut moved to {}", moved.display())?;
+    }
     match &recovered.head {
         Some(head) => writeln!(
             out,

@@ -36,11 +36,16 @@ pub(super) fn run(
     writeln!(out, "  1. copy it byte for byte to {}", backup.display())?;
     writeln!(
         out,
-        "  2. verify the installation ledger and {} task journals by replay{}; the lines \
-         written so far keep no time (shown as unknown)",
+        "  2. verify the installation ledger and {} task journals by replay{}{}, and write a \
+         snapshot of each task journal",
         planned.task_dirs.len(),
         if planned.layout_version == 1 {
             " and write their head anchors"
+        } else {
+            ""
+        },
+        if planned.layout_version < 3 {
+            "; the lines written so far keep no time (shown as unknown)"
         } else {
             ""
         }

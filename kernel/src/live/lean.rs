@@ -25,6 +25,8 @@
 //! outside, never in one the kernel built) make [`LeanIndex::from_entries`] decline, and the
 //! history stays whole.
 
+mod parts;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

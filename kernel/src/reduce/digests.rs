@@ -1,9 +1,11 @@
 //! The two digests every reduce computes: `input_digest` and `result_digest`.
 
+use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text, sha256_digest};
 use crate::json::write::Fields;
+use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
 use crate::model::{AcceptedEvent, Evidence, Identity, StateBody};
@@ -71,7 +73,7 @@ impl BodyEncoding {
     }
 
     /// Feeds the tail into a hasher.
-    pub fn feed(&self, hasher: &mut Sha256) {
+    pub fn feed(&self, hasher: &mut impl Update) {
         hasher.update(&self.head);
         if !self.items.is_empty() {
             hasher.update(b",\"work_items\":[");
@@ -126,9 +128,9 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
     state.extend_from_slice(STATE_HISTORY_OPEN);
     state.push(b']');
     let mut hasher = Sha256::new();
-    hasher.update(&out);
+    Update::update(&mut hasher, &out);
     binding.next_encoding.feed(&mut hasher);
-    hasher.update(RESULT_DIGEST_SUFFIX);
+    Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
     digest_text(&hasher.finalize().into())
 }
 
@@ -183,8 +185,8 @@ pub(crate) fn result_digest_of_state(parts: &ResultParts<'_>, state: &[u8]) -> S
 
 /// SHA-256 fed with the canonical State's opening up to the end of its history:
 /// `{"accepted_events":[` + the entries joined by commas.
-pub(crate) fn history_hash(history: &[AcceptedEvent]) -> Sha256 {
-    let mut hasher = Sha256::new();
+pub(crate) fn history_hash(history: &[AcceptedEvent]) -> Midstate {
+    let mut hasher = Midstate::new();
     hasher.update(STATE_HISTORY_OPEN);
     let mut scratch = Vec::with_capacity(256);
     for (index, entry) in history.iter().enumerate() {
@@ -195,7 +197,7 @@ pub(crate) fn history_hash(history: &[AcceptedEvent]) -> Sha256 {
 
 /// Extends a [`history_hash`] by one entry (`first`: no comma before it).
 pub(crate) fn hash_history_entry(
-    hasher: &mut Sha256,
+    hasher: &mut Midstate,
     entry: &AcceptedEvent,
     first: bool,
     scratch: &mut Vec<u8>,
@@ -205,15 +207,15 @@ pub(crate) fn hash_history_entry(
         scratch.push(b',');
     }
     entry.write_canonical(scratch);
-    hasher.update(&scratch);
+    hasher.update(scratch);
 }
 
 /// `digest()` of a State given as its running history hash and its encoded body: the canonical
 /// State is `{"accepted_events":[` + history + `]` + tail.
-pub(crate) fn state_digest_from_parts(history_prefix: &Sha256, body: &BodyEncoding) -> String {
+pub(crate) fn state_digest_from_parts(history_prefix: &Midstate, body: &BodyEncoding) -> String {
     let mut hasher = history_prefix.clone();
     hasher.update(b"]");
     body.feed(&mut hasher);
     hasher.update(b"\n");
-    digest_text(&hasher.finalize().into())
+    digest_text(&hasher.digest())
 }

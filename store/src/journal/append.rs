@@ -240,6 +240,7 @@ impl<M: Machine> Journal<M> {
             self.tip.offset,
             &mut self.warnings,
         );
+        M::settled(self);
         Ok(())
     }
 

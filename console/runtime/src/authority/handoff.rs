@@ -133,7 +133,8 @@ pub fn hand_over(
     successor_id: &str,
     approval: &Approval,
 ) -> Result<Handoff, AuthorityError> {
-    let predecessor = root.open_task(task_id, Access::ReadOnly)?;
+    // The final State is recorded whole (its history too): replayed from the genesis.
+    let predecessor = root.open_task_with_history(task_id, Access::ReadOnly)?;
     let final_state = predecessor.live().to_state();
     let body = &final_state.body;
     let state = ledger.live().state();

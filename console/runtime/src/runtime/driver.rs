@@ -34,8 +34,8 @@ use valp_kernel::done::{
     CLOSURE_EVIDENCE_PREFIX, ClosureCriterion, DoneClosure, DonePolicy, dimension_gates,
 };
 use valp_kernel::{
-    AcceptedEvent, AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind,
-    StateBody, TaskStatus,
+    AttemptStatus, ClaimResult, Event, EventKind, Evidence, Identity, IdentityKind, StateBody,
+    TaskStatus,
 };
 use valp_store::{Access, Appended, ControlRoot, Journal};
 
@@ -1006,7 +1006,7 @@ impl Driver {
 
     /// The slots of `check` in the current verification round.
     fn check_slots(&self, body: &StateBody, check: &Check) -> AttemptSlots {
-        check_slots(body, verifying_since(self.journal.live().history()), check)
+        check_slots(body, verifying_since(&self.journal), check)
     }
 
     /// `verifying`: start the checks that have not run, and once every check has finished,
@@ -1195,17 +1195,20 @@ fn checks(plan: &Plan) -> Vec<Check> {
 
 /// The revision at which the task last entered `verifying` (the checks of that round are
 /// named after it, so a later round runs them again).
-fn verifying_since(history: &[AcceptedEvent]) -> i128 {
-    history
-        .iter()
-        .rev()
-        .find_map(|accepted| {
-            accepted
-                .event_id
-                .value()
-                .strip_prefix("work_completed-r")
-                .and_then(|revision| revision.parse::<i128>().ok())
-        })
+fn verifying_since(journal: &Journal) -> i128 {
+    let revision = |event_id: &valp_kernel::Identity| {
+        event_id
+            .value()
+            .strip_prefix("work_completed-r")
+            .and_then(|revision| revision.parse::<i128>().ok())
+    };
+    // Read back from the tip (a journal opened from a snapshot keeps no history): a file
+    // changed under the handle counts as no round yet; the next open refuses it.
+    journal
+        .latest_entry(|entry| revision(&entry.event.event_id).is_some())
+        .ok()
+        .flatten()
+        .and_then(|found| revision(&found.entry.event.event_id))
         .map_or(0, |revision| revision + 1)
 }
 
@@ -1223,7 +1226,7 @@ fn check_slots(body: &StateBody, round: i128, check: &Check) -> AttemptSlots {
 /// adapter; one that did not complete (failed, timed out, lost, not run) counts as failed.
 fn final_round(root: &ControlRoot, plan: &Plan, journal: &Journal) -> measures::Round {
     let body = journal.live().body();
-    let round = verifying_since(journal.live().history());
+    let round = verifying_since(journal);
     let mut counted = measures::Round::default();
     for check in checks(plan) {
         let slots = check_slots(body, round, &check);

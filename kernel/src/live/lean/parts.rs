@@ -1,0 +1,93 @@
+//! The lean index written down and read back (for a store snapshot): its keys in key order,
+//! each with its position (the run and the tail merged), and the two digests of every position
+//! when it holds them. Reading back gives a run and an empty tail, and copies the digests;
+//! nothing is re-hashed.
+
+use std::collections::BTreeMap;
+
+use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Slot};
+use crate::live::parts::{KEY_RECORD, LeanParts, PartsError};
+
+impl LeanIndex {
+    /// Its keys (key order, 12 bytes + position as 4 big-endian bytes each) and the input and
+    /// result digests of every position (64 bytes each; none when they are recalled).
+    pub(crate) fn to_parts(&self) -> LeanParts {
+        let mut keys = Vec::with_capacity((self.run.len() + self.tail.len()) * KEY_RECORD);
+        let mut run = self.run.iter().peekable();
+        let mut tail = self.tail.iter().peekable();
+        loop {
+            let from_run = match (run.peek(), tail.peek()) {
+                (Some(slot), Some((key, _))) => slot.key < **key,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let (key, position) = if from_run {
+                let slot = run.next().copied().unwrap_or_default();
+                (slot.key, slot.position)
+            } else {
+                let (key, position) = tail.next().map_or(([0; KEY_LEN], 0), |(k, p)| (*k, *p));
+                (key, position)
+            };
+            keys.extend_from_slice(&key);
+            keys.extend_from_slice(&position.to_be_bytes());
+        }
+        let mut digests = Vec::new();
+        if let Digests::Held(chunks) = &self.digests {
+            digests.reserve_exact(self.len * 64);
+            for pair in chunks.iter().flatten() {
+                digests.extend_from_slice(pair);
+            }
+        }
+        LeanParts { keys, digests }
+    }
+
+    /// The index [`LeanIndex::to_parts`] wrote (with its digests): keys strictly increasing,
+    /// every position below the number of digest pairs.
+    pub(crate) fn from_parts(parts: &LeanParts) -> Result<Self, PartsError> {
+        if !parts.keys.len().is_multiple_of(KEY_RECORD) || !parts.digests.len().is_multiple_of(64) {
+            return Err(PartsError::Index("its byte lengths are not whole records"));
+        }
+        let len = parts.digests.len() / 64;
+        let mut previous: Option<Key> = None;
+        let mut run = Vec::with_capacity(parts.keys.len() / KEY_RECORD);
+        for record in parts.keys.chunks_exact(KEY_RECORD) {
+            let mut key = [0; KEY_LEN];
+            key.copy_from_slice(&record[..KEY_LEN]);
+            let position = u32::from_be_bytes([
+                record[KEY_LEN],
+                record[KEY_LEN + 1],
+                record[KEY_LEN + 2],
+                record[KEY_LEN + 3],
+            ]);
+            if previous.is_some_and(|before| before >= key) {
+                return Err(PartsError::Index("its keys are not strictly increasing"));
+            }
+            if usize::try_from(position).map_or(true, |at| at >= len) {
+                return Err(PartsError::Index("a key names a position it does not hold"));
+            }
+            previous = Some(key);
+            run.push(Slot { key, position });
+        }
+        let chunks = parts
+            .digests
+            .chunks(CHUNK * 64)
+            .map(|chunk| {
+                chunk
+                    .chunks_exact(64)
+                    .map(|pair| {
+                        let mut digests = [0; 64];
+                        digests.copy_from_slice(pair);
+                        digests
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        Ok(Self {
+            run,
+            tail: BTreeMap::new(),
+            digests: Digests::Held(chunks),
+            len,
+        })
+    }
+}

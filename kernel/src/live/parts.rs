@@ -1,0 +1,107 @@
+//! A [`LiveState`] taken apart and put back together, for the store's snapshots: the State body,
+//! the running hash of its history ([`Midstate`]), the history's length and well-formedness, and
+//! the lean idempotency index ([`LeanParts`]). What [`LiveState::from_parts`] rebuilds answers
+//! every later event exactly as the `LiveState` that was taken apart (the same Verdicts, Results
+//! and State digests), without the history itself: [`LiveState::history`] is empty, as after
+//! [`LiveState::forget_history`]. Nothing here checks that the parts belong together (a snapshot
+//! is bound to its journal and checked by the store); it only refuses parts that are not well
+//! formed.
+
+use super::lean::LeanIndex;
+use super::{HistoryIndex, Kept, LiveState, Midstate};
+use crate::model::StateBody;
+use crate::reduce::digests::BodyEncoding;
+
+/// Bytes of one key record of [`LeanParts::keys`]: the 12-byte key and its position (4 bytes,
+/// big-endian).
+pub const KEY_RECORD: usize = 16;
+
+/// The lean idempotency index as bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LeanParts {
+    /// Per distinct event id, in increasing key order: the first 12 bytes of the SHA-256 of the
+    /// id's canonical form, then the position of its first acceptance (4 bytes, big-endian).
+    pub keys: Vec<u8>,
+    /// Per accepted event, in order: the raw 32 bytes of its input digest, then of its result
+    /// digest. Empty when the index does not hold them (a verify that recalls them from its
+    /// journal).
+    pub digests: Vec<u8>,
+}
+
+/// A [`LiveState`] taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveParts {
+    /// The State without its history.
+    pub body: StateBody,
+    /// How many events the history holds.
+    pub history_len: u64,
+    /// Whether the history is well formed (unique ids, well-formed entries).
+    pub well_formed: bool,
+    /// SHA-256 fed with `{"accepted_events":[` and the entries joined by commas.
+    pub midstate: Midstate,
+    /// The idempotency index.
+    pub index: LeanParts,
+}
+
+/// Why [`LiveState::from_parts`] refuses its parts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PartsError {
+    /// The index bytes are not an index.
+    #[error("the idempotency index is not well formed: {0}")]
+    Index(&'static str),
+    /// The index does not hold as many events as the history.
+    #[error("the idempotency index holds {index} events, the history {history}")]
+    Length {
+        /// Events in the index.
+        index: u64,
+        /// `history_len`.
+        history: u64,
+    },
+}
+
+impl LiveState {
+    /// This State taken apart; `None` when its history holds an entry the lean index cannot
+    /// hold exactly (only possible in a history handed to [`LiveState::new`]).
+    pub fn to_parts(&self) -> Option<LiveParts> {
+        let index = match &self.history.kept {
+            Kept::Whole { entries, .. } => LeanIndex::from_entries(entries)?.to_parts(),
+            Kept::Lean(lean) => lean.to_parts(),
+        };
+        Some(LiveParts {
+            body: self.body.clone(),
+            history_len: self.history.len_u64(),
+            well_formed: self.history.well_formed,
+            midstate: self.history.prefix.clone(),
+            index,
+        })
+    }
+
+    /// The State [`LiveState::to_parts`] took apart (with the digests), holding the lean index
+    /// instead of the history.
+    pub fn from_parts(parts: LiveParts) -> Result<Self, PartsError> {
+        let lean = LeanIndex::from_parts(&parts.index)?;
+        if lean.len() as u64 != parts.history_len {
+            return Err(PartsError::Length {
+                index: lean.len() as u64,
+                history: parts.history_len,
+            });
+        }
+        let encoding = BodyEncoding::new(&parts.body);
+        Ok(Self {
+            body: parts.body,
+            history: HistoryIndex {
+                kept: Kept::Lean(lean),
+                well_formed: parts.well_formed,
+                prefix: parts.midstate,
+            },
+            encoding,
+            scratch: Vec::new(),
+        })
+    }
+}
+
+impl HistoryIndex {
+    fn len_u64(&self) -> u64 {
+        crate::history::HistoryView::len(self) as u64
+    }
+}

@@ -1,0 +1,501 @@
+//! Opening a task journal from its newest matching snapshot, and when snapshots are written
+//! (the format is [`snapshot`](crate::snapshot)'s).
+//!
+//! **Open.** After line 0 is verified, the snapshots of the task folder are tried newest first.
+//! One is used only if it decodes exactly, its digest and its index file's digest match, it is
+//! not newer than the head anchor (and, at the head's seq, names the head's line), the line it
+//! is bound to is in the journal, verifies as a chain line (canonical bytes, its own digest,
+//! its seq) and has its `entry_digest` and end, and its State's revision is that seq. The
+//! journal then continues from that line: every later line is verified and replayed as usual,
+//! and the head is checked on the way. Anything else refuses the snapshot with its reason
+//! ([`Warning::SnapshotRefused`]); a writer moves it to `quarantine/` and writes a new one after
+//! the replay. A snapshot is never trusted beyond what these checks bind: `valp verify` replays
+//! every journal from the genesis and compares each snapshot with the State it rebuilt.
+//!
+//! **When one is written** (writers only, after the head names the line): after an append when
+//! [`snapshot::due`] says so, after an open that replayed that many lines or refused a snapshot,
+//! and when a writing handle is dropped with at least [`ON_CLOSE`] entries since the newest one
+//! (bulk writers such as `valp demo` end with one). A snapshot that cannot be written is a
+//! [`Warning::SnapshotNotWritten`], never a failed append.
+
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use valp_kernel::canonical::decode_canonical;
+use valp_kernel::live::LiveState;
+
+use crate::chain::{ChainLine, ChainReader};
+use crate::error::StoreError;
+use crate::journal::{Access, Journal, Tip, Warning};
+use crate::snapshot::{self, Snapshot};
+
+/// Entries since the newest snapshot for a closing writer to leave one.
+pub const ON_CLOSE: u64 = 64;
+
+/// [`Machine::resume`](crate::machine::Machine::resume) for task journals.
+pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreError> {
+    if !journal.snapshots.used {
+        return Ok(false);
+    }
+    let candidates = match snapshot::list(journal.dir()) {
+        Ok(candidates) => candidates,
+        Err(error) => {
+            journal.warnings.push(Warning::SnapshotRefused {
+                path: journal.dir().join(snapshot::SNAPSHOTS_DIR),
+                reason: error.to_string(),
+            });
+            return Ok(false);
+        }
+    };
+    for (_, path) in candidates {
+        match usable(journal, &path) {
+            Ok((snapshot, line)) => {
+                start_from(journal, snapshot, &line)?;
+                return Ok(true);
+            }
+            Err(reason) => refuse(journal, path, reason),
+        }
+    }
+    Ok(false)
+}
+
+/// The snapshot at `path` and its line, if it may be used for `journal`; why not otherwise.
+fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainLine), String> {
+    let snapshot = snapshot::load(path)?;
+    check_binding(journal, &snapshot)?;
+    let (line, _) = bound_line(journal.path(), snapshot.seq, snapshot.length)?;
+    if line.digest != snapshot.entry_digest {
+        return Err(format!(
+            "it is bound to line {} (seq {}) with entry_digest {}, the journal's line there has \
+             {}: bound to a different line",
+            snapshot.seq + 1,
+            snapshot.seq,
+            snapshot.entry_digest,
+            line.digest
+        ));
+    }
+    if snapshot.parts.history_len != snapshot.seq
+        || u64::try_from(snapshot.parts.body.revision).ok() != Some(snapshot.seq)
+    {
+        return Err(format!(
+            "its State has revision {} and {} accepted events, its line is seq {}",
+            snapshot.parts.body.revision, snapshot.parts.history_len, snapshot.seq
+        ));
+    }
+    Ok((snapshot, line))
+}
+
+/// Refuses a snapshot that is newer than the head anchor or names another line at its seq.
+fn check_binding(journal: &Journal<LiveState>, snapshot: &Snapshot) -> Result<(), String> {
+    if snapshot.seq == 0 {
+        return Err("it is bound to the genesis line (seq 0)".to_owned());
+    }
+    let Some(head) = journal.head() else {
+        return Err("the journal has no head anchor to check it against".to_owned());
+    };
+    if snapshot.seq > head.seq {
+        return Err(format!(
+            "it is bound to seq {}, newer than the head anchor (seq {})",
+            snapshot.seq, head.seq
+        ));
+    }
+    if snapshot.seq == head.seq
+        && (snapshot.entry_digest != head.entry_digest || snapshot.length != head.length)
+    {
+        return Err(format!(
+            "it is bound to seq {} with entry_digest {} ending at byte {}, the head anchor names \
+             {} ending at byte {}: bound to a different line",
+            snapshot.seq, snapshot.entry_digest, snapshot.length, head.entry_digest, head.length
+        ));
+    }
+    Ok(())
+}
+
+/// The verified chain line `seq` of the journal at `path` that ends (LF included) at byte
+/// `length`, and the `prior_entry_digest` it names: read back to the LF before it, verified as
+/// a chain line chained to that prior digest.
+fn bound_line(path: &Path, seq: u64, length: u64) -> Result<(ChainLine, String), String> {
+    let not_there = |why: String| {
+        format!(
+            "it is bound to line {} (seq {seq}) ending at byte {length}, which is not there: {why}",
+            seq + 1
+        )
+    };
+    let mut file = std::fs::File::open(path).map_err(|error| not_there(error.to_string()))?;
+    let size = file
+        .metadata()
+        .map_err(|error| not_there(error.to_string()))?
+        .len();
+    if length == 0 || length > size {
+        return Err(not_there(format!("the journal is {size} bytes")));
+    }
+    let mut window = 4096_u64;
+    let (start, bytes) = loop {
+        let from = length.saturating_sub(window);
+        let mut bytes = vec![0; usize::try_from(length - from).unwrap_or(0)];
+        file.seek(SeekFrom::Start(from))
+            .and_then(|_| file.read_exact(&mut bytes))
+            .map_err(|error| not_there(error.to_string()))?;
+        if bytes.last() != Some(&b'\n') {
+            return Err(not_there("no line ends there".to_owned()));
+        }
+        let body = &bytes[..bytes.len() - 1];
+        if let Some(at) = body.iter().rposition(|&byte| byte == b'\n') {
+            break (from + at as u64 + 1, bytes[at + 1..].to_vec());
+        }
+        if from == 0 {
+            break (0, bytes);
+        }
+        window = window.saturating_mul(4);
+    };
+    let prior = decode_canonical(&bytes)
+        .ok()
+        .and_then(|value| {
+            value
+                .as_object()
+                .and_then(|members| members.get("prior_entry_digest"))
+                .and_then(|prior| prior.as_str().map(str::to_owned))
+        })
+        .ok_or_else(|| not_there("the bytes there are not a chain line".to_owned()))?;
+    let mut reader = ChainReader::resume(path, start, seq, &prior, false)
+        .map_err(|error| not_there(error.to_string()))?;
+    match reader.next_line() {
+        Ok(Some(line)) if line.end == length => Ok((line, prior)),
+        Ok(_) => Err(not_there("no complete line ends there".to_owned())),
+        Err(error) => Err(format!(
+            "it is bound to line {} (seq {seq}), which does not verify there: {error}",
+            seq + 1
+        )),
+    }
+}
+
+/// Continues `journal` from `snapshot`, whose line is `line`.
+fn start_from(
+    journal: &mut Journal<LiveState>,
+    snapshot: Snapshot,
+    line: &ChainLine,
+) -> Result<(), StoreError> {
+    let guard = journal.guard.clone().restored(&snapshot.guard);
+    let rebuilt = LiveState::from_parts(snapshot.parts).map_err(|error| {
+        StoreError::Invalid(format!("a checked snapshot does not rebuild: {error}"))
+    })?;
+    journal.live = rebuilt;
+    journal.guard = guard;
+    journal.tip = Tip {
+        next_seq: line.seq + 1,
+        digest: line.digest.clone(),
+        offset: line.end,
+        recorded_at: line.recorded_at,
+    };
+    journal.snapshots.newest = line.seq;
+    Ok(())
+}
+
+/// Notes a refused snapshot (a writer moves it away once the open succeeded, see [`settled`]).
+fn refuse(journal: &mut Journal<LiveState>, path: PathBuf, reason: String) {
+    if journal.access == Access::Write {
+        journal.snapshots.rebuild = true;
+        journal.snapshots.refused.push(path.clone());
+    }
+    journal
+        .warnings
+        .push(Warning::SnapshotRefused { path, reason });
+}
+
+/// Moves the snapshots a writer's open refused (and their index files) to `quarantine/`, as
+/// `<folder>.<file>.refused`.
+fn quarantine_refused(journal: &mut Journal<LiveState>) {
+    let folder = journal
+        .dir()
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for path in std::mem::take(&mut journal.snapshots.refused) {
+        for file in [path.clone(), snapshot::index_path(&path)] {
+            if let Some(name) = file.file_name() {
+                let target = journal
+                    .quarantine
+                    .join(format!("{folder}.{}.refused", name.to_string_lossy()));
+                let _moved = std::fs::create_dir_all(&journal.quarantine)
+                    .and_then(|()| std::fs::rename(&file, &target));
+            }
+        }
+    }
+}
+
+/// [`Machine::settled`](crate::machine::Machine::settled) for task journals.
+pub(crate) fn settled(journal: &mut Journal<LiveState>) {
+    quarantine_refused(journal);
+    let seq = journal.len();
+    if journal.snapshots.rebuild || snapshot::due(journal.snapshots.newest, seq) {
+        write_warned(journal);
+    }
+}
+
+/// [`Machine::closing`](crate::machine::Machine::closing) for task journals.
+pub(crate) fn closing(journal: &mut Journal<LiveState>) {
+    if journal.len() >= journal.snapshots.newest + ON_CLOSE {
+        write_warned(journal);
+    }
+}
+
+fn write_warned(journal: &mut Journal<LiveState>) {
+    if let Err(error) = write_now(journal) {
+        let seq = journal.len();
+        journal.warnings.push(Warning::SnapshotNotWritten {
+            seq,
+            error: error.to_string(),
+        });
+    }
+}
+
+/// Writes a snapshot at the verified tip of a writing handle that uses snapshots, if the head
+/// anchor names that line or a later one (a snapshot is never ahead of the head). Returns its
+/// path when one was written.
+pub(crate) fn write_now(journal: &mut Journal<LiveState>) -> Result<Option<PathBuf>, StoreError> {
+    let seq = journal.len();
+    let anchored = journal.head().is_some_and(|head| head.seq >= seq);
+    if !journal.snapshots.used
+        || journal.access != Access::Write
+        || journal.poisoned.is_some()
+        || seq == 0
+        || !anchored
+    {
+        return Ok(None);
+    }
+    let Some(parts) = journal.live().to_parts() else {
+        return Ok(None);
+    };
+    let snapshot = Snapshot {
+        seq,
+        entry_digest: journal.tip.digest.clone(),
+        length: journal.tip.offset,
+        parts,
+        guard: journal.guard().done().parts(),
+    };
+    let path = snapshot::write(journal.storage.as_ref(), journal.dir(), &snapshot)?;
+    journal.snapshots.newest = seq;
+    journal.snapshots.rebuild = false;
+    Ok(Some(path))
+}
+
+/// The snapshot a journal at `line` with `live` and `guard` would write (for `valp verify`'s
+/// comparison).
+pub(crate) fn expected(
+    line: &ChainLine,
+    state: &LiveState,
+    guard: &crate::machine::TaskGuard,
+) -> Option<Snapshot> {
+    Some(Snapshot {
+        seq: line.seq,
+        entry_digest: line.digest.clone(),
+        length: line.end,
+        parts: state.to_parts()?,
+        guard: guard.done().parts(),
+    })
+}
+
+impl Journal<LiveState> {
+    /// The latest entry for which `wanted` holds, read backwards from the verified tip (each
+    /// line verified by its own digest and chained to the one after it, so a journal opened
+    /// from a snapshot answers what its history would, reading only back to that entry);
+    /// `None` when no entry does. What the runtime asks of the history (the revision its
+    /// verification round started at) instead of keeping it.
+    pub fn latest_entry(
+        &self,
+        mut wanted: impl FnMut(&valp_kernel::replay::CompactEntry) -> bool,
+    ) -> Result<Option<crate::journal::Recorded<valp_kernel::replay::CompactEntry>>, StoreError>
+    {
+        let (mut seq, mut end, mut digest) = (self.len(), self.tip.offset, self.tip.digest.clone());
+        while seq >= 1 {
+            let corrupt = |reason: String| StoreError::Corrupt {
+                path: self.path().to_owned(),
+                line: seq + 1,
+                byte: end,
+                reason,
+            };
+            let (line, prior) = bound_line(self.path(), seq, end).map_err(corrupt)?;
+            if line.digest != digest {
+                return Err(corrupt(format!(
+                    "entry_digest {} is not the {digest} the next line chains to: changed \
+                     under an open handle",
+                    line.digest
+                )));
+            }
+            let entry = valp_kernel::decode::decode_compact_entry(&line.entry)
+                .map_err(|error| corrupt(format!("entry does not decode: {error}")))?;
+            if wanted(&entry) {
+                return Ok(Some(crate::journal::Recorded {
+                    seq,
+                    recorded_at: line.recorded_at,
+                    entry,
+                }));
+            }
+            (seq, end, digest) = (seq - 1, line.start, prior);
+        }
+        Ok(None)
+    }
+
+    /// Writes a snapshot at the verified tip now (see [`snapshot`](crate::snapshot)): a writing
+    /// handle whose head names its last line; `Ok(None)` when none may be written.
+    pub fn write_snapshot(&mut self) -> Result<Option<PathBuf>, StoreError> {
+        write_now(self)
+    }
+}
+
+/// What `valp verify` found of one snapshot: its file, the seq its name gives, the problem, and
+/// a warning (a snapshot of a journal that does not verify is not checked, and not a second
+/// problem).
+pub(crate) type SnapshotCheck = (PathBuf, u64, Option<StoreError>, Option<String>);
+
+/// Verifies the task journal in `dir` from the genesis (as
+/// [`ControlRoot::verify_task_dir`](crate::ControlRoot::verify_task_dir)) and compares every
+/// snapshot of the folder with the State the replay rebuilt at its line, loading each only when
+/// its line is reached.
+pub(crate) fn verify_with_snapshots(
+    root: &crate::ControlRoot,
+    dir: &Path,
+) -> (Result<Journal<LiveState>, StoreError>, Vec<SnapshotCheck>) {
+    let listed = match snapshot::list(dir) {
+        Ok(listed) => listed,
+        Err(error) => {
+            let folder = dir.join(snapshot::SNAPSHOTS_DIR);
+            return (
+                root.verify_task_dir(dir),
+                vec![(folder, 0, Some(error), None)],
+            );
+        }
+    };
+    let results = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let pending = listed.clone();
+    let found = std::sync::Arc::clone(&results);
+    // The verify's index recalls digests from the journal instead of holding them: the
+    // snapshot's digest records are checked against a hash of every line's digests instead.
+    let mut digests = DigestRecords::default();
+    let watch: crate::journal::OnLine<LiveState> = Box::new(move |line, live, guard| {
+        digests.add(line);
+        for (seq, path) in &pending {
+            if *seq != line.seq {
+                continue;
+            }
+            let outcome = match snapshot::load(path) {
+                Err(reason) => Some(reason),
+                Ok(snapshot) => match expected(line, live, guard) {
+                    Some(mut rebuilt) => {
+                        if digests.matches(&snapshot.parts.index.digests) {
+                            rebuilt
+                                .parts
+                                .index
+                                .digests
+                                .clone_from(&snapshot.parts.index.digests);
+                        }
+                        (rebuilt != snapshot).then(|| difference(&snapshot, &rebuilt))
+                    }
+                    None => Some("the rebuilt State cannot be taken apart".to_owned()),
+                },
+            };
+            if let Ok(mut found) = found.lock() {
+                found.push((path.clone(), *seq, outcome));
+            }
+        }
+    });
+    let journal = root.verify_task_dir_watched(dir, crate::journal::Watch(Some(watch)));
+    let checked: Vec<(PathBuf, u64, Option<String>)> = results
+        .lock()
+        .map(|found| found.clone())
+        .unwrap_or_default();
+    let refused = journal.is_err();
+    let checks = listed
+        .into_iter()
+        .map(|(seq, path)| {
+            let reason = match checked.iter().find(|(done, ..)| *done == path) {
+                Some((_, _, outcome)) => outcome.clone(),
+                None if refused => {
+                    let warning = "not checked: its journal does not verify".to_owned();
+                    return (path, seq, None, Some(warning));
+                }
+                None => Some(format!(
+                    "it is bound to line {} (seq {seq}), which the verified journal does not \
+                     reach",
+                    seq + 1
+                )),
+            };
+            let problem = reason.map(|reason| StoreError::SnapshotMismatch {
+                path: path.clone(),
+                seq,
+                reason,
+            });
+            (path, seq, problem, None)
+        })
+        .collect();
+    (journal, checks)
+}
+
+/// The raw input and result digests of every entry a verify has read, hashed in order (what a
+/// snapshot's digest records must be).
+#[derive(Default)]
+struct DigestRecords {
+    hasher: sha2::Sha256,
+    count: usize,
+}
+
+impl DigestRecords {
+    fn add(&mut self, line: &ChainLine) {
+        use sha2::Digest as _;
+        let result = line
+            .entry
+            .as_object()
+            .and_then(|entry| entry.get("result"))
+            .and_then(|result| result.as_object());
+        for member in ["input_digest", "result_digest"] {
+            let raw = result
+                .and_then(|result| result.get(member))
+                .and_then(|digest| digest.as_str())
+                .and_then(|digest| digest.strip_prefix("sha256:"))
+                .map(unhex)
+                .unwrap_or_default();
+            self.hasher.update(&raw);
+        }
+        self.count += 1;
+    }
+
+    /// Whether `records` (64 bytes per entry) are the digests read so far.
+    fn matches(&self, records: &[u8]) -> bool {
+        use sha2::Digest as _;
+        records.len() == self.count * 64
+            && self.hasher.clone().finalize()[..] == sha2::Sha256::digest(records)[..]
+    }
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    hex.as_bytes()
+        .chunks_exact(2)
+        .map(|pair| Some((nibble(pair[0])? << 4) | nibble(pair[1])?))
+        .collect::<Option<Vec<u8>>>()
+        .unwrap_or_default()
+}
+
+/// Which part of a snapshot differs from the State rebuilt at its line.
+fn difference(snapshot: &Snapshot, rebuilt: &Snapshot) -> String {
+    let part = if snapshot.entry_digest != rebuilt.entry_digest || snapshot.length != rebuilt.length
+    {
+        "its line (entry_digest or length)"
+    } else if snapshot.parts.body != rebuilt.parts.body {
+        "the State"
+    } else if snapshot.parts.midstate != rebuilt.parts.midstate
+        || snapshot.parts.history_len != rebuilt.parts.history_len
+        || snapshot.parts.well_formed != rebuilt.parts.well_formed
+    {
+        "the history (midstate, count or well_formed)"
+    } else if snapshot.parts.index != rebuilt.parts.index {
+        "the idempotency index"
+    } else {
+        "the Done gate's state"
+    };
+    format!("{part} differs from what the replay from the genesis rebuilt at that line")
+}
