@@ -45,10 +45,10 @@ pub struct Desk {
     /// those states are final, so they are not looked at again.
     settled: BTreeSet<PathBuf>,
     /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
-    /// console costs the entries appended since the last view, not a full replay. They hold the
-    /// lean idempotency index, not the accepted-event history (16 instead of ~540 bytes per
-    /// entry, [`ControlRoot::verify_task_dir`]); what needs the history reads it through
-    /// [`Self::with_history`] (the dimension gates' verification round).
+    /// console costs the entries appended since the last view, not a full replay. Opened from
+    /// the newest snapshot, they hold the lean idempotency index, not the accepted-event
+    /// history; the dimension gates read the driver's handle when there is one
+    /// ([`Self::with_history`]).
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
     /// Each task's gates (and their line, [`TaskRow::gates`]) and the revision they were
@@ -102,7 +102,7 @@ impl Desk {
                 journal.refresh()?;
                 journal
             }
-            None => root.verify_task_dir(dir)?,
+            None => root.open_task_dir(dir, Access::ReadOnly)?,
         };
         Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
     }
