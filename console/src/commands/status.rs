@@ -20,7 +20,7 @@ use valp_store::{Access, ControlRoot, Journal};
 
 use super::CommandError;
 use valp_runtime::adapter::external::{self, Inbox};
-use valp_runtime::audit::{cycle_file, derive};
+use valp_runtime::audit::cycle_file;
 use valp_runtime::runtime::{driver, effects};
 use valp_view::sanitize::display_text;
 
@@ -285,16 +285,14 @@ fn write_inbox_rejections(
 /// The correction cycle the task's journal derives ([`valp_runtime::audit::derive`]): a summary
 /// and one line per round.
 fn write_correction(journal: &Journal, out: &mut dyn Write) -> Result<(), CommandError> {
-    let facts = match cycle_file::facts(journal.dir()) {
-        Ok(facts) => facts,
+    let task = journal.live().body().task_id.value();
+    let cycle = match cycle_file::derived(journal.dir(), task, &std::collections::BTreeMap::new()) {
+        Ok(Some(cycle)) => cycle,
+        Ok(None) => return Ok(()),
         Err(error) => {
             writeln!(out, "  correction: {}", display_text(&error.to_string()))?;
             return Ok(());
         }
-    };
-    let task = journal.live().body().task_id.value();
-    let Some(cycle) = derive::derive(task, &facts, &std::collections::BTreeMap::new()) else {
-        return Ok(());
     };
     writeln!(
         out,

@@ -11,7 +11,7 @@ use valp_store::StoreError;
 use valp_store::journal::{JOURNAL_FILE, read_entries};
 
 use super::correction::FILE_NAME;
-use super::derive::{Cycle, Fact, Round, canonical_bytes, derive};
+use super::derive::{Cycle, Deriver, Fact, Round, canonical_bytes};
 use crate::adapter::files::write_replacing;
 
 /// Why the file could not be maintained.
@@ -33,13 +33,19 @@ pub enum CycleFileError {
     },
 }
 
-/// The facts of the task journal in `task_dir`, in order.
-pub fn facts(task_dir: &Path) -> Result<Vec<Fact>, StoreError> {
-    let mut facts = Vec::new();
+/// The correction cycle of the task `task_id` in `task_dir`, folded from its journal as it is
+/// read (one fact at a time: no fact per entry is held); `owners` maps a work item to its
+/// adapter. `None` when no entry is a correction signal.
+pub fn derived(
+    task_dir: &Path,
+    task_id: &str,
+    owners: &BTreeMap<String, String>,
+) -> Result<Option<Cycle>, StoreError> {
+    let mut deriver = Deriver::new(owners);
     read_entries::<LiveState>(&task_dir.join(JOURNAL_FILE), |recorded| {
-        facts.push(Fact::of(&recorded));
+        deriver.push(&Fact::of(&recorded));
     })?;
-    Ok(facts)
+    Ok(deriver.finish(task_id))
 }
 
 /// The open correction rounds of the task `task_id` in `task_dir` (status `open` or
@@ -51,7 +57,7 @@ pub fn open_rounds(
     task_id: &str,
     owners: &BTreeMap<String, String>,
 ) -> Result<Vec<Round>, StoreError> {
-    Ok(derive(task_id, &facts(task_dir)?, owners)
+    Ok(derived(task_dir, task_id, owners)?
         .map(|cycle| cycle.rounds.into_iter().filter(Round::is_open).collect())
         .unwrap_or_default())
 }
@@ -62,7 +68,7 @@ pub fn maintain(
     task_id: &str,
     owners: &BTreeMap<String, String>,
 ) -> Result<Option<Cycle>, CycleFileError> {
-    let Some(cycle) = derive(task_id, &facts(task_dir)?, owners) else {
+    let Some(cycle) = derived(task_dir, task_id, owners)? else {
         return Ok(None);
     };
     let bytes = canonical_bytes(&cycle)?;

@@ -151,8 +151,43 @@ fn trigger(fact: &Fact) -> Option<&'static str> {
 /// Derives the cycle of `task_id` from its history; `owners` maps a work item to its adapter.
 /// `None` when no fact is a correction signal (the seed lets such a task omit the file).
 pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) -> Option<Cycle> {
-    let mut rounds: Vec<Round> = Vec::new();
+    let mut deriver = Deriver::new(owners);
     for fact in facts {
+        deriver.push(fact);
+    }
+    deriver.finish(task_id)
+}
+
+/// [`derive`] one fact at a time, so a journal can be folded as it is read without holding
+/// a fact per entry.
+#[derive(Debug)]
+pub struct Deriver<'o> {
+    owners: &'o BTreeMap<String, String>,
+    rounds: Vec<Round>,
+    /// The rounds still `open` or `fixing`, oldest first: a fact only ever changes those, and
+    /// a long history holds thousands of closed rounds, so walking every round for every fact
+    /// made a derivation quadratic in the task's length.
+    live: Vec<usize>,
+}
+
+impl<'o> Deriver<'o> {
+    /// No fact yet; `owners` maps a work item to its adapter.
+    pub fn new(owners: &'o BTreeMap<String, String>) -> Self {
+        Self {
+            owners,
+            rounds: Vec::new(),
+            live: Vec::new(),
+        }
+    }
+
+    /// Folds the next fact of the history in.
+    pub fn push(&mut self, fact: &Fact) {
+        self.apply(fact);
+        let rounds = &self.rounds;
+        self.live.retain(|&index| rounds[index].is_open());
+    }
+
+    fn apply(&mut self, fact: &Fact) {
         let at = || fact.recorded_at.clone();
         let concerns = |round: &Round| {
             round.work_item.is_none()
@@ -163,34 +198,47 @@ pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) 
             let scope = fact.work_item.clone();
             // A signal that follows from an open round (the item blocked after its attempt
             // failed, the task blocked after its item) is part of that round, not a new one.
-            let already = rounds.iter().any(|round| {
+            let already = self.live.iter().any(|&index| {
+                let round = &self.rounds[index];
                 round.status == "open" && (scope.is_none() || round.work_item == scope)
             });
             if !already {
-                rounds.push(opened(rounds.len() as u64 + 1, trigger, fact, owners));
+                self.live.push(self.rounds.len());
+                self.rounds.push(opened(
+                    self.rounds.len() as u64 + 1,
+                    trigger,
+                    fact,
+                    self.owners,
+                ));
             }
-            continue;
+            return;
         }
-        let live = rounds
-            .iter_mut()
-            .filter(|round| matches!(round.status, "open" | "fixing"));
+        let mut each_live = |change: &mut dyn FnMut(&mut Round)| {
+            for &index in &self.live {
+                change(&mut self.rounds[index]);
+            }
+        };
         match fact.kind.as_str() {
             "attempt_created" | "fix_dispatch_requested" | "blocked_recovery_to_fixing" => {
-                for round in live.filter(|round| concerns(round)) {
-                    round.status = "fixing";
-                    round.required_actions.push(action(fact));
-                }
+                each_live(&mut |round| {
+                    if concerns(round) {
+                        round.status = "fixing";
+                        round.required_actions.push(action(fact));
+                    }
+                });
             }
             "attempt_completed"
             | "verification_passed"
             | "review_passed"
             | "recording_completed" => {
                 let task_level = fact.kind != "attempt_completed";
-                for round in live.filter(|round| task_level || concerns(round)) {
-                    round.status = "fixed";
-                    round.ended_at = at();
-                    round.evidence_refs = vec![JOURNAL_FILE.to_owned()];
-                }
+                each_live(&mut |round| {
+                    if task_level || concerns(round) {
+                        round.status = "fixed";
+                        round.ended_at = at();
+                        round.evidence_refs = vec![JOURNAL_FILE.to_owned()];
+                    }
+                });
             }
             "task_failed" | "task_cancelled" => {
                 let end = if fact.kind == "task_failed" {
@@ -198,34 +246,39 @@ pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) 
                 } else {
                     "cancelled"
                 };
-                for round in live {
+                each_live(&mut |round| {
                     round.status = end;
                     round.ended_at = at();
-                }
+                });
             }
             _ => {}
         }
     }
-    if rounds.is_empty() {
-        return None;
+
+    /// The cycle of `task_id` after every fact pushed; `None` without a correction signal.
+    pub fn finish(self, task_id: &str) -> Option<Cycle> {
+        if self.rounds.is_empty() {
+            return None;
+        }
+        let status = self
+            .rounds
+            .iter()
+            .rev()
+            .find(|round| round.status != "fixed")
+            .map_or("fixed", |round| round.status);
+        Some(Cycle {
+            schema_version: SCHEMA_VERSION,
+            task_id: task_id.to_owned(),
+            status,
+            rounds: self.rounds,
+            final_outcome: status,
+            final_evidence_refs: if status == "fixed" {
+                vec![JOURNAL_FILE.to_owned()]
+            } else {
+                Vec::new()
+            },
+        })
     }
-    let status = rounds
-        .iter()
-        .rev()
-        .find(|round| round.status != "fixed")
-        .map_or("fixed", |round| round.status);
-    Some(Cycle {
-        schema_version: SCHEMA_VERSION,
-        task_id: task_id.to_owned(),
-        status,
-        rounds,
-        final_outcome: status,
-        final_evidence_refs: if status == "fixed" {
-            vec![JOURNAL_FILE.to_owned()]
-        } else {
-            Vec::new()
-        },
-    })
 }
 
 fn opened(number: u64, trigger: &str, fact: &Fact, owners: &BTreeMap<String, String>) -> Round {

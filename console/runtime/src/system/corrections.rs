@@ -10,7 +10,7 @@ use valp_view::sanitize::display_text;
 use valp_view::{CorrectionView, RoundView};
 
 use crate::audit::cycle_file;
-use crate::audit::derive::{Cycle, derive};
+use crate::audit::derive::Cycle;
 
 /// The cycles, per task folder, with the revision each was derived at.
 #[derive(Debug, Default)]
@@ -24,9 +24,9 @@ impl Cycles {
             return;
         }
         // Owners are the plan's adapters, which the console does not read: `unknown`.
-        let cycle = cycle_file::facts(dir)
+        let cycle = cycle_file::derived(dir, task_id, &BTreeMap::new())
             .ok()
-            .and_then(|facts| derive(task_id, &facts, &BTreeMap::new()));
+            .flatten();
         self.0.insert(dir.to_owned(), (revision, cycle));
     }
 
