@@ -309,6 +309,13 @@ pub struct ConsoleArgs {
     pub theme: Option<String>,
 }
 
+/// The console's configuration (built-in files, the user file, `--config`/`VALP_CONFIG`, the
+/// colour flags), judged before anything else runs: a bad user file refuses the command before
+/// `valp demo --console` initialises a root.
+pub fn console_config(args: &ConsoleArgs) -> Result<valp_tui::Config, CommandError> {
+    userconfig::load(args, &valp_runtime::userfiles::UserFiles::locate())
+}
+
 /// Runs a hook command [`crate::fast_hook`] parsed (no control root, no Doctor: the hook
 /// finds its attempt in its environment).
 pub fn run_hook(
@@ -328,7 +335,13 @@ pub fn run_hook(
 
 /// Opens the full-screen console on the control root (the daily start: observe, record,
 /// re-prove the Leader session) and runs it until the user quits.
-pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
+///
+/// `config` is [`console_config`]'s answer, read before the command that ends in the console
+/// (`valp demo --console`) writes anything.
+pub fn open_console(
+    args: &ConsoleArgs,
+    config: valp_tui::Config,
+) -> Result<ExitCode, CommandError> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(CommandError::Usage(
             "the console needs a terminal (stdin and stdout are not both one); the commands \
@@ -337,7 +350,6 @@ pub fn open_console(args: &ConsoleArgs) -> Result<ExitCode, CommandError> {
         ));
     }
     let files = valp_runtime::userfiles::UserFiles::locate();
-    let config = userconfig::load(args, &files)?;
     // The console owns the terminal: what it has to say beyond the screen goes to the log.
     if let Some(logs) = &files.logs
         && let Err(error) = valp_runtime::userfiles::start_log(logs)

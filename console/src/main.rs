@@ -52,6 +52,13 @@ fn main() -> Result<ExitCode> {
         color: cli.color.forced(),
         theme: cli.theme.clone(),
     });
+    // The console's configuration is judged before the command runs: a bad user file must
+    // not leave a half-made demo root behind.
+    let console =
+        match console.map(|args| commands::console_config(&args).map(|config| (args, config))) {
+            Some(Err(error)) => return Ok(exit_code(Err(error))),
+            other => other.and_then(Result::ok),
+        };
     let code = {
         let mut out = std::io::stdout().lock();
         let mut input = std::io::stdin().lock();
@@ -71,7 +78,9 @@ fn main() -> Result<ExitCode> {
         return Ok(ExitCode::from(CLOSED_OUTPUT));
     }
     let code = match (code, console) {
-        (Ok(code), Some(console)) if code == ExitCode::SUCCESS => commands::open_console(&console),
+        (Ok(code), Some((console, config))) if code == ExitCode::SUCCESS => {
+            commands::open_console(&console, config)
+        }
         (other, _) => other,
     };
     Ok(exit_code(code))

@@ -12,6 +12,11 @@
 //! `VALP_PTY_BINARY=PATH` runs that `valp` as the console instead (e.g. a build of an older
 //! commit, for a before/after on the same fixture).
 //!
+//! `VALP_PTY_OPEN_PROJECT=DIR` measures the console's start instead: whole-process time from
+//! spawning `valp` in project `DIR` (e.g. one holding a `valp demo --entries 100000
+//! --work-items 20` task and a selected Leader) to the end of its first frame, then to the
+//! footer's opening progress, `VALP_PTY_OPENS` times (default 5), 120x40.
+//!
 //! Run: `cargo bench -p valp-tests --bench console_pty` (about 3 minutes with the defaults,
 //! most of it publishing the 100 plans and the idle minute). Targets: key → frame p99 <= 5 ms,
 //! idle CPU <= 1 % of a core.
@@ -33,7 +38,25 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Time to the first frame (and to the opening progress) of the console started in `project`.
+fn opens(project: &std::path::Path) {
+    let mut firsts = Vec::new();
+    for _ in 0..setting("VALP_PTY_OPENS", 5) {
+        let mut console = Console::start(project, 120, 40);
+        let first = console.first_frame(Duration::from_secs(60)).unwrap();
+        console.wait_for("verified", Duration::from_secs(60));
+        println!("first frame after {first:.1?}; the opening progress shown");
+        firsts.push(first);
+        console.quit(Duration::from_secs(5));
+    }
+    println!("{}", Percentiles(firsts).line("first frame", &[500, 1000]));
+}
+
 fn main() {
+    if let Some(project) = std::env::var_os("VALP_PTY_OPEN_PROJECT") {
+        opens(std::path::Path::new(&project));
+        return;
+    }
     let tasks = setting("VALP_PTY_TASKS", 100);
     let items = setting("VALP_PTY_ITEMS", 100);
     let agents = setting("VALP_PTY_AGENTS", 3);

@@ -105,6 +105,8 @@ pub struct Console {
     output: Receiver<(Instant, Vec<u8>)>,
     /// Bytes received and not yet looked at by a wait.
     seen: Vec<u8>,
+    /// When the process was started.
+    started: Instant,
 }
 
 impl Console {
@@ -131,6 +133,7 @@ impl Console {
             .write(true)
             .open(name.to_str().unwrap())
             .unwrap();
+        let started = Instant::now();
         let child = Command::new("setsid")
             .arg("--ctty")
             .arg(console_binary())
@@ -165,6 +168,22 @@ impl Console {
             child,
             output,
             seen: Vec::new(),
+            started,
+        }
+    }
+
+    /// How long after its start the console finished its first frame (whole process: exec,
+    /// opening the control root, the terminal set up, the frame written), or `None` if none came
+    /// within `patience`. Call it first, before any other wait.
+    pub fn first_frame(&mut self, patience: Duration) -> Option<Duration> {
+        let deadline = self.started + patience;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (at, chunk) = self.receive(left)?;
+            self.seen.extend_from_slice(&chunk);
+            if contains(&self.seen, FRAME_END) {
+                return Some(at.duration_since(self.started));
+            }
         }
     }
 

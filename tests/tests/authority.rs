@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test]
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -664,4 +665,82 @@ fn the_periodic_refresh_writes_only_what_changed() {
         1,
         "only the start's: refreshes never repeat it"
     );
+}
+
+/// The console's periodic look (`Backend::tick`) asks tmux only when something on screen lives
+/// there: with a proven human Leader and no tmux agent it starts no `tmux` process and writes
+/// nothing; an explicit refresh still observes everything; a tmux pane as the Leader, or a
+/// ledger moved by another console, is observed again on the tick.
+#[test]
+fn the_periodic_look_asks_tmux_only_when_the_screen_needs_it() {
+    let lab = Lab::new();
+    let _server = lab.server();
+    let calls = lab.folder.parent().unwrap().join("tmux-calls");
+    let counting = lab.folder.parent().unwrap().join("counting-tmux");
+    std::fs::write(
+        &counting,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec tmux \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&counting, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let options = ObserveOptions {
+        tmux_binary: Some(counting),
+        ..lab.options()
+    };
+    let asked = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    lab.start();
+    let human = lab.human();
+    lab.choose(&human, false);
+    let mut backend = SystemBackend::open(lab.root(), &lab.clock, options.clone()).unwrap();
+    assert!(matches!(
+        backend.session(),
+        SessionCheck::Reopened { epoch: 1, .. }
+    ));
+    let started = asked();
+    assert!(started > 0, "the start observes tmux");
+    let quiet = lab.ledger_bytes();
+    for _ in 0..3 {
+        lab.clock.advance(5_000);
+        assert_eq!(
+            backend.tick().unwrap(),
+            "nothing on screen lives in tmux: not observed again"
+        );
+    }
+    assert_eq!(asked(), started, "no tmux process on the tick");
+    assert_eq!(lab.ledger_bytes(), quiet);
+    assert!(matches!(
+        backend.session(),
+        SessionCheck::Reopened { epoch: 1, .. }
+    ));
+    // Asked for: everything is observed.
+    backend.request(&Request::Refresh).unwrap();
+    let refreshed = asked();
+    assert!(refreshed > started);
+
+    // Another console rotates the Leader to a pane: the next tick sees the ledger move and
+    // observes; from then on the Leader lives in tmux and every tick observes.
+    let pane = lab.pane("%0");
+    lab.choose(&pane, true);
+    assert!(backend.tick().unwrap().starts_with("observed: "));
+    let rotated = asked();
+    assert!(rotated > refreshed);
+    let mut backend = SystemBackend::open(lab.root(), &lab.clock, options).unwrap();
+    assert!(matches!(
+        backend.session(),
+        SessionCheck::Reopened { epoch: 2, .. }
+    ));
+    let reopened = asked();
+    assert_eq!(
+        backend.tick().unwrap(),
+        "observed: Leader session re-proven, epoch 2"
+    );
+    assert!(asked() > reopened, "a tmux Leader is observed on the tick");
 }

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use valp_tests::project::Project;
 use valp_tests::pty::{Console, Fixture};
 
 #[test]
@@ -24,4 +25,17 @@ fn the_harness_drives_the_console_and_sees_a_frame_for_every_key() {
     let (share, _frames) = console.idle_cpu(Duration::from_secs(2));
     assert!(share >= 0.0, "a CPU share of {share}");
     assert_eq!(console.quit(Duration::from_secs(5)), Some(0));
+}
+
+/// A control root whose task journal takes a while to verify: the first frame comes before it
+/// is open, the footer says how far the open got, and `q` ends the console at once meanwhile.
+#[test]
+fn a_long_open_draws_at_once_shows_its_progress_and_q_quits_during_it() {
+    let project = Project::new();
+    project.ok(&["demo", "--entries", "30000", "--work-items", "20"]);
+    let mut console = Console::start(project.path(), 120, 40);
+    assert!(console.first_frame(Duration::from_secs(20)).is_some());
+    // Drawn only while the open goes on (after 100 ms).
+    console.wait_for("verified", Duration::from_secs(20));
+    assert_eq!(console.quit(Duration::from_secs(1)), Some(0));
 }

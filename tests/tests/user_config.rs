@@ -96,3 +96,46 @@ fn what_the_readers_refuse_the_schema_refuses() {
     assert!(schema.is_valid(&toml_as_json(accepted)));
     assert_eq!(readers(accepted), (Ok(()), Ok(())));
 }
+
+/// `valp demo --console` with a user file the console refuses (through `--config` or
+/// `VALP_CONFIG`): the refusal names the file, the key and the rule, and comes before the demo
+/// writes anything (no root, no demo task), whether or not a terminal is there.
+#[test]
+fn a_bad_user_file_refuses_the_demo_console_before_it_writes_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[console]\nrefresh_seconds = \"soon\"\n").unwrap();
+    let root = dir.path().join("root");
+    let demo = |through_variable: bool| {
+        let mut command = std::process::Command::new(valp_tests::valp_binary().unwrap());
+        command.args(["demo", "--console", "--entries", "10", "--root"]);
+        command.arg(&root);
+        if through_variable {
+            command.env("VALP_CONFIG", &config);
+        } else {
+            command
+                .arg("--config")
+                .arg(&config)
+                .env_remove("VALP_CONFIG");
+        }
+        let output = command.output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    for through_variable in [false, true] {
+        let (code, stdout, stderr) = demo(through_variable);
+        assert_eq!((code, stdout.as_str()), (Some(1), ""), "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "valp: {}: console.refresh_seconds: must be a whole number from 1 to 3600, not \
+                 \"soon\"\n",
+                config.display()
+            )
+        );
+        assert!(!root.exists(), "the demo wrote {}", root.display());
+    }
+}

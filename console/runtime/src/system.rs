@@ -16,11 +16,13 @@ mod effect_words;
 pub mod feed;
 pub mod foreign;
 mod history;
+mod opening;
 mod tasks;
 mod watched;
 
 use std::path::PathBuf;
 
+use valp_kernel::PrincipalKind;
 use valp_kernel::installation::InstallationLive;
 use valp_store::{ControlRoot, Journal};
 
@@ -59,6 +61,10 @@ pub struct SystemBackend<'c> {
     /// A plan to publish as soon as a Leader is re-proven (the demo's), if its task is not
     /// there yet: `(file name shown in errors, TOML)`.
     pending_plan: Option<(&'static str, &'static str)>,
+    /// The task journals still to open at the start ([`Backend::open_next`]).
+    opener: opening::Opener,
+    /// Whether the last view showed an agent in a tmux pane ([`Self::tmux_watched`]).
+    tmux_agents: bool,
 }
 
 impl<'c> SystemBackend<'c> {
@@ -88,6 +94,8 @@ impl<'c> SystemBackend<'c> {
             foreign: foreign::Foreign::default(),
             watched: watched::Watched::default(),
             pending_plan: None,
+            opener: opening::Opener::default(),
+            tmux_agents: false,
         })
     }
 
@@ -145,6 +153,20 @@ impl<'c> SystemBackend<'c> {
         self.watched.enable(Box::new(wake.clone()));
         self.feed = Some(feed::Feed::start(self.root.layout().root(), wake)?);
         Ok(())
+    }
+
+    /// Whether the periodic look must ask tmux: the candidate list is on screen (no proven
+    /// Leader yet), the bound Leader is a tmux pane, or an item's current attempt is an agent in
+    /// a tmux pane. A proven human Leader with no tmux agent needs no tmux server observed.
+    fn tmux_watched(&self) -> bool {
+        let leader_in_tmux = self
+            .ledger
+            .live()
+            .state()
+            .leader
+            .as_ref()
+            .is_none_or(|binding| binding.candidate.principal_kind != PrincipalKind::Human);
+        !self.proven() || leader_in_tmux || self.tmux_agents
     }
 
     fn proven(&self) -> bool {
@@ -365,8 +387,49 @@ impl Backend for SystemBackend<'_> {
             self.publish_pending_plan(active);
             self.desk.pump(&self.root, active);
         }
+        self.read(None)
+    }
+
+    /// Opens the next task journals (with their drivers while the Leader is re-proven) and
+    /// shows what is open so far; the System takes no step until everything is open.
+    fn open_next(&mut self) -> Option<ConsoleView> {
+        let run = self
+            .proven()
+            .then(|| self.ledger.live().state().active_epoch);
+        let progress = self.opener.step(&self.root, &mut self.desk, run)?;
+        Some(self.read(Some(progress)))
+    }
+
+    fn request(&mut self, request: &Request) -> Result<String, Refusal> {
+        self.answer(request)
+    }
+
+    /// Observes afresh (as [`Request::Refresh`]) only when something on screen lives in tmux
+    /// (see [`Self::tmux_watched`]) or the ledger moved (another console selected, rotated or
+    /// recorded); otherwise nothing the last look judged can have changed, and not a single
+    /// `tmux` process is started.
+    fn tick(&mut self) -> Result<String, Refusal> {
+        let moved = self
+            .ledger
+            .refresh()
+            .map_err(|error| refusal(error.into()))?;
+        if moved > 0 || self.tmux_watched() {
+            return self.answer(&Request::Refresh);
+        }
+        Ok("nothing on screen lives in tmux: not observed again".to_owned())
+    }
+}
+
+impl SystemBackend<'_> {
+    /// The view of what is open: every task journal (opened now if need be) once `opening` is
+    /// `None`, else only those already open.
+    fn read(&mut self, opening: Option<valp_view::Opening>) -> ConsoleView {
         let lane = self.lane();
-        let (tasks, mut items, workflows) = self.desk.tasks(&self.root, lane.active_epoch);
+        let (tasks, mut items, workflows) = if opening.is_some() {
+            self.desk.open_tasks(&self.root, lane.active_epoch)
+        } else {
+            self.desk.tasks(&self.root, lane.active_epoch)
+        };
         self.stamp_attempts(&mut items);
         let machine = self.desk.machine(&self.root, lane.active_epoch);
         let (mut observations, feed_rejections) =
@@ -377,6 +440,7 @@ impl Backend for SystemBackend<'_> {
         let mut rejections = self.desk.runtime_rejections(self.root.layout().root());
         rejections.extend(feed_rejections);
         let agents = agents::agents(self.root.layout().root(), &items, self.clock.now());
+        self.tmux_agents = !agents.is_empty();
         let found = self.desk.needs(
             self.root.layout().root(),
             lane.active_epoch,
@@ -407,11 +471,13 @@ impl Backend for SystemBackend<'_> {
             machine,
             corrections: self.desk.corrections(),
             usage,
+            opening,
             foreign,
         }
     }
 
-    fn request(&mut self, request: &Request) -> Result<String, Refusal> {
+    /// Carries out a request ([`Backend::request`]).
+    fn answer(&mut self, request: &Request) -> Result<String, Refusal> {
         let result = match request {
             Request::Select { candidate_id } => self.choose(candidate_id, false),
             Request::Rotate { candidate_id } => self.choose(candidate_id, true),

@@ -41,7 +41,9 @@ use super::prompt::{self, Command, Prompt, Purpose};
 use super::redirect::Redirect;
 use super::selection::{Pane, Selection};
 use super::theme::{Slot, Theme};
-use super::{banner, body, detail, filter, footer, help, intro, leader, motion, title, workflow};
+use super::{
+    banner, body, detail, filter, footer, help, intro, leader, motion, opening, title, workflow,
+};
 use std::cell::{Cell, RefCell};
 
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
@@ -96,7 +98,13 @@ pub enum Notice {
     Done(String),
     /// The backend's refusal, shown with its code.
     Refused(Refusal),
+    /// How far the backend got opening the control root (never stored: drawn while the view
+    /// is a partial one and the open has taken more than [`OPENING_SHOWN_MS`]).
+    Opening(String),
 }
+
+/// How long an open may take before the footer shows its progress.
+pub const OPENING_SHOWN_MS: u64 = 100;
 
 /// What panes read while they draw.
 pub struct Ctx<'a> {
@@ -177,6 +185,8 @@ pub struct App {
     pane_areas: RefCell<Vec<(Pane, Rect)>>,
     /// Where each row of those panes was drawn last: pane, rows, index.
     row_areas: RefCell<Vec<(Pane, Rect, usize)>>,
+    /// How long the console had been opening at the last [`Event::Opening`].
+    opening_ms: u64,
 }
 
 impl App {
@@ -207,10 +217,23 @@ impl App {
             noted: None,
             pane_areas: RefCell::new(Vec::new()),
             row_areas: RefCell::new(Vec::new()),
+            opening_ms: 0,
         };
         app.sync_list();
         app.check_alerts();
         app
+    }
+
+    /// Whether the backend is still opening the control root (the view is a partial one).
+    pub fn opening(&self) -> bool {
+        self.full.opening.is_some()
+    }
+
+    /// The footer's word on the open in progress, once it has taken a moment.
+    fn opening_notice(&self) -> Option<Notice> {
+        let progress = self.full.opening.as_ref()?;
+        (self.opening_ms >= OPENING_SHOWN_MS)
+            .then(|| Notice::Opening(opening::progress(progress, self.opening_ms)))
     }
 
     /// The view on screen.
@@ -294,7 +317,7 @@ impl App {
         match (&self.notice, &self.noted) {
             (Some(notice), Some((noted, at))) if notice == noted => {
                 let lasts = match notice {
-                    Notice::Pending(_) => return,
+                    Notice::Pending(_) | Notice::Opening(_) => return,
                     Notice::Done(_) => NOTICE_MS,
                     Notice::Refused(_) => REFUSAL_MS,
                 };
@@ -400,6 +423,12 @@ impl App {
                 quiet: true,
             }],
             Event::Changed => vec![Effect::Reload],
+            Event::Opening { elapsed_ms } => {
+                let shown = |ms| ms >= OPENING_SHOWN_MS;
+                self.dirty |= self.opening() && (shown(elapsed_ms) || shown(self.opening_ms));
+                self.opening_ms = elapsed_ms;
+                Vec::new()
+            }
             Event::Answered {
                 request,
                 quiet,
@@ -1017,7 +1046,8 @@ impl App {
         self.pane_areas.borrow_mut().clear();
         self.row_areas.borrow_mut().clear();
         paint::style(frame.buffer_mut(), area, ctx.style(Slot::Base));
-        let notice = self.notice.as_ref();
+        let opening = self.opening_notice();
+        let notice = self.notice.as_ref().or(opening.as_ref());
         match self.screen() {
             Screen::FirstRun => {
                 let [title_area, intro_area, list_area, footer_area] =

@@ -27,8 +27,15 @@ pub enum Event {
         /// The backend's confirmation or refusal.
         outcome: Result<String, Refusal>,
     },
-    /// The backend's current view.
+    /// The backend's current view (while it is still opening the control root, the view so
+    /// far: [`ConsoleView::opening`]).
     Loaded(Box<ConsoleView>),
+    /// Time passes while the backend is still opening: how long since the console started, so
+    /// an open that takes more than a moment shows its progress.
+    Opening {
+        /// Milliseconds since the console started.
+        elapsed_ms: u64,
+    },
 }
 
 /// Something the app needs the loop to do.

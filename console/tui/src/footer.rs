@@ -76,7 +76,9 @@ fn notice_paragraph(ctx: &Ctx, notice: Option<&Notice>) -> Paragraph<'static> {
             &format!("pending: {}…", pending_text(request)),
             ctx.style(Slot::AlertInfo),
         )),
-        Some(Notice::Done(message)) => Line::from(span(message, ctx.style(Slot::AlertInfo))),
+        Some(Notice::Done(message) | Notice::Opening(message)) => {
+            Line::from(span(message, ctx.style(Slot::AlertInfo)))
+        }
         Some(Notice::Refused(refusal)) => Line::from(span(
             &format!("{}: {}", refusal.code, refusal.message),
             ctx.style(Slot::AlertError),

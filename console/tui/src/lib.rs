@@ -17,6 +17,9 @@
 //!   thread (`worker`), which carries out requests and view reads in order and sends the
 //!   answers back as events; meanwhile the footer shows the request as pending. Frames are
 //!   drawn only when the app says something changed, at most 60 a second.
+//!   The backend opens the control root piece by piece ([`Backend::open_next`]): the first
+//!   frame is drawn before any task journal is opened, tasks fill in as they open, and an open
+//!   that takes a moment shows its progress in the footer (after `OPENING_SHOWN_MS`).
 //! - [`dispatch`] is the same work done inline, for tests that drive the app without a
 //!   terminal.
 //! - The [`Keymap`] and [`Theme`] are data: compiled-in TOML files, parsed into
@@ -47,6 +50,7 @@ mod machine;
 mod motion;
 mod needs;
 mod observations;
+mod opening;
 mod overlay;
 mod paint;
 mod prompt;
@@ -71,7 +75,7 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::time::{Instant, MissedTickBehavior};
 
 pub use action::Action;
-pub use app::{App, NOTICE_MS, Notice, REFUSAL_MS};
+pub use app::{App, NOTICE_MS, Notice, OPENING_SHOWN_MS, REFUSAL_MS};
 pub use config::{Config, ConfigError, Notify, NotifyHow, Sources};
 pub use event::{Effect, Event};
 pub use keymap::{DEFAULT_KEYMAP, Key, Keymap, KeymapError, Mode};
@@ -84,6 +88,9 @@ use valp_view::Backend;
 
 /// The shortest time between two frames: at most 60 a second, however fast events come.
 const FRAME: Duration = Duration::from_micros(16_667);
+
+/// How often the opening progress is brought up to date while the backend opens.
+const OPENING_EVERY: Duration = Duration::from_millis(100);
 
 /// Whether the loop goes on after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +176,7 @@ async fn event_loop(
     mut inbox: Inbox,
 ) -> io::Result<()> {
     let tick_every = config.refresh_every;
+    let started = Instant::now();
     let (mut worker, first_view) = worker::Worker::start(backend)?;
     let mut terminate = signal(SignalKind::terminate())?;
     let mut hangup = signal(SignalKind::hangup())?;
@@ -180,7 +188,11 @@ async fn event_loop(
         _ = hangup.recv() => return Ok(()),
         _ = interrupt.recv() => return Ok(()),
     };
+    worker.first_view(&view);
     let mut app = App::new(config, view);
+    // While the backend is still opening: how long it has been, every OPENING_EVERY.
+    let mut opening = tokio::time::interval(OPENING_EVERY);
+    opening.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut tick = tokio::time::interval_at(Instant::now() + tick_every, tick_every);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut dirty = app.take_dirty();
@@ -208,6 +220,9 @@ async fn event_loop(
             },
             Some(event) = worker.answers.recv() => event,
             Some(()) = inbox.receiver.recv() => Event::Changed,
+            _ = opening.tick(), if app.opening() => Event::Opening {
+                elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
             _ = tick.tick() => Event::Tick,
         };
         let flow = worker.apply(&mut app, event);

@@ -39,7 +39,12 @@ fn carry_out(backend: &mut dyn Backend, job: Job) -> Event {
     match job {
         Job::Send { request, quiet } => {
             let started = std::time::Instant::now();
-            let outcome = backend.request(&request);
+            // A refresh nobody asked for is the slow tick's ([`crate::App::handle`]).
+            let outcome = if quiet && request == Request::Refresh {
+                backend.tick()
+            } else {
+                backend.request(&request)
+            };
             tracing::info!(
                 ?request,
                 ok = outcome.is_ok(),
@@ -82,7 +87,9 @@ pub struct Worker {
 
 impl Worker {
     /// Moves `backend` to a thread of its own, which first reads the view (the returned
-    /// receiver gets it), then serves jobs until the worker is dropped.
+    /// receiver gets it: while the backend is still opening, the view so far, and the answers
+    /// then bring the rest, ending with the full view, see [`Backend::open_next`]), then serves
+    /// jobs until the worker is dropped. Call [`Self::first_view`] with the first view.
     pub fn start(
         mut backend: Box<dyn Backend + Send>,
     ) -> io::Result<(Self, oneshot::Receiver<ConsoleView>)> {
@@ -92,8 +99,26 @@ impl Worker {
         std::thread::Builder::new()
             .name("valp-backend".to_owned())
             .spawn(move || {
-                if first.send(backend.view()).is_err() {
+                // The view so far while the backend opens what it shows, piece by piece; the
+                // full view after the last piece.
+                let opening = backend.open_next();
+                let still_opening = opening.is_some();
+                let view = opening.unwrap_or_else(|| backend.view());
+                if first.send(view).is_err() {
                     return;
+                }
+                if still_opening {
+                    while let Some(partial) = backend.open_next() {
+                        if answer.send(Event::Loaded(Box::new(partial))).is_err() {
+                            return;
+                        }
+                    }
+                    if answer
+                        .send(Event::Loaded(Box::new(backend.view())))
+                        .is_err()
+                    {
+                        return;
+                    }
                 }
                 while let Some(job) = queue.blocking_recv() {
                     if answer.send(carry_out(backend.as_mut(), job)).is_err() {
@@ -110,10 +135,16 @@ impl Worker {
         Ok((worker, first_view))
     }
 
+    /// Takes note of the first view: while it is a partial one, the full view is on its way
+    /// (as if a reload were in flight), so reloads asked meanwhile coalesce behind it.
+    pub fn first_view(&mut self, view: &ConsoleView) {
+        self.reload_in_flight = view.opening.is_some();
+    }
+
     /// Hands `event` (from the terminal, a notifier, the tick or the backend) to the app and
     /// queues its effects for the backend thread, without waiting for any of them.
     pub fn apply(&mut self, app: &mut App, event: Event) -> Flow {
-        if matches!(event, Event::Loaded(_)) {
+        if matches!(&event, Event::Loaded(view) if view.opening.is_none()) {
             self.reload_in_flight = false;
             if std::mem::take(&mut self.reload_wanted) {
                 self.queue(Job::Reload);
@@ -170,6 +201,93 @@ mod tests {
             let _ = self.gate.recv();
             Ok("done".to_owned())
         }
+    }
+
+    /// A backend that opens `left` pieces, each taking `each`, before its full view.
+    struct Opening {
+        left: usize,
+        each: Duration,
+        listed: bool,
+    }
+
+    impl Backend for Opening {
+        fn view(&mut self) -> ConsoleView {
+            ConsoleView::default()
+        }
+
+        fn request(&mut self, _: &Request) -> Result<String, Refusal> {
+            Ok("done".to_owned())
+        }
+
+        fn open_next(&mut self) -> Option<ConsoleView> {
+            if std::mem::replace(&mut self.listed, true) {
+                if self.left == 0 {
+                    return None;
+                }
+                std::thread::sleep(self.each);
+                self.left -= 1;
+            }
+            Some(ConsoleView {
+                opening: Some(valp_view::Opening {
+                    tasks_open: 4 - self.left,
+                    tasks_total: 4,
+                    ..valp_view::Opening::default()
+                }),
+                ..ConsoleView::default()
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_view_comes_before_a_slow_open_and_q_quits_during_it() {
+        let backend = Opening {
+            left: 4,
+            each: Duration::from_millis(400),
+            listed: false,
+        };
+        let started = std::time::Instant::now();
+        let (mut worker, first) = Worker::start(Box::new(backend)).unwrap();
+        let first = first.await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_millis(400),
+            "the first view waited for the open: {:?}",
+            started.elapsed()
+        );
+        worker.first_view(&first);
+        let mut app = App::new(Config::builtin().unwrap(), first);
+        assert!(app.opening());
+        // A reload asked while opening waits for the full view instead of queueing a read.
+        assert_eq!(worker.apply(&mut app, Event::Changed), Flow::Continue);
+        let partial = worker.answers.recv().await.unwrap();
+        worker.apply(&mut app, partial);
+        assert_eq!(
+            app.view()
+                .opening
+                .as_ref()
+                .map(|opening| opening.tasks_open),
+            Some(1)
+        );
+        let quit = Event::Key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char('q'),
+        ));
+        assert_eq!(worker.apply(&mut app, quit), Flow::Quit);
+        assert!(
+            started.elapsed() < Duration::from_millis(1_600),
+            "q waited for the open: {:?}",
+            started.elapsed()
+        );
+        // Had it stayed: the rest of the pieces, then the full view, then the one reload.
+        let mut opened = Vec::new();
+        while let Some(Event::Loaded(view)) = worker.answers.recv().await {
+            let more = view.opening.is_some();
+            opened.push(view.opening.map(|opening| opening.tasks_open));
+            worker.apply(&mut app, Event::Loaded(Box::default()));
+            if !more && opened.len() > 4 {
+                break;
+            }
+        }
+        assert_eq!(opened, [Some(2), Some(3), Some(4), None, None]);
+        assert!(!app.opening());
     }
 
     fn recv(calls: &Receiver<&'static str>) -> &'static str {

@@ -54,9 +54,28 @@ pub struct ConsoleView {
     /// What the agent channels of the items' current attempts reported spending, in item
     /// order (attempts whose channels said nothing are not listed: unknown, never 0).
     pub usage: Vec<UsageRow>,
+    /// While the System is still opening what the view shows (task journals, each verified
+    /// on open): how far it got. `None` once everything is open.
+    pub opening: Option<Opening>,
     /// Every task's foreign observations (AgentOps verdicts, SuperLoop records), in task order
     /// then journal order: evidence to look at, never a review.
     pub foreign: Vec<ForeignRow>,
+}
+
+/// How far the System got opening the control root ([`Backend::open_next`]): the console
+/// draws at once and fills tasks in as they open.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Opening {
+    /// Task journals open so far.
+    pub tasks_open: usize,
+    /// Task journals to open.
+    pub tasks_total: usize,
+    /// Entries verified so far (the open ones' lengths).
+    pub entries: u64,
+    /// The task folder being opened now (its name, sanitized); empty before the list is read.
+    pub next: String,
+    /// Bytes of the journal being opened now (its size on disk), so a long open says why.
+    pub next_bytes: u64,
 }
 
 /// A task's correction cycle (seed 003), derived from its journal.
@@ -456,6 +475,20 @@ pub trait Backend {
     fn view(&mut self) -> ConsoleView;
     /// Carries out a request; `Ok` carries a confirmation message to show, `Err` the refusal.
     fn request(&mut self, request: &Request) -> Result<String, Refusal>;
+    /// Opens the next piece of what the view shows (a task journal, verified) and returns the
+    /// view so far, with [`ConsoleView::opening`] saying how far it got; `None` once everything
+    /// is open. The console calls it until `None` before its first [`Backend::view`], drawing
+    /// each answer, so a slow open never leaves the screen blank or the keys unanswered. The
+    /// first call opens nothing: it says what is to be opened. Default: nothing to open.
+    fn open_next(&mut self) -> Option<ConsoleView> {
+        None
+    }
+    /// The periodic look nobody asked for (the console's slow tick; its answer is shown only
+    /// when it is a refusal). By default [`Request::Refresh`]; a backend may look only where
+    /// something on screen needs watching.
+    fn tick(&mut self) -> Result<String, Refusal> {
+        self.request(&Request::Refresh)
+    }
 }
 
 /// A frontier position in words.

@@ -203,6 +203,11 @@ impl Driver {
         self.journal.live().body()
     }
 
+    /// The task's journal (as last read), with its accepted-event history.
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
     /// The plan.
     pub fn plan(&self) -> &Plan {
         &self.plan

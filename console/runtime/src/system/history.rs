@@ -34,11 +34,20 @@ pub fn line(task: &str, entry: &CompactEntry) -> String {
     )
 }
 
-/// The Activity lines of the task journal in `task_dir`, oldest first.
-pub fn of_task(task: &str, task_dir: &Path) -> Result<Vec<String>, StoreError> {
-    let mut lines = Vec::new();
-    valp_store::effects::journal_entries(task_dir, |entry| lines.push(line(task, &entry)))?;
-    Ok(lines)
+/// The last `keep` Activity lines of the task journal in `task_dir`, oldest first (the pane
+/// keeps no more: a long journal is streamed, never held as lines).
+pub fn of_task(task: &str, task_dir: &Path, keep: usize) -> Result<Vec<String>, StoreError> {
+    let mut lines = std::collections::VecDeque::with_capacity(keep.min(1024));
+    valp_store::effects::journal_entries(task_dir, |entry| {
+        if keep == 0 {
+            return;
+        }
+        if lines.len() == keep {
+            lines.pop_front();
+        }
+        lines.push_back(line(task, &entry));
+    })?;
+    Ok(lines.into())
 }
 
 #[cfg(test)]
@@ -75,8 +84,10 @@ mod tests {
             kinds.push(step.event.kind.as_str().to_owned());
             journal.append(&step.event, &step.evidence_set).unwrap();
         }
-        let lines = super::of_task("t", journal.dir()).unwrap();
+        let lines = super::of_task("t", journal.dir(), 100).unwrap();
         assert_eq!(lines.len(), 12);
+        assert_eq!(super::of_task("t", journal.dir(), 5).unwrap(), lines[7..]);
+        assert!(super::of_task("t", journal.dir(), 0).unwrap().is_empty());
         for (at, (line, kind)) in lines.iter().zip(&kinds).enumerate() {
             assert!(line.starts_with(&format!("t  {kind}")), "{line}");
             assert!(

@@ -45,7 +45,10 @@ pub struct Desk {
     /// those states are final, so they are not looked at again.
     settled: BTreeSet<PathBuf>,
     /// Read-only handles kept open and caught up by [`Journal::refresh`], so drawing the
-    /// console costs the entries appended since the last view, not a full replay.
+    /// console costs the entries appended since the last view, not a full replay. Opened from
+    /// the newest snapshot, they hold the lean idempotency index, not the accepted-event
+    /// history; the dimension gates read the driver's handle when there is one
+    /// ([`Self::with_history`]).
     journals: BTreeMap<PathBuf, Journal>,
     waiting: BTreeMap<String, String>,
     /// Each task's gates (and their line, [`TaskRow::gates`]) and the revision they were
@@ -104,6 +107,25 @@ impl Desk {
         Ok(self.journals.entry(dir.to_owned()).or_insert(journal))
     }
 
+    /// `read` over the task journal in `dir` with its history: the driver's handle when the
+    /// runtime drives the task, else one opened for the occasion (a task nobody drives moves
+    /// rarely, and its gates are measured once per revision).
+    fn with_history<T>(
+        &self,
+        root: &ControlRoot,
+        dir: &Path,
+        read: impl FnOnce(&Journal) -> T,
+    ) -> Result<T, StoreError> {
+        let task = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value());
+        if let Some(driver) = task.and_then(|task| self.drivers.get(task)) {
+            return Ok(read(driver.journal()));
+        }
+        Ok(read(&root.open_task_dir(dir, Access::ReadOnly)?))
+    }
+
     /// What the runtime refused to act on, per running task: observations in an attempt
     /// folder that name another attempt, a folder that fails the checks, inbox reports that
     /// are forged, duplicated or out of order. Paths are shown relative to `control_root`.
@@ -152,7 +174,7 @@ impl Desk {
         else {
             return;
         };
-        if let Ok(lines) = super::history::of_task(&task, dir) {
+        if let Ok(lines) = super::history::of_task(&task, dir, ACTIVITY_ROWS) {
             for line in lines {
                 self.log(&line);
             }
@@ -162,6 +184,56 @@ impl Desk {
 
     /// Lets the System take every step it can on every unfinished task of `active_epoch`:
     /// carry out pending obligations, then drive each task until it waits.
+    /// Opens the task journal in `dir` for the console (its history into the Activity log)
+    /// and, when `run` names the active epoch, the task's [`Driver`] if the runtime will drive
+    /// it: one step of the console's start ([`super::opening`]). Returns the entries verified.
+    pub fn open_task(&mut self, root: &ControlRoot, dir: &Path, run: Option<i128>) -> u64 {
+        let entries = match self.journal(root, dir) {
+            Ok(journal) => journal.len(),
+            Err(_) => return 0,
+        };
+        self.read_history(dir);
+        if let (Some(active_epoch), Some(valp)) = (run, self.valp_binary.clone()) {
+            self.admit(root, dir, &valp, active_epoch);
+        }
+        entries
+    }
+
+    /// Opens a [`Driver`] for the task journal in `dir` unless the runtime already drives it
+    /// or never will (then the folder is settled).
+    fn admit(&mut self, root: &ControlRoot, dir: &Path, valp: &Path, active_epoch: i128) {
+        if self.settled.contains(dir) {
+            return;
+        }
+        let Ok(journal) = self.journal(root, dir) else {
+            return;
+        };
+        let body = journal.live().body();
+        let (task, epoch) = (body.task_id.value().to_owned(), body.leader_epoch);
+        let finished = body
+            .status
+            .known()
+            .is_some_and(valp_kernel::TaskStatus::is_terminal);
+        // What happened before this console started comes first.
+        self.read_history(dir);
+        if self.drivers.contains_key(&task) {
+            return;
+        }
+        if finished || epoch != active_epoch || crate::plan::of_task(root, &task).is_err() {
+            self.settled.insert(dir.to_owned());
+            return;
+        }
+        match Driver::open(root, &task, valp.to_owned()) {
+            Ok(driver) => {
+                self.drivers.insert(task, driver);
+            }
+            Err(error) => {
+                self.log(&format!("{task}: cannot run: {error}"));
+                self.settled.insert(dir.to_owned());
+            }
+        }
+    }
+
     pub fn pump(&mut self, root: &ControlRoot, active_epoch: i128) {
         let Some(valp) = self.valp_binary.clone() else {
             return;
@@ -170,36 +242,7 @@ impl Desk {
             return;
         };
         for dir in dirs {
-            if self.settled.contains(&dir) {
-                continue;
-            }
-            let Ok(journal) = self.journal(root, &dir) else {
-                continue;
-            };
-            let body = journal.live().body();
-            let (task, epoch) = (body.task_id.value().to_owned(), body.leader_epoch);
-            let finished = body
-                .status
-                .known()
-                .is_some_and(valp_kernel::TaskStatus::is_terminal);
-            // What happened before this console started comes first.
-            self.read_history(&dir);
-            if self.drivers.contains_key(&task) {
-                continue;
-            }
-            if finished || epoch != active_epoch || crate::plan::of_task(root, &task).is_err() {
-                self.settled.insert(dir);
-                continue;
-            }
-            match Driver::open(root, &task, valp.clone()) {
-                Ok(driver) => {
-                    self.drivers.insert(task, driver);
-                }
-                Err(error) => {
-                    self.log(&format!("{task}: cannot run: {error}"));
-                    self.settled.insert(dir);
-                }
-            }
+            self.admit(root, &dir, &valp, active_epoch);
         }
         let tasks: Vec<String> = self.drivers.keys().cloned().collect();
         for task in tasks {
@@ -264,10 +307,30 @@ impl Desk {
         let Ok(dirs) = root.task_dirs() else {
             return (Vec::new(), Vec::new(), Vec::new());
         };
+        self.rows(root, &dirs, active_epoch)
+    }
+
+    /// [`Self::tasks`] of the task journals already open only, without opening more: the view
+    /// while the console is still opening the others.
+    pub fn open_tasks(
+        &mut self,
+        root: &ControlRoot,
+        active_epoch: i128,
+    ) -> (Vec<TaskRow>, Vec<ItemRow>, Vec<Workflow>) {
+        let dirs: Vec<PathBuf> = self.journals.keys().cloned().collect();
+        self.rows(root, &dirs, active_epoch)
+    }
+
+    fn rows(
+        &mut self,
+        root: &ControlRoot,
+        dirs: &[PathBuf],
+        active_epoch: i128,
+    ) -> (Vec<TaskRow>, Vec<ItemRow>, Vec<Workflow>) {
         let mut rows = Vec::new();
         let mut items = Vec::new();
         let mut workflows = Vec::new();
-        for dir in &dirs {
+        for dir in dirs {
             match self
                 .journal(root, dir)
                 .map(|journal| journal.live().body().clone())
@@ -372,10 +435,24 @@ impl Desk {
         {
             return line.clone();
         }
-        let Some(journal) = self.journals.get(dir) else {
+        let Some(task) = self
+            .journals
+            .get(dir)
+            .map(|journal| journal.live().body().task_id.value().to_owned())
+        else {
             return String::new();
         };
-        let measured = driver::task_gates(root, journal);
+        // A task not published from a plan has no gates: its history is not read for them.
+        let measured = if matches!(
+            crate::plan::of_task(root, &task),
+            Err(crate::plan::PlanError::NotPublished { .. })
+        ) {
+            Ok(None)
+        } else {
+            self.with_history(root, dir, |journal| driver::task_gates(root, journal))
+                .map_err(driver::RuntimeError::from)
+                .and_then(|measured| measured)
+        };
         let line = match &measured {
             Ok(Some(gates)) => gates
                 .iter()

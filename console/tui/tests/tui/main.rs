@@ -13,6 +13,7 @@ mod flows;
 mod foreign;
 mod navigation;
 mod needs;
+mod opening;
 mod palette;
 mod screens;
 mod support;

@@ -141,6 +141,7 @@ fn base_view(lane: LaneView) -> ConsoleView {
         machine: None,
         corrections: Vec::new(),
         usage: Vec::new(),
+        opening: None,
         foreign: Vec::new(),
     }
 }
