@@ -988,10 +988,17 @@ impl App {
 
     /// Replaces the view; the cursors stay on their rows, and a dialog opened for another
     /// screen closes.
-    fn load(&mut self, view: ConsoleView) {
+    fn load(&mut self, mut view: ConsoleView) {
+        // Every read carries a new clock: a view that differs only in it is drawn again only
+        // when an age on screen reads differently (an idle console drew a frame per tick).
+        let now = std::mem::replace(&mut view.now_ms, self.full.now_ms);
         if view == self.full {
+            self.dirty |= self.full.ages_read_differently_at(now);
+            self.full.now_ms = now;
+            self.view.now_ms = now;
             return;
         }
+        view.now_ms = now;
         let old_screen = self.screen();
         let shown = filter::filtered(&view, &self.filter);
         self.full = view;

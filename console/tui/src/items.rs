@@ -47,13 +47,9 @@ pub fn render(frame: &mut Frame, area: Rect, ctx: &Ctx) {
         let mut attempt =
             labels::attempt_in_item(&item.attempt, &item.task_id, &item.work_item_id).to_owned();
         // How long an attempt still in flight has been going.
-        if item.attempt_since_ms > 0
-            && ["created", "submitted", "running"]
-                .iter()
-                .any(|status| item.attempt.ends_with(status))
-        {
+        if let Some(since) = item.in_flight_since_ms() {
             attempt.push_str(" · ");
-            attempt.push_str(&age_text(item.attempt_since_ms, ctx.view.now_ms));
+            attempt.push_str(&age_text(since, ctx.view.now_ms));
         }
         vec![cells([
             (if at == cursor { "›" } else { "" }, Slot::Accent),

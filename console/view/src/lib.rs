@@ -62,6 +62,26 @@ pub struct ConsoleView {
     pub foreign: Vec<ForeignRow>,
 }
 
+impl ConsoleView {
+    /// Whether an age this view puts on screen (a need's, an agent request's deadline, an
+    /// observation's, an attempt's in flight: [`needs::age_text`]) reads differently at
+    /// `now_ms` than at [`Self::now_ms`]. Every read of the view carries a new clock, so a
+    /// view that differs only in it needs a new frame only then.
+    pub fn ages_read_differently_at(&self, now_ms: i64) -> bool {
+        let then = self.now_ms;
+        let since = |at: i64| needs::age_text(at, then) != needs::age_text(at, now_ms);
+        let until = |at: i64| needs::age_text(then, at) != needs::age_text(now_ms, at);
+        self.needs.iter().any(|need| {
+            since(need.since_ms) || need.ask.as_ref().is_some_and(|ask| until(ask.deadline_ms))
+        }) || self.observations.iter().any(|row| since(row.seen_ms))
+            || self
+                .items
+                .iter()
+                .filter_map(ItemRow::in_flight_since_ms)
+                .any(since)
+    }
+}
+
 /// How far the System got opening the control root ([`Backend::open_next`]): the console
 /// draws at once and fills tasks in as they open.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -188,6 +208,18 @@ pub struct ItemRow {
     /// When the System first saw the current attempt (milliseconds since the Unix epoch, its
     /// clock; 0 without an attempt or until stamped): how long it has been going.
     pub attempt_since_ms: i64,
+}
+
+impl ItemRow {
+    /// When its attempt, still in flight (`created`, `submitted` or `running`), was first
+    /// seen: the age the Work items pane shows beside it. `None` for a settled or unstamped
+    /// attempt.
+    pub fn in_flight_since_ms(&self) -> Option<i64> {
+        let in_flight = ["created", "submitted", "running"]
+            .iter()
+            .any(|status| self.attempt.ends_with(status));
+        (self.attempt_since_ms > 0 && in_flight).then_some(self.attempt_since_ms)
+    }
 }
 
 /// One adapter observation, as ingested.

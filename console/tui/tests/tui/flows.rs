@@ -5,8 +5,8 @@ use valp_tui::{Effect, Event, Flow, Mode, Notice, dispatch};
 use valp_view::Request;
 
 use crate::support::{
-    HUMAN, PANE_3, PANE_5, PANE_8, Scripted, first_run, permission_denied, press, reopened,
-    screen_text, start, type_keys, unproven,
+    HUMAN, NOW_MS, PANE_3, PANE_5, PANE_8, Scripted, first_run, permission_denied, press, reopened,
+    screen_text, start, type_keys, unproven, working,
 };
 
 fn key(code: KeyCode) -> Event {
@@ -224,6 +224,37 @@ fn a_change_on_disk_rereads_the_view_and_draws_only_if_it_differs() {
     assert_eq!(app.view(), &changed);
     app.handle(Event::Resize);
     assert!(app.take_dirty());
+}
+
+#[test]
+fn a_view_that_differs_only_in_its_clock_is_drawn_only_when_an_age_on_screen_reads_differently() {
+    // Attempts in flight started 4 minutes ago; no need and no observation shows an age.
+    let mut quiet = working();
+    quiet.needs.clear();
+    quiet.observations.clear();
+    let mut backend = Scripted::new(quiet.clone());
+    let mut app = start(&mut backend);
+    assert!(app.take_dirty(), "the first frame is drawn");
+    let at = |now_ms: i64| {
+        let mut view = quiet.clone();
+        view.now_ms = now_ms;
+        Box::new(view)
+    };
+    app.handle(Event::Loaded(at(NOW_MS + 5_000)));
+    assert!(!app.take_dirty(), "4m still reads 4m: nothing to draw");
+    assert_eq!(app.view().now_ms, NOW_MS + 5_000, "the clock is kept");
+    app.handle(Event::Loaded(at(NOW_MS + 60_000)));
+    assert!(app.take_dirty(), "4m now reads 5m");
+    let mut settled = quiet.clone();
+    for item in &mut settled.items {
+        item.attempt = item.attempt.replace("running", "completed");
+    }
+    settled.now_ms = NOW_MS + 60_000;
+    app.handle(Event::Loaded(Box::new(settled.clone())));
+    assert!(app.take_dirty(), "another view is drawn");
+    settled.now_ms = NOW_MS + 10 * 60_000;
+    app.handle(Event::Loaded(Box::new(settled)));
+    assert!(!app.take_dirty(), "a settled attempt shows no age");
 }
 
 #[test]
