@@ -500,16 +500,7 @@ fn decode_json(name: &str, bytes: &[u8]) -> Result<Decoded, Reason> {
 }
 
 fn decode_verdict(name: &str, bytes: &[u8], value: &Value) -> Result<Verdict, Reason> {
-    let object = value
-        .as_object()
-        .ok_or_else(|| Reason::Malformed("not an object".to_owned()))?;
-    // Nullable keys are still required: serde would read an absent one as null.
-    if let Some(missing) = VERDICT_KEYS.iter().find(|key| !object.contains_key(**key)) {
-        return Err(Reason::MissingField(missing));
-    }
-    // Typed decoding from the bytes, not the value: it refuses duplicate keys at any depth.
-    let verdict: Verdict =
-        serde_json::from_slice(bytes).map_err(|error| Reason::Malformed(error.to_string()))?;
+    let (object, verdict) = typed::<Verdict>(bytes, value, &VERDICT_KEYS)?;
     for (field, text) in [
         ("acceptance_digest", &verdict.acceptance_digest),
         ("subject_manifest_digest", &verdict.subject_manifest_digest),
@@ -522,6 +513,26 @@ fn decode_verdict(name: &str, bytes: &[u8], value: &Value) -> Result<Verdict, Re
     check_verdict_rules(&verdict)?;
     bound(name, object, &verdict.artifact_digest)?;
     Ok(verdict)
+}
+
+/// A verdict file's object, with every one of `keys` present, and its typed decoding (v2 and
+/// v3 alike).
+pub(super) fn typed<'v, T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    value: &'v Value,
+    keys: &[&'static str],
+) -> Result<(&'v serde_json::Map<String, Value>, T), Reason> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| Reason::Malformed("not an object".to_owned()))?;
+    // Nullable keys are still required: serde would read an absent one as null.
+    if let Some(missing) = keys.iter().find(|key| !object.contains_key(**key)) {
+        return Err(Reason::MissingField(missing));
+    }
+    // Typed decoding from the bytes, not the value: it refuses duplicate keys at any depth.
+    let typed =
+        serde_json::from_slice(bytes).map_err(|error| Reason::Malformed(error.to_string()))?;
+    Ok((object, typed))
 }
 
 /// The embedded `artifact_digest` must be the AgentOps canonical digest of the object without

@@ -17,7 +17,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Criterion, Finding, Freshness, Outcome, Reason, Verdict, bound, is_bare_hex};
+use super::{Criterion, Finding, Freshness, Outcome, Reason, Verdict, bound, is_bare_hex, typed};
 
 /// The schema this module decodes.
 pub const VERDICT_V3: &str = "verdict.v3";
@@ -169,14 +169,7 @@ fn is_ref(text: &str) -> bool {
 
 /// Decodes a `verdict.v3` file (see the module documentation).
 pub(super) fn decode(name: &str, bytes: &[u8], value: &Value) -> Result<Verdict, Reason> {
-    let object = value
-        .as_object()
-        .ok_or_else(|| Reason::Malformed("not an object".to_owned()))?;
-    if let Some(missing) = KEYS.iter().find(|key| !object.contains_key(**key)) {
-        return Err(Reason::MissingField(missing));
-    }
-    let verdict: Verdict3 =
-        serde_json::from_slice(bytes).map_err(|error| Reason::Malformed(error.to_string()))?;
+    let (object, verdict) = typed::<Verdict3>(bytes, value, &KEYS)?;
     check(&verdict)?;
     bound(name, object, &verdict.artifact_digest)?;
     Ok(normalized(verdict))
