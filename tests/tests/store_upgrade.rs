@@ -45,6 +45,25 @@ fn entry_times(root: &Path) -> Vec<Option<valp_store::clock::Timestamp>> {
 }
 
 /// What every command but `valp upgrade` answers on a root of layout `found`.
+/// Status, verify, run and recover on the root at `dir` are each refused with
+/// [`upgrade_required`] for layout `found`.
+fn refuses_every_command_until_upgraded(dir: &Path, root: &Path, found: u32) {
+    for args in [
+        &["task", "status"][..],
+        &["verify"],
+        &["run", "--once"],
+        &["recover", "demo-build"],
+    ] {
+        let refused = valp(dir, args);
+        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
+        assert_eq!(
+            refused.stderr.trim_end(),
+            upgrade_required(root, found),
+            "{args:?}"
+        );
+    }
+}
+
 fn upgrade_required(root: &Path, found: u32) -> String {
     format!(
         "valp: VALP-E-STORE-UPGRADE-REQUIRED: {}: this control root has layout_version {found}; \
@@ -146,20 +165,7 @@ fn a_layout_1_root_is_refused_until_upgraded_then_verifies_and_runs() {
     let original = files(&root);
     assert!(original.contains_key(Path::new("tasks/demo-build/effects.jsonl")));
 
-    for args in [
-        &["task", "status"][..],
-        &["verify"],
-        &["run", "--once"],
-        &["recover", "demo-build"],
-    ] {
-        let refused = valp(dir, args);
-        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
-        assert_eq!(
-            refused.stderr.trim_end(),
-            upgrade_required(&root, 1),
-            "{args:?}"
-        );
-    }
+    refuses_every_command_until_upgraded(dir, &root, 1);
     assert!(
         files(&root) == original,
         "a refused command changed the root"
@@ -247,20 +253,7 @@ fn a_layout_2_root_is_refused_until_upgraded_then_verifies_and_runs() {
         !String::from_utf8_lossy(&original[Path::new("tasks/demo-build/journal.jsonl")])
             .contains("recorded_at")
     );
-    for args in [
-        &["task", "status"][..],
-        &["verify"],
-        &["run", "--once"],
-        &["recover", "demo-build"],
-    ] {
-        let refused = valp(dir, args);
-        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
-        assert_eq!(
-            refused.stderr.trim_end(),
-            upgrade_required(&root, 2),
-            "{args:?}"
-        );
-    }
+    refuses_every_command_until_upgraded(dir, &root, 2);
     let refusal = ControlRoot::open(&root, Arc::new(OsStorage)).unwrap_err();
     assert!(
         matches!(
@@ -363,20 +356,7 @@ fn a_layout_3_root_is_refused_until_upgraded_then_opens_from_its_snapshot_and_ru
             .keys()
             .any(|path| path.to_string_lossy().contains("snapshots"))
     );
-    for args in [
-        &["task", "status"][..],
-        &["verify"],
-        &["run", "--once"],
-        &["recover", "demo-build"],
-    ] {
-        let refused = valp(dir, args);
-        assert_eq!(refused.code, Some(1), "{args:?}: {refused:?}");
-        assert_eq!(
-            refused.stderr.trim_end(),
-            upgrade_required(&root, 3),
-            "{args:?}"
-        );
-    }
+    refuses_every_command_until_upgraded(dir, &root, 3);
     assert!(
         files(&root) == original,
         "a refused command changed the root"
