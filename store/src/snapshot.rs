@@ -30,8 +30,11 @@
 //! an open by a writer replayed a long suffix, and by `valp upgrade` (layout 3 → 4).
 //!
 //! **Reading** ([`load`]) refuses, with a reason, anything that is not exactly such a file; the
-//! open glue then checks the binding against the journal and the head.
+//! open glue then checks the binding against the journal and the head. [`load_keys`] reads the
+//! same and checks the same, but keeps only the index's keys (16 of the ~84 bytes per entry),
+//! for a reader that recalls the digests from its journal instead of holding them.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -344,6 +347,23 @@ fn remove(path: &Path) -> Result<(), StoreError> {
 /// Reads and decodes the snapshot at `path` (its JSON and its index file); the reason it is not
 /// one otherwise.
 pub fn load(path: &Path) -> Result<Snapshot, String> {
+    load_as(path, Digests::Kept)
+}
+
+/// [`load`], keeping of the index only its keys (`parts.index.digests` empty): the whole index
+/// file is still read and checked against its digest, and refused for the same reasons.
+pub fn load_keys(path: &Path) -> Result<Snapshot, String> {
+    load_as(path, Digests::Dropped)
+}
+
+/// Whether a load keeps the index's digests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Digests {
+    Kept,
+    Dropped,
+}
+
+fn load_as(path: &Path, digests: Digests) -> Result<Snapshot, String> {
     let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
     let (mut snapshot, member) = decode(&bytes)?;
     let name = path
@@ -356,36 +376,60 @@ pub fn load(path: &Path) -> Result<Snapshot, String> {
             snapshot.seq, snapshot.entry_digest
         ));
     }
-    snapshot.parts.index = read_index(path, &member)?;
+    snapshot.parts.index = read_index(path, &member, digests)?;
     Ok(snapshot)
 }
 
-/// The index file's bytes checked against the JSON's `index` member; split into the parts.
-fn read_index(path: &Path, member: &IndexMember) -> Result<LeanParts, String> {
+/// The index file's bytes checked against the JSON's `index` member; split into the parts (the
+/// digests hashed as they are read and dropped unless `digests` keeps them).
+fn read_index(path: &Path, member: &IndexMember, digests: Digests) -> Result<LeanParts, String> {
     let IndexMember {
         bytes,
         digest,
         keys,
     } = member;
     let (bytes, keys) = (*bytes, *keys);
-    let index = std::fs::read(index_path(path))
-        .map_err(|error| format!("its index file cannot be read: {error}"))?;
-    if index.len() as u64 != bytes {
+    let unreadable = |error: std::io::Error| format!("its index file cannot be read: {error}");
+    let mut file = std::fs::File::open(index_path(path)).map_err(unreadable)?;
+    let size = file.metadata().map_err(unreadable)?.len();
+    if size != bytes {
         return Err(format!(
-            "its index file holds {} bytes, the snapshot names {bytes}",
-            index.len()
+            "its index file holds {size} bytes, the snapshot names {bytes}"
         ));
     }
-    if digest_text(&Sha256::digest(&index).into()) != *digest {
+    let split = keys.saturating_mul(KEY_RECORD as u64);
+    let mut hasher = Sha256::new();
+    let mut read = |into: &mut Vec<u8>, count: u64, keep: bool| -> Result<(), String> {
+        let mut chunk = vec![0; 1 << 16];
+        let mut left = count;
+        while left > 0 {
+            let take = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
+            file.read_exact(&mut chunk[..take]).map_err(unreadable)?;
+            hasher.update(&chunk[..take]);
+            if keep {
+                into.extend_from_slice(&chunk[..take]);
+            }
+            left -= take as u64;
+        }
+        Ok(())
+    };
+    let capacity = |count: u64| usize::try_from(count).unwrap_or(0);
+    let mut key_bytes = Vec::with_capacity(capacity(split.min(size)));
+    read(&mut key_bytes, split.min(size), true)?;
+    let rest = size - split.min(size);
+    let keep = digests == Digests::Kept;
+    let mut digest_bytes = Vec::with_capacity(if keep { capacity(rest) } else { 0 });
+    read(&mut digest_bytes, rest, keep)?;
+    if digest_text(&hasher.finalize().into()) != *digest {
         return Err("its index file does not have the digest the snapshot names".to_owned());
     }
-    let split = usize::try_from(keys.saturating_mul(KEY_RECORD as u64))
-        .ok()
-        .filter(|&split| split <= index.len())
-        .ok_or_else(|| "its index names more keys than it holds".to_owned())?;
-    let mut keys = index;
-    let digests = keys.split_off(split);
-    Ok(LeanParts { keys, digests })
+    if split > size {
+        return Err("its index names more keys than it holds".to_owned());
+    }
+    Ok(LeanParts {
+        keys: key_bytes,
+        digests: digest_bytes,
+    })
 }
 
 fn decode(bytes: &[u8]) -> Result<(Snapshot, IndexMember), String> {
