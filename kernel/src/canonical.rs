@@ -65,6 +65,24 @@ pub fn digest_text(hash: &[u8; 32]) -> String {
     text
 }
 
+/// The raw bytes of a `sha256:` + 64 lowercase hex digest text (the inverse of [`digest_text`]).
+pub fn raw_digest(text: &str) -> Option<[u8; 32]> {
+    let hex = text.strip_prefix("sha256:")?.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    let mut raw = [0; 32];
+    for (out, pair) in raw.iter_mut().zip(hex.chunks_exact(2)) {
+        *out = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(raw)
+}
+
 /// Whether `text` is a well-formed digest: `sha256:` followed by exactly 64 lowercase hex digits.
 pub fn is_digest(text: &str) -> bool {
     text.len() == DIGEST_LEN

@@ -442,12 +442,11 @@ struct DigestRecords {
 impl DigestRecords {
     fn add(&mut self, entry: &valp_kernel::replay::CompactEntry) {
         use sha2::Digest as _;
+        // Recorded digests of verified entries, so well-formed (nothing is hashed otherwise).
         for digest in [&entry.result.input_digest, &entry.result.result_digest] {
-            let raw = digest
-                .strip_prefix("sha256:")
-                .map(unhex)
-                .unwrap_or_default();
-            self.hasher.update(&raw);
+            if let Some(raw) = valp_kernel::canonical::raw_digest(digest) {
+                self.hasher.update(raw);
+            }
         }
         self.count += 1;
     }
@@ -458,19 +457,6 @@ impl DigestRecords {
         records.len() == self.count * 64
             && self.hasher.clone().finalize()[..] == sha2::Sha256::digest(records)[..]
     }
-}
-
-fn unhex(hex: &str) -> Vec<u8> {
-    let nibble = |byte: u8| match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        _ => None,
-    };
-    hex.as_bytes()
-        .chunks_exact(2)
-        .map(|pair| Some((nibble(pair[0])? << 4) | nibble(pair[1])?))
-        .collect::<Option<Vec<u8>>>()
-        .unwrap_or_default()
 }
 
 /// Which part of a snapshot differs from the State rebuilt at its line.
