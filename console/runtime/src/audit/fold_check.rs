@@ -38,11 +38,17 @@ pub struct FoldChecks(Vec<(PathBuf, Arc<Mutex<Probe>>)>);
 struct Probe {
     /// The file's task and fold, or the seq it names (0: none) and why it does not decode.
     cached: Result<(String, Fold), (u64, String)>,
-    /// The fold of the lines read so far.
+    /// The fold of the lines read so far (its open and newest rounds).
     deriver: Deriver,
     /// The outcome at the file's line, once reached.
     outcome: Option<Result<(), String>>,
+    /// Rounds held above which the fold is trimmed to its open and newest rounds.
+    trim_at: usize,
 }
+
+/// Rounds held before the first trim (the newest [`fold_cache::NEWEST_ROUNDS`], and half as
+/// many more).
+const TRIM_AT_LEAST: usize = 1536;
 
 impl FoldChecks {
     /// The observer of the task journal in `dir` (`None` when the folder has no file).
@@ -59,6 +65,7 @@ impl FoldChecks {
             cached,
             deriver: Deriver::new(),
             outcome: None,
+            trim_at: TRIM_AT_LEAST,
         }));
         self.0.push((dir.to_owned(), Arc::clone(&probe)));
         Some(Box::new(move |line| {
@@ -146,6 +153,14 @@ impl Probe {
             recorded_at: line.recorded_at,
             entry,
         }));
+        // Only the open and the newest rounds are compared: holding every round of a long
+        // history (~2.4 KB each) would make verify's memory grow with it.
+        // Trimmed when it has grown by half since the last trim, so trimming stays linear.
+        if self.deriver.rounds().len() > self.trim_at {
+            self.deriver = self.deriver.kept(fold_cache::NEWEST_ROUNDS);
+            let held = self.deriver.rounds().len();
+            self.trim_at = held + held.max(TRIM_AT_LEAST) / 2;
+        }
         if line.seq < at.seq {
             return;
         }
