@@ -9,7 +9,8 @@
 //!   another journal are not used: the fold starts from the genesis with the same answer, and
 //!   `valp verify` names the file with `VALP-E-STORE-SNAPSHOT-MISMATCH`.
 //! - `valp task status` reads the file and writes nothing; the driver's and the console's fold
-//!   (`CycleFold`) writes it and starts from it.
+//!   (`CycleFold`) writes it and starts from it; `valp recover` sets aside a file bound after
+//!   its cut.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -163,17 +164,10 @@ fn a_file_bound_to_a_line_recover_cut_is_not_used() {
         .at()
         .unwrap()
         .length;
-    // Line 61 is damaged; recover keeps the 60 entries before it.
+    // Line 61 is damaged; the store's recover keeps the 60 entries before it (and leaves the
+    // file: `valp recover` sets it aside, below).
+    damage_line_61(&root);
     let path = journal_path(&root);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let ends: Vec<usize> = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, byte)| **byte == b'\n')
-        .map(|(at, _)| at + 1)
-        .collect();
-    bytes[ends[60] + 30] ^= 0x01;
-    std::fs::write(&path, &bytes).unwrap();
     let plan = valp_store::recover::task_plan(&root, TASK_ID).unwrap();
     assert_eq!(plan.keep_entries, 60);
     valp_store::recover::recover_task(&root, TASK_ID, &plan).unwrap();
@@ -200,6 +194,52 @@ fn a_file_bound_to_a_line_recover_cut_is_not_used() {
         check.problem.as_deref(),
         Some("it is bound to line 81 (seq 80), which the verified journal does not reach")
     );
+}
+
+#[test]
+fn valp_recover_sets_aside_a_file_bound_after_its_cut() {
+    let temp = tempfile::tempdir().unwrap();
+    let (root, _) = walk_root(temp.path(), 13, 80);
+    let dir = task_dir(&root);
+    fold_cache::write(&dir, TASK_ID, &genesis_fold(&dir)).unwrap();
+    damage_line_61(&root);
+    let valp_root = temp.path().join(".valp");
+    let run = valp_in(
+        temp.path(),
+        Some(&valp_root),
+        &["recover", TASK_ID, "--yes"],
+    )
+    .unwrap();
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let moved = root
+        .layout()
+        .quarantine_dir()
+        .join("task-1.correction-fold.json.beyond-recover");
+    assert!(
+        run.stdout.contains(&format!(
+            "correction fold beyond the cut moved to {}\n",
+            moved.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(moved.exists() && !fold_cache::path(&dir).exists());
+    let run = valp_in(temp.path(), Some(&valp_root), &["verify"]).unwrap();
+    assert_eq!(run.code, Some(0), "{}", run.stdout);
+}
+
+/// Flips a byte inside line 61 of the walk task's journal (recover then keeps 60 entries).
+fn damage_line_61(root: &ControlRoot) {
+    let path = journal_path(root);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'\n')
+        .map(|(at, _)| at + 1)
+        .collect();
+    bytes[ends[60] + 30] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
 }
 
 #[test]

@@ -185,6 +185,37 @@ pub fn write(task_dir: &Path, task_id: &str, fold: &Fold) -> std::io::Result<()>
     }
 }
 
+/// After `valp recover` kept the first `kept` entries of the task journal in `task_dir`: moves
+/// the folder's file, when it is bound to a line after them, to `quarantine` as
+/// `<folder>.correction-fold.json.beyond-recover` (as recover moves such snapshots), so that
+/// `valp verify` does not list it; returns where it went. A file that does not decode stays
+/// (verify names it).
+pub fn set_aside_beyond(
+    task_dir: &Path,
+    kept: u64,
+    quarantine: &Path,
+) -> std::io::Result<Option<PathBuf>> {
+    let Ok(bytes) = std::fs::read(path(task_dir)) else {
+        return Ok(None);
+    };
+    let beyond = decode_any(&bytes)
+        .ok()
+        .and_then(|(_, fold)| Some(fold.at()?.seq))
+        .is_some_and(|seq| seq > kept);
+    if !beyond {
+        return Ok(None);
+    }
+    let folder = task_dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let target = quarantine.join(format!("{folder}.{FILE_NAME}.beyond-recover"));
+    std::fs::create_dir_all(quarantine)?;
+    std::fs::rename(path(task_dir), &target)?;
+    crate::adapter::files::sync_dir(task_dir)?;
+    Ok(Some(target))
+}
+
 /// `fold_digest` of the object `members` (without it).
 fn signed(members: &Members) -> Result<String, String> {
     let unsigned = canonical_bytes(&Value::Object(members.clone()))
