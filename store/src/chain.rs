@@ -103,23 +103,36 @@ pub fn encode_line_at(
     recorded_at: Option<Timestamp>,
     entry: &impl Canonical,
 ) -> (Vec<u8>, String) {
-    let mut head = Vec::with_capacity(1024);
-    head.extend_from_slice(br#"{"entry":"#);
-    entry.write_canonical(&mut head);
-    let mut rest = Vec::with_capacity(128);
+    let mut line = Vec::with_capacity(1024);
+    let digest = encode_line_into(&mut line, seq, prior, recorded_at, entry);
+    (line, digest)
+}
+
+/// [`encode_line_at`] appending the line to `out` (a batch's buffer: the line is encoded once,
+/// in place, and its digest hashed from there). Returns its `entry_digest`.
+pub fn encode_line_into(
+    out: &mut Vec<u8>,
+    seq: u64,
+    prior: Option<&str>,
+    recorded_at: Option<Timestamp>,
+    entry: &impl Canonical,
+) -> String {
+    let start = out.len();
+    out.extend_from_slice(br#"{"entry":"#);
+    entry.write_canonical(out);
+    let mut rest = Vec::with_capacity(192);
     let at = recorded_at.map(Timestamp::to_rfc3339);
     write_rest(&mut rest, prior, at.as_deref(), seq);
     let mut hasher = Sha256::new();
-    hasher.update(&head);
+    hasher.update(&out[start..]);
     hasher.update(&rest);
     hasher.update(b"\n");
     let digest = digest_text(&hasher.finalize().into());
-    let mut line = head;
-    line.extend_from_slice(br#","entry_digest":"#);
-    write_str(&mut line, &digest);
-    line.extend_from_slice(&rest);
-    line.push(b'\n');
-    (line, digest)
+    out.extend_from_slice(br#","entry_digest":"#);
+    write_str(out, &digest);
+    out.extend_from_slice(&rest);
+    out.push(b'\n');
+    digest
 }
 
 /// One verified line.

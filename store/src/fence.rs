@@ -24,11 +24,16 @@
 //! the fence fails closed. After such an error the handle is dropped and the next check reopens
 //! and re-verifies the ledger from its start.
 //!
+//! **Batches.** A batch of appends ([`Journal::append_batch`]) reads the ledger once, when it
+//! starts under the task's lock, and judges each of its proposals against that active epoch
+//! (reading it again for every proposal cost a bulk writer an open and a read of the ledger per
+//! entry, issue 20). The batch is one append for the race below.
+//!
 //! **Race.** The fence is checked under the task journal's lock, at append time, against the
 //! ledger as it stands then. A rotation takes the ledger's lock, not the task's, so one that
 //! lands in the ledger between the check and the write cannot be excluded without a lock
-//! spanning both journals: that entry is written at the epoch that was active an instant
-//! before, as if it had been appended just before the rotation (and a handoff reading the
+//! spanning both journals: that entry (or batch) is written at the epoch that was active an
+//! instant before, as if it had been appended just before the rotation (and a handoff reading the
 //! predecessor in that instant may not carry it over). The console's own checks, made before
 //! proposing, have a wider window of the same kind; the fence narrows it to one append.
 
@@ -110,6 +115,17 @@ impl EpochFence {
         evidence_set: &[Evidence],
     ) -> Result<(), Refusal> {
         let active_epoch = self.active_epoch().map_err(Refusal::Store)?;
+        Self::admit_at(active_epoch, live, event, evidence_set)
+    }
+
+    /// [`EpochFence::admit`] against an active epoch read before (once for a whole batch, see
+    /// the module documentation).
+    pub fn admit_at(
+        active_epoch: Int,
+        live: &LiveState,
+        event: &Event,
+        evidence_set: &[Evidence],
+    ) -> Result<(), Refusal> {
         let task_epoch = live.body().leader_epoch;
         // The ledger first: it is one read of the bytes appended since the last check, while a
         // preview runs the kernel's checks; only a fenced task needs both.

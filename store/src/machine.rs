@@ -220,6 +220,15 @@ pub enum Refusal {
 /// entry; a guard only judges events the kernel accepts (it answers `Ok` for the rest and lets
 /// the kernel refuse or deduplicate them).
 pub trait Guard<M: Machine>: std::fmt::Debug {
+    /// Called under the journal's lock before the proposals of one append (a batch, or a batch
+    /// of one) are admitted: reads once what every `admit` of the batch judges against (the
+    /// task guard: the ledger's active epoch). Nothing by default.
+    fn start_batch(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Called when that batch ends, however it ends: forgets what
+    /// [`start_batch`](Guard::start_batch) read. Nothing by default.
+    fn end_batch(&mut self) {}
     /// Checks a proposal before the kernel's acceptance would be written.
     fn admit(&self, live: &M, event: &M::Event, evidence_set: &[Evidence]) -> Result<(), Refusal>;
     /// Re-checks a recorded entry while the journal is verified.
@@ -253,6 +262,8 @@ impl<M: Machine> Guard<M> for NoGuard {
 pub struct TaskGuard {
     fence: Option<EpochFence>,
     done: DoneGuard,
+    /// The ledger's active epoch, read once for the batch being admitted (`None` outside one).
+    batch_epoch: Option<Int>,
 }
 
 impl TaskGuard {
@@ -261,6 +272,7 @@ impl TaskGuard {
         Self {
             fence: Some(fence),
             done,
+            batch_epoch: None,
         }
     }
 
@@ -297,11 +309,24 @@ impl TaskGuard {
         Self {
             fence: self.fence.clone(),
             done: self.done.restart(),
+            batch_epoch: None,
         }
     }
 }
 
 impl Guard<LiveState> for TaskGuard {
+    fn start_batch(&mut self) -> Result<(), StoreError> {
+        self.batch_epoch = match &self.fence {
+            Some(fence) => Some(fence.active_epoch()?),
+            None => None,
+        };
+        Ok(())
+    }
+
+    fn end_batch(&mut self) {
+        self.batch_epoch = None;
+    }
+
     fn admit(
         &self,
         live: &LiveState,
@@ -309,8 +334,12 @@ impl Guard<LiveState> for TaskGuard {
         evidence_set: &[Evidence],
     ) -> Result<(), Refusal> {
         // The fence first: nothing is written to a fenced task, whatever the Done gate says.
-        if let Some(fence) = &self.fence {
-            fence.admit(live, event, evidence_set)?;
+        match (&self.fence, self.batch_epoch) {
+            (Some(_), Some(active_epoch)) => {
+                EpochFence::admit_at(active_epoch, live, event, evidence_set)?;
+            }
+            (Some(fence), None) => fence.admit(live, event, evidence_set)?,
+            (None, _) => {}
         }
         self.done.admit(live, event, evidence_set)
     }

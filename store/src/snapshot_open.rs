@@ -16,7 +16,10 @@
 //! [`snapshot::due`] says so, after an open that replayed that many lines or refused a snapshot,
 //! and when a writing handle is dropped with at least [`ON_CLOSE`] entries since the newest one
 //! (bulk writers such as `valp demo` end with one). A snapshot that cannot be written is a
-//! [`Warning::SnapshotNotWritten`], never a failed append.
+//! [`Warning::SnapshotNotWritten`], never a failed append. A writer that writes a snapshot
+//! keeps from then on the lean idempotency index instead of the accepted-event history, as an
+//! open from that snapshot would (`live().history()` is then empty; the few readers that need
+//! the whole State open with [`ControlRoot::open_task_with_history`](crate::ControlRoot::open_task_with_history)).
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -266,6 +269,14 @@ pub(crate) fn write_now(journal: &mut Journal<LiveState>) -> Result<Option<PathB
         || !anchored
     {
         return Ok(None);
+    }
+    // From here on the handle holds what an open from this snapshot would: the lean index
+    // (with the digests) instead of the history. Then each later snapshot copies the index
+    // instead of re-indexing the whole history (which cost a bulk writer more than the
+    // kernel's own work per entry, issue 20); `forget_history` keeps the history when it
+    // cannot be held exactly, and `to_parts` then declines as before.
+    if journal.live.keeps_history() {
+        journal.live.forget_history();
     }
     let Some(parts) = journal.live().to_parts() else {
         return Ok(None);

@@ -394,8 +394,10 @@ fn cancel_kills_the_process_group() {
     let asked = Instant::now();
     process::request_cancel(&attempt.dir, "operator stop").unwrap();
     let observations = finish(&attempt, &mut supervisor);
+    // Both sleeps last 30 s: ending well before that is the cancel's doing. The bound is loose
+    // because on a loaded machine the supervisor's poll and the kill can wait seconds for a core.
     assert!(
-        asked.elapsed() < Duration::from_secs(2),
+        asked.elapsed() < Duration::from_secs(10),
         "{:?}",
         asked.elapsed()
     );
@@ -403,8 +405,14 @@ fn cancel_kills_the_process_group() {
     assert_eq!(done.status, ObservationStatus::Cancelled);
     assert_eq!(done.reason.as_deref(), Some("cancelled:operator stop"));
     assert!(content_proof(&attempt).cancelled);
-    assert!(!runs(child), "child {child}");
-    assert!(!runs(grandchild), "grandchild {grandchild}");
+    // A process sent SIGKILL keeps its last state in /proc until it is scheduled to die, and the
+    // grandchild is reaped by init, not by the supervisor: wait for both to be gone.
+    eventually(Duration::from_secs(5), "the child to die", || {
+        (!runs(child)).then_some(())
+    });
+    eventually(Duration::from_secs(5), "the grandchild to die", || {
+        (!runs(grandchild)).then_some(())
+    });
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! `ControlRoot` refuses what the kernel would accept once the installation ledger's active
 //! epoch is another one, writes nothing, and logs `VALP-E-EPOCH-FENCED`; what the kernel
 //! refuses or deduplicates is still answered by the kernel; epoch 0 fences nothing; history is
-//! not re-judged on open; the handoff successor appends; the ledger is read incrementally and a
-//! ledger that cannot be read fails the append closed.
+//! not re-judged on open; the handoff successor appends; the ledger is read incrementally, once
+//! per batch, and a ledger that cannot be read fails the append closed.
 //!
 //! The Leader epochs come from the console's authority library (no tmux needed): the local
 //! human operator is selected (epoch 1), then the role rotates to a tmux pane added to a real
@@ -413,6 +413,50 @@ fn the_ledger_is_read_incrementally_and_an_unreadable_one_fails_closed() {
     // With the ledger back, the task at the active epoch appends again.
     std::fs::write(&ledger, &original).unwrap();
     append_step(&mut fresh, &mut history, 5);
+}
+
+#[test]
+fn a_batch_reads_the_ledger_once_when_it_starts() {
+    let lab = Lab::new();
+    lab.select();
+    let root = lab.root();
+    let mut history = History::new(13, 2);
+    let mut journal = create_journal(&root, &mut history, 4);
+    let steps: Vec<_> = (4..8).map(|index| history.step(index).clone()).collect();
+
+    // The ledger disappears while the batch is proposed (after its first proposal): the batch
+    // was judged against the epoch read when it started, so all of it is accepted ...
+    let ledger = lab.ledger_path();
+    let original = std::fs::read(&ledger).unwrap();
+    let answers = journal
+        .append_batch(steps.iter().enumerate().map(|(index, step)| {
+            if index == 1 {
+                std::fs::remove_file(&ledger).unwrap();
+            }
+            (&step.event, step.evidence_set.as_slice())
+        }))
+        .unwrap();
+    let seqs: Vec<u64> = answers
+        .iter()
+        .map(|answer| match answer {
+            Appended::Accepted { seq, .. } => *seq,
+            other => panic!("not accepted: {other:?}"),
+        })
+        .collect();
+    assert_eq!(seqs, [5, 6, 7, 8]);
+
+    // ... and the next append reads it again: missing, it fails closed.
+    let bytes = std::fs::read(journal.path()).unwrap();
+    let step = history.step(8).clone();
+    let error = journal.append(&step.event, &step.evidence_set).unwrap_err();
+    assert_eq!(error.code(), StoreCode::Io, "{error}");
+    assert!(
+        error.to_string().contains(&ledger.display().to_string()),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(journal.path()).unwrap(), bytes);
+    std::fs::write(&ledger, &original).unwrap();
+    append_step(&mut journal, &mut history, 8);
 }
 
 #[test]

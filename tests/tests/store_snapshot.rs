@@ -23,7 +23,7 @@ use valp_kernel::json::write::canonical_bytes;
 use valp_store::io::{Fault, FaultyStorage, Operation};
 use valp_store::snapshot::{self, Snapshot};
 use valp_store::verify::verify;
-use valp_store::{Access, ControlRoot, Journal, StoreCode, Warning};
+use valp_store::{Access, Appended, ControlRoot, Journal, StoreCode, Warning};
 use valp_tests::store::{
     History, append_step, create_journal, init_root, init_root_with, journal_path, open_task,
     write_anchored,
@@ -167,6 +167,49 @@ fn a_writer_takes_snapshots_as_it_goes_and_keeps_the_newest_two() {
     );
     let opened = open_task(&root, Access::ReadOnly).unwrap();
     assert_same_as_full_replay(&root, &opened, &mut history);
+}
+
+#[test]
+fn a_writer_holds_the_lean_index_from_its_first_snapshot_on_and_answers_the_same() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = init_root(temp.path());
+    let mut history = History::new(5, WORK_ITEMS);
+    let mut journal = create_journal(&root, &mut history, 1023);
+    assert!(journal.live().keeps_history(), "no snapshot yet");
+    assert_eq!(journal.live().history().len(), 1023);
+    append_step(&mut journal, &mut history, 1023);
+    assert_eq!(snapshots(&root)[0].0, 1024);
+    assert!(
+        !journal.live().keeps_history(),
+        "from its snapshot on, the writer holds what an open from it would"
+    );
+    assert!(journal.live().history().is_empty());
+    // Idempotency is answered from the lean index as from the history: a step accepted
+    // before is a duplicate naming its first acceptance, and nothing is written.
+    let state = history.state_after(1024);
+    let bytes = std::fs::read(journal.path()).unwrap();
+    for index in [0, 511, 1023] {
+        let step = history.step(index).clone();
+        let answer = journal.append(&step.event, &step.evidence_set).unwrap();
+        let first = &state.accepted_events[index];
+        assert_eq!(
+            answer,
+            Appended::Duplicate {
+                prior_result_id: first.result_id.clone(),
+                prior_result_digest: first.result_digest.clone(),
+            },
+            "step {index}"
+        );
+    }
+    assert_eq!(std::fs::read(journal.path()).unwrap(), bytes);
+    for index in 1024..1100 {
+        append_step(&mut journal, &mut history, index);
+    }
+    assert_eq!(
+        journal.live().state_digest(),
+        full_replay(&root).live().state_digest()
+    );
+    assert_same_as_full_replay(&root, &journal, &mut history);
 }
 
 /// Re-signs the snapshot at `path` after `change` (so only the changed member is wrong),

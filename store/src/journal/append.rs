@@ -3,7 +3,7 @@
 use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
 
-use crate::chain::encode_line;
+use crate::chain::encode_line_into;
 use crate::error::{StoreCode, StoreError};
 use crate::journal::rejections::{self, Rejection};
 use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
@@ -88,12 +88,31 @@ impl<M: Machine> Journal<M> {
         let lock = LockGuard::acquire(&self.dir.join(LOCK_FILE), self.lock_timeout)?;
         self.check_not_shortened()?;
         self.follow(self.reader()?, Some(&lock))?;
+        self.guard.start_batch()?;
+        let answers = self.propose_all(proposals);
+        self.guard.end_batch();
+        drop(lock);
+        answers
+    }
+
+    /// The body of [`Journal::append_batch`] under the lock: judges every proposal, then
+    /// writes what was accepted.
+    fn propose_all<'a>(
+        &mut self,
+        proposals: impl IntoIterator<Item = (&'a M::Event, &'a [Evidence])>,
+    ) -> Result<Vec<Appended>, StoreError>
+    where
+        M::Event: 'a,
+    {
+        let proposals = proposals.into_iter();
         let mut batch = Batch {
-            lines: Vec::new(),
+            // About a kilobyte per line (a task of 20 work items), so one batch of `valp demo`
+            // grows its buffer a few times at most.
+            lines: Vec::with_capacity(proposals.size_hint().0.saturating_mul(1024)),
             first_seq: self.tip.next_seq,
             tip: self.tip.clone(),
         };
-        let mut answers = Vec::new();
+        let mut answers = Vec::with_capacity(proposals.size_hint().0);
         for (event, evidence_set) in proposals {
             match self.propose(event, evidence_set, &mut batch) {
                 Ok(appended) => answers.push(appended),
@@ -104,7 +123,6 @@ impl<M: Machine> Journal<M> {
             }
         }
         self.write(batch)?;
-        drop(lock);
         Ok(answers)
     }
 
@@ -163,14 +181,20 @@ impl<M: Machine> Journal<M> {
                 let seq = batch.tip.next_seq;
                 let entry = M::entry(event, evidence_set, record.clone());
                 let recorded_at = self.clock.now();
-                let (line, digest) = encode_line(seq, Some(&batch.tip.digest), recorded_at, &entry);
+                let start = batch.lines.len();
+                let digest = encode_line_into(
+                    &mut batch.lines,
+                    seq,
+                    Some(&batch.tip.digest),
+                    Some(recorded_at),
+                    &entry,
+                );
                 batch.tip = Tip {
                     next_seq: seq + 1,
                     digest,
-                    offset: batch.tip.offset + line.len() as u64,
+                    offset: batch.tip.offset + (batch.lines.len() - start) as u64,
                     recorded_at: Some(recorded_at),
                 };
-                batch.lines.extend_from_slice(&line);
                 self.guard.observe(seq, event, evidence_set);
                 Appended::Accepted { seq, record }
             }

@@ -4,24 +4,15 @@
 //! correction rounds and channel cost.
 
 use crossterm::event::KeyCode;
-use valp_tui::{App, Pane};
+use valp_tui::Pane;
 use valp_view::{AgentAsk, ConsoleView, CorrectionView, NeedKind, Request, RoundView, UsageRow};
 
 use crate::support::{
-    BUILD, NOW_MS, REVIEW, Scripted, draw, need, press, screen_text, start, type_keys, working,
-    working_read_only,
+    BUILD, NOW_MS, REVIEW, Scripted, need, press, screen_text, snapshots, start, type_keys,
+    working, working_read_only,
 };
 
 const REQUEST: &str = "perm-3f2a9c1d0b7e4a55";
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
 
 fn flat(screen: &str) -> String {
     screen
@@ -103,7 +94,7 @@ fn the_new_kinds_are_listed_by_severity_with_the_keys_that_answer_them() {
     assert!(screen.contains("y allow agent · N deny agent"), "{screen}");
     press(&mut app, &mut backend, KeyCode::BackTab);
     assert_eq!(app.focus(), Pane::Needs);
-    snapshots("needs_agent_kinds", &app);
+    snapshots!("needs_agent_kinds", &app);
 }
 
 #[test]
@@ -123,7 +114,7 @@ fn the_request_detail_shows_what_is_asked_and_y_allows_it_through_the_dialog() {
     ] {
         assert!(detail.contains(shown), "{shown:?} in {detail}");
     }
-    snapshots("needs_agent_request_detail", &app);
+    snapshots!("needs_agent_request_detail", &app);
     // `y` from the detail view: the same confirmation dialog, then the request.
     type_keys(&mut app, &mut backend, "y");
     let dialog = flat(&screen_text(&app, 120, 40));

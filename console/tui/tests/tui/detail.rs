@@ -1,37 +1,11 @@
 //! The detail view (Enter on a row) and the footer notices that expire by the view's clock.
 
 use crossterm::event::KeyCode;
-use valp_tui::{App, Event, Notice, dispatch};
+use valp_tui::{Event, Notice, dispatch};
 
-use crate::support::{NOW_MS, Scripted, draw, press, screen_text, start, type_keys, working};
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
-
-/// The words of the detail popup at 120x40 (100 columns wide, centred: columns 10 to 109),
-/// as one line.
-fn popup(app: &App) -> String {
-    screen_text(app, 120, 40)
-        .lines()
-        .map(|line| {
-            line.trim_matches('"')
-                .chars()
-                .skip(11)
-                .take(98)
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+use crate::support::{
+    NOW_MS, Scripted, popup, press, screen_text, snapshots, start, type_keys, working,
+};
 
 #[test]
 fn enter_on_a_work_item_shows_why_its_needs_and_its_observations_with_provenance() {
@@ -68,7 +42,7 @@ fn enter_on_a_work_item_shows_why_its_needs_and_its_observations_with_provenance
         screen.contains("provenance valp-process-adapter (process_bound) → valp-process-adapter"),
         "{screen}"
     );
-    snapshots("detail_item", &app);
+    snapshots!("detail_item", &app);
     // At 80x24 it wraps to fit (End scrolls when it does not), and Esc closes it.
     press(&mut app, &mut backend, KeyCode::End);
     assert!(screen_text(&app, 80, 24).contains("touches anything"));
@@ -89,7 +63,7 @@ fn enter_on_a_task_shows_its_state_in_words() {
         "{screen}"
     );
     assert!(screen.contains("since 42m ago"), "{screen}");
-    snapshots("detail_task", &app);
+    snapshots!("detail_task", &app);
 }
 
 #[test]

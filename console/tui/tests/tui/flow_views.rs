@@ -5,23 +5,14 @@
 //! screen.
 
 use crossterm::event::KeyCode;
-use valp_tui::{App, Mode};
+use valp_tui::Mode;
 use valp_view::flow::{StageRow, StageState, TransitionRow, TransitionVerdict};
 use valp_view::{ConsoleView, MachineView, Request, Workflow};
 
 use crate::support::{
-    BUILD, MIGRATE, REVIEW, Scripted, draw, press, screen_text, start, type_keys, working,
+    BUILD, MIGRATE, REVIEW, Scripted, press, screen_text, snapshots, start, type_keys, working,
     working_read_only,
 };
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
 
 fn stage(state: StageState, note: &str) -> StageRow {
     StageRow {
@@ -212,12 +203,12 @@ fn flowing() -> ConsoleView {
 fn the_strip_shows_the_selected_tasks_stages_with_proofs_and_reasons() {
     let mut backend = Scripted::new(flowing());
     let mut app = start(&mut backend);
-    snapshots("workflow_executing", &app);
+    snapshots!("workflow_executing", &app);
     let text = screen_text(&app, 120, 40);
     assert!(text.contains("dispatch: 3/5 submissions proven"), "{text}");
     // The fenced, blocked task: both reasons on the strip.
     type_keys(&mut app, &mut backend, "j");
-    snapshots("workflow_fenced_blocked", &app);
+    snapshots!("workflow_fenced_blocked", &app);
     let text = screen_text(&app, 120, 40);
     assert!(
         text.contains("Doctor and Leader authority: epoch 1 fenced"),
@@ -246,10 +237,10 @@ fn the_state_machine_view_lists_allowed_then_refused_transitions_and_explains_th
             task_id: Some(REVIEW.to_owned())
         }]
     );
-    snapshots("machine_reviewing", &app);
+    snapshots!("machine_reviewing", &app);
     // Down to recording_completed: its refusal in words below the list.
     type_keys(&mut app, &mut backend, "jjjjjjj");
-    snapshots("machine_refused", &app);
+    snapshots!("machine_refused", &app);
     let text = screen_text(&app, 120, 40);
     assert!(
         text.contains(

@@ -3,40 +3,12 @@
 //! a foreign PASS is evidence, it proposes no `review_passed`.
 
 use crossterm::event::{KeyCode, KeyEvent};
-use valp_tui::{App, Event};
+use valp_tui::Event;
 use valp_view::{ConsoleView, ForeignRow};
 
 use crate::support::{
-    BUILD, REVIEW, Scripted, draw, press, screen_text, start, type_keys, working,
+    BUILD, REVIEW, Scripted, popup, press, screen_text, snapshots, start, type_keys, working,
 };
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
-
-/// The screen's text at 120x40 with the detail popup's border and wrapping taken out: the
-/// words, one space apart.
-fn words(app: &App) -> String {
-    screen_text(app, 120, 40)
-        .lines()
-        .map(|line| {
-            line.trim_matches('"')
-                .chars()
-                .skip(11)
-                .take(98)
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 fn verdict(task: &str, item: Option<&str>, claim: (&str, &str), file: &str) -> ForeignRow {
     ForeignRow {
@@ -84,7 +56,7 @@ fn the_task_detail_shows_foreign_evidence_with_origin_levels_and_claim() {
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "jj");
     press(&mut app, &mut backend, KeyCode::Enter);
-    let screen = words(&app);
+    let screen = popup(&app);
     for shown in [
         "Foreign evidence: agentops review (work item draft)",
         "Foreign evidence: agentops review (the task)",
@@ -95,7 +67,7 @@ fn the_task_detail_shows_foreign_evidence_with_origin_levels_and_claim() {
     ] {
         assert!(screen.contains(shown), "{shown}\n{screen}");
     }
-    snapshots("foreign_task", &app);
+    snapshots!("foreign_task", &app);
     press(&mut app, &mut backend, KeyCode::End);
     press(&mut app, &mut backend, KeyCode::Esc);
     // Looking at it sent nothing: no review, no Done.
@@ -121,7 +93,7 @@ fn the_work_item_detail_shows_only_that_items_foreign_evidence() {
         "{screen}"
     );
     assert!(!screen.contains("(the task)"), "{screen}");
-    snapshots("foreign_item", &app);
+    snapshots!("foreign_item", &app);
     assert_eq!(backend.requests, []);
 }
 

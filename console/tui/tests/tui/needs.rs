@@ -7,7 +7,7 @@ use valp_tui::{App, Config, Event, Pane, dispatch};
 use valp_view::{Request, SessionCheck};
 
 use crate::support::{
-    BUILD, NOW_MS, REVIEW, Scripted, draw, press, screen_text, start, type_keys, working,
+    BUILD, NOW_MS, REVIEW, Scripted, press, screen_text, snapshots, start, type_keys, working,
     working_read_only,
 };
 
@@ -21,15 +21,6 @@ fn flat(screen: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
 }
 
 #[test]
@@ -54,7 +45,7 @@ fn the_queue_lists_what_waits_with_ages_and_answering_keys() {
     // Focused (at 80x24 the panes are tabs: the Needs tab is the last).
     press(&mut app, &mut backend, KeyCode::BackTab);
     assert_eq!(app.focus(), Pane::Needs);
-    snapshots("needs_queue", &app);
+    snapshots!("needs_queue", &app);
 }
 
 #[test]
@@ -77,7 +68,7 @@ fn n_jumps_to_each_need_and_its_key_answers_it() {
     assert_eq!(app.cursor(Pane::Needs), 1);
     assert_eq!(app.view().tasks[app.cursor(Pane::Tasks)].task_id, REVIEW);
     type_keys(&mut app, &mut backend, "p");
-    snapshots("needs_jump_review", &app);
+    snapshots!("needs_jump_review", &app);
     type_keys(&mut app, &mut backend, "y");
     assert_eq!(
         backend.requests.last(),
@@ -204,7 +195,7 @@ fn a_task_key_in_read_only_mode_says_why_and_the_two_ways_on() {
         )),
         "{screen}"
     );
-    snapshots("read_only_refusal", &app);
+    snapshots!("read_only_refusal", &app);
     // Keys no screen binds still do nothing.
     let flow = dispatch(
         &mut app,

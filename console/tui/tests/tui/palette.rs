@@ -7,17 +7,9 @@ use valp_tui::{App, Config, Pane, Slot, Sources};
 use valp_view::Request;
 
 use crate::support::{
-    REVIEW, Scripted, draw, press, screen_text, start, type_keys, working, working_read_only,
+    REVIEW, Scripted, draw, press, screen_text, snapshots, start, type_keys, working,
+    working_read_only,
 };
-
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
 
 #[test]
 fn the_palette_completes_over_actions_themes_and_tasks_and_runs_the_choice() {
@@ -28,7 +20,7 @@ fn the_palette_completes_over_actions_themes_and_tasks_and_runs_the_choice() {
     assert!(screen.contains("pass_review"), "{screen}");
     assert!(screen.contains("reject_review"), "{screen}");
     assert!(screen.contains(&format!("task {REVIEW}")), "{screen}");
-    snapshots("palette", &app);
+    snapshots!("palette", &app);
     // Down to the task, Tab completes it, Enter selects it.
     press(&mut app, &mut backend, KeyCode::Down);
     press(&mut app, &mut backend, KeyCode::Down);
@@ -101,7 +93,7 @@ fn the_filter_keeps_the_matching_rows_of_every_list() {
     assert!(view.activity.is_empty());
     let screen = screen_text(&app, 120, 40);
     assert!(screen.contains("filter /lint"), "{screen}");
-    snapshots("filter", &app);
+    snapshots!("filter", &app);
     // The filter holds across a reload, and an empty one shows everything again.
     backend
         .view

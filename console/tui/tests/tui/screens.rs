@@ -3,30 +3,20 @@
 
 use crossterm::event::KeyCode;
 use ratatui::style::{Color, Modifier};
-use valp_tui::App;
 use valp_view::{ConsoleView, Refusal, SessionCheck};
 
 use crate::support::{
-    Scripted, draw, epoch_refusal, first_run, permission_denied, press, reopened, start, type_keys,
-    unproven, working, working_read_only,
+    Scripted, draw, epoch_refusal, first_run, permission_denied, press, reopened, snapshots, start,
+    type_keys, unproven, working, working_read_only,
 };
 
 /// Snapshots `app` at both sizes as `<name>_120x40` and `<name>_80x24`.
-fn snapshots(name: &str, app: &App) {
-    for (width, height) in [(120, 40), (80, 24)] {
-        insta::assert_snapshot!(
-            format!("{name}_{width}x{height}"),
-            draw(app, width, height).backend()
-        );
-    }
-}
-
 #[test]
 fn first_run_lists_the_candidates() {
     let mut backend = Scripted::new(first_run());
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "j");
-    snapshots("first_run", &app);
+    snapshots!("first_run", &app);
 }
 
 #[test]
@@ -35,21 +25,21 @@ fn the_confirmation_dialog_names_principal_session_and_epoch() {
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "j");
     press(&mut app, &mut backend, KeyCode::Enter);
-    snapshots("confirm_select", &app);
+    snapshots!("confirm_select", &app);
 }
 
 #[test]
 fn the_main_screen_shows_leader_epochs_and_fenced_tasks() {
     let mut backend = Scripted::new(reopened());
     let app = start(&mut backend);
-    snapshots("main_reopened", &app);
+    snapshots!("main_reopened", &app);
 }
 
 #[test]
 fn the_main_screen_shows_tasks_work_items_observations_rejections_and_activity() {
     let mut backend = Scripted::new(working());
     let app = start(&mut backend);
-    snapshots("main_working", &app);
+    snapshots!("main_working", &app);
 }
 
 #[test]
@@ -62,7 +52,7 @@ fn the_work_items_pane_shows_the_selected_tasks_dimension_gates_and_what_it_wait
     let mut backend = Scripted::new(view);
     let mut app = start(&mut backend);
     press(&mut app, &mut backend, KeyCode::Tab);
-    snapshots("main_gates", &app);
+    snapshots!("main_gates", &app);
 }
 
 /// The cell at the start of the first occurrence of `text` on screen.
@@ -130,7 +120,7 @@ fn the_focused_work_items_pane_shows_the_frontier_of_the_selected_task() {
     let mut app = start(&mut backend);
     press(&mut app, &mut backend, KeyCode::Tab);
     type_keys(&mut app, &mut backend, "j");
-    snapshots("main_work_items", &app);
+    snapshots!("main_work_items", &app);
 }
 
 #[test]
@@ -140,7 +130,7 @@ fn the_focused_observation_shows_its_whole_detail() {
     press(&mut app, &mut backend, KeyCode::Tab);
     press(&mut app, &mut backend, KeyCode::Tab);
     type_keys(&mut app, &mut backend, "j");
-    snapshots("main_observations", &app);
+    snapshots!("main_observations", &app);
 }
 
 #[test]
@@ -150,7 +140,7 @@ fn the_focused_rejected_file_shows_its_whole_reason() {
     press(&mut app, &mut backend, KeyCode::BackTab);
     press(&mut app, &mut backend, KeyCode::BackTab);
     type_keys(&mut app, &mut backend, "j");
-    snapshots("main_rejected", &app);
+    snapshots!("main_rejected", &app);
 }
 
 #[test]
@@ -159,7 +149,7 @@ fn the_cancel_dialog_names_the_work_item_its_task_and_attempt() {
     let mut app = start(&mut backend);
     press(&mut app, &mut backend, KeyCode::Tab);
     type_keys(&mut app, &mut backend, "jx");
-    snapshots("confirm_cancel_item", &app);
+    snapshots!("confirm_cancel_item", &app);
 }
 
 #[test]
@@ -168,17 +158,17 @@ fn the_retry_recover_and_approval_dialogs_say_what_happens() {
     let mut app = start(&mut backend);
     press(&mut app, &mut backend, KeyCode::Tab);
     type_keys(&mut app, &mut backend, "jjt");
-    snapshots("confirm_retry", &app);
+    snapshots!("confirm_retry", &app);
     press(&mut app, &mut backend, KeyCode::Esc);
     press(&mut app, &mut backend, KeyCode::BackTab);
     type_keys(&mut app, &mut backend, "jo");
-    snapshots("confirm_recover", &app);
+    snapshots!("confirm_recover", &app);
     let mut view = working();
     view.tasks[2].status = "approval_required".to_owned();
     let mut backend = Scripted::new(view);
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "jjd");
-    snapshots("confirm_deny_approval", &app);
+    snapshots!("confirm_deny_approval", &app);
 }
 
 #[test]
@@ -192,9 +182,9 @@ fn the_redirect_dialog_shows_the_typed_intent_and_the_marked_items() {
     );
     press(&mut app, &mut backend, KeyCode::Tab);
     type_keys(&mut app, &mut backend, "j jj j");
-    snapshots("redirect", &app);
+    snapshots!("redirect", &app);
     press(&mut app, &mut backend, KeyCode::Enter);
-    snapshots("confirm_redirect", &app);
+    snapshots!("confirm_redirect", &app);
 }
 
 #[test]
@@ -203,21 +193,21 @@ fn a_refused_cancel_is_shown_with_its_code() {
     backend.answers.push_back(Err(epoch_refusal()));
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "jxy");
-    snapshots("refusal_cancel", &app);
+    snapshots!("refusal_cancel", &app);
 }
 
 #[test]
 fn the_read_only_screen_shows_the_task_panes_and_offers_no_task_keys() {
     let mut backend = Scripted::new(working_read_only());
     let app = start(&mut backend);
-    snapshots("read_only_working", &app);
+    snapshots!("read_only_working", &app);
 }
 
 #[test]
 fn the_read_only_banner_offers_the_two_ways_out() {
     let mut backend = Scripted::new(unproven());
     let app = start(&mut backend);
-    snapshots("read_only", &app);
+    snapshots!("read_only", &app);
 }
 
 #[test]
@@ -225,7 +215,7 @@ fn the_rebind_list_holds_only_new_sessions_of_the_principal() {
     let mut backend = Scripted::new(unproven());
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "r");
-    snapshots("read_only_rebind", &app);
+    snapshots!("read_only_rebind", &app);
 }
 
 #[test]
@@ -235,7 +225,7 @@ fn a_refusal_is_shown_with_its_code_in_the_error_style() {
     let mut app = start(&mut backend);
     press(&mut app, &mut backend, KeyCode::Enter);
     type_keys(&mut app, &mut backend, "y");
-    snapshots("refusal", &app);
+    snapshots!("refusal", &app);
 
     let terminal = draw(&app, 80, 24);
     let buffer = terminal.backend().buffer();
@@ -250,7 +240,7 @@ fn the_help_overlay_lists_the_keymap() {
     let mut backend = Scripted::new(reopened());
     let mut app = start(&mut backend);
     type_keys(&mut app, &mut backend, "?");
-    snapshots("help", &app);
+    snapshots!("help", &app);
 }
 
 #[test]

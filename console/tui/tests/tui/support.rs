@@ -11,6 +11,20 @@ use valp_view::{
     ObservationRow, Refusal, RejectionRow, Request, SessionCheck, TaskRow,
 };
 
+/// Asserts the insta snapshots of `app` at 120x40 and 80x24, named `<name>_<width>x<height>`.
+/// A macro rather than a function so that insta names the files after the calling test module.
+macro_rules! snapshots {
+    ($name:expr, $app:expr) => {
+        for (width, height) in [(120, 40), (80, 24)] {
+            insta::assert_snapshot!(
+                format!("{}_{width}x{height}", $name),
+                $crate::support::draw($app, width, height).backend()
+            );
+        }
+    };
+}
+pub(crate) use snapshots;
+
 /// A backend that answers from a script and records what it was asked.
 pub struct Scripted {
     /// What `view` returns.
@@ -583,4 +597,23 @@ pub fn epoch_refusal() -> Refusal {
              with `valp task handoff` first"
         ),
     }
+}
+
+/// The words of the detail popup at 120x40 (100 columns wide, centred: columns 10 to 109), its
+/// border and wrapping taken out, one space apart.
+pub fn popup(app: &App) -> String {
+    screen_text(app, 120, 40)
+        .lines()
+        .map(|line| {
+            line.trim_matches('"')
+                .chars()
+                .skip(11)
+                .take(98)
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
