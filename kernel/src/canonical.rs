@@ -65,6 +65,24 @@ pub fn digest_text(hash: &[u8; 32]) -> String {
     text
 }
 
+/// The raw bytes of a `sha256:` + 64 lowercase hex digest text (the inverse of [`digest_text`]).
+pub fn raw_digest(text: &str) -> Option<[u8; 32]> {
+    let hex = text.strip_prefix("sha256:")?.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let nibble = |byte: u8| match byte {
+        b'0'..=b'9' => Some(byte - b'0'),
+        b'a'..=b'f' => Some(byte - b'a' + 10),
+        _ => None,
+    };
+    let mut raw = [0; 32];
+    for (out, pair) in raw.iter_mut().zip(hex.chunks_exact(2)) {
+        *out = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(raw)
+}
+
 /// Whether `text` is a well-formed digest: `sha256:` followed by exactly 64 lowercase hex digits.
 pub fn is_digest(text: &str) -> bool {
     text.len() == DIGEST_LEN
@@ -119,6 +137,14 @@ pub enum CanonicalError {
 /// a missing or extra LF, duplicate keys, non-integer numbers, or any byte that differs from the
 /// canonical re-encoding of the parsed value.
 pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
+    // One pass when the text is canonical (every stored artifact): a canonical text has no BOM,
+    // CR or inner LF and is valid UTF-8, so the checks below only name what is wrong, in the
+    // order they always did, and every refusal is the one it always was.
+    if let Some((&b'\n', body)) = bytes.split_last()
+        && let Some(value) = json::strict::parse_canonical_bytes(body)
+    {
+        return Ok(value);
+    }
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         return Err(CanonicalError::ByteOrderMark);
     }
@@ -134,11 +160,6 @@ pub fn decode_canonical(bytes: &[u8]) -> Result<Value, CanonicalError> {
     let text = std::str::from_utf8(body).map_err(|error| CanonicalError::InvalidUtf8 {
         offset: error.valid_up_to(),
     })?;
-    // One pass when the text is canonical (every stored artifact); the general path below
-    // only to name what is wrong, so every refusal is the one it always was.
-    if let Some(value) = json::strict::parse_canonical(text) {
-        return Ok(value);
-    }
     let value = json::parse(text)?;
     let canonical = write::canonical_bytes(&value)?;
     if canonical != bytes {

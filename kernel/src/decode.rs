@@ -11,10 +11,12 @@
 //! Integers must be JSON integers: a boolean or a float where an integer belongs is refused
 //! here (see `kernel/DEVIATIONS.md`, D1), with the same code the reference would return.
 
+mod bytes;
 pub(crate) mod entities;
 pub(crate) mod reader;
 mod replay;
 
+pub use bytes::{decode_compact_entry_canonical, decode_compact_entry_prefix};
 pub use entities::{
     decode_event, decode_evidence, decode_evidence_set, decode_outcome, decode_state,
 };

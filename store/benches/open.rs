@@ -106,7 +106,7 @@ fn report_stages(name: &str, built: &Built) {
     let mut chain = ChainReader::open(&path).unwrap();
     chain.next_line().unwrap();
     while let Some(chain_line) = chain.next_line().unwrap() {
-        drop(decode_compact_entry(&chain_line.entry).unwrap());
+        drop(decode_compact_entry(&chain_line.entry()).unwrap());
     }
     line(
         "+ decode the entries (= open minus kernel)",
@@ -114,10 +114,10 @@ fn report_stages(name: &str, built: &Built) {
     );
 
     let mut chain = ChainReader::open(&path).unwrap();
-    let genesis = decode_genesis_root(&chain.next_line().unwrap().unwrap().entry).unwrap();
+    let genesis = decode_genesis_root(&chain.next_line().unwrap().unwrap().entry()).unwrap();
     let mut entries = Vec::with_capacity(built.entries);
     while let Some(chain_line) = chain.next_line().unwrap() {
-        entries.push(decode_compact_entry(&chain_line.entry).unwrap());
+        entries.push(decode_compact_entry(&chain_line.entry()).unwrap());
     }
     let started = Instant::now();
     let mut state = Replayer::from_genesis(&genesis).unwrap().into_live();

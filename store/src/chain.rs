@@ -42,9 +42,10 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
-use valp_kernel::canonical::{Canonical, decode_canonical, digest_text};
+use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, digest_text};
 use valp_kernel::json::Value;
-use valp_kernel::json::write::{Fields, write_int, write_str};
+use valp_kernel::json::strict::{ReadMember, parse_canonical_bytes, parse_canonical_lazy};
+use valp_kernel::json::write::{Fields, canonical_bytes, write_int, write_str};
 
 use crate::clock::Timestamp;
 use crate::error::StoreError;
@@ -140,8 +141,9 @@ pub fn encode_line_into(
 pub struct ChainLine {
     /// Its sequence number (0 for the first line).
     pub seq: u64,
-    /// The payload.
-    pub entry: Value,
+    /// The payload's canonical bytes (checked canonical with the rest of the line; decoded
+    /// only by whoever reads it, see [`ChainLine::entry`]).
+    entry: Vec<u8>,
     /// Its `entry_digest`.
     pub digest: String,
     /// When the store wrote it; `None` for a line written before layout 3 (shown as
@@ -151,6 +153,49 @@ pub struct ChainLine {
     pub start: u64,
     /// Byte offset just after its LF.
     pub end: u64,
+}
+
+impl ChainLine {
+    /// The payload, parsed.
+    pub fn entry(&self) -> Value {
+        // The bytes were checked canonical when the line was read, so they parse; `null` (which
+        // no decoder of a payload accepts) only if that were ever not so.
+        parse_canonical_bytes(&self.entry).unwrap_or(Value::Null)
+    }
+
+    /// The payload's canonical bytes, for decoders that read it straight from them.
+    pub fn entry_bytes(&self) -> &[u8] {
+        &self.entry
+    }
+}
+
+/// The line's members, `entry` (if there) as a `null` placeholder, and the entry's canonical
+/// bytes; or why the line is not canonical JSON. The entry's text is handed to `read` in the
+/// same pass (see [`ChainReader::next_line_reading`]).
+fn split_line(bytes: &[u8], read: ReadMember<'_>) -> Result<(Value, Vec<u8>), CanonicalError> {
+    if let Some((&b'\n', body)) = bytes.split_last()
+        && let Some((mut value, range)) = parse_canonical_lazy(body, "entry", read)
+    {
+        let entry = match (&mut value, range) {
+            (Value::Object(members), Some(range)) => {
+                members.insert("entry".to_owned(), Value::Null);
+                body.get(range).unwrap_or_default().to_vec()
+            }
+            _ => Vec::new(),
+        };
+        return Ok((value, entry));
+    }
+    // Not canonical (the general path names why), or, were the two paths ever to disagree, the
+    // canonical bytes of what the general path read.
+    let mut value = decode_canonical(bytes)?;
+    let mut entry = Vec::new();
+    if let Value::Object(members) = &mut value
+        && let Some(payload) = members.insert("entry".to_owned(), Value::Null)
+    {
+        entry = canonical_bytes(&payload)?;
+        entry.pop();
+    }
+    Ok((value, entry))
 }
 
 /// What the reader found after the last verified line.
@@ -228,6 +273,18 @@ impl ChainReader {
     /// The next verified line, `Ok(None)` at the end (see [`ChainReader::tail`] for what
     /// follows), or the damage found.
     pub fn next_line(&mut self) -> Result<Option<ChainLine>, StoreError> {
+        self.next_line_reading(&mut |_| None)
+    }
+
+    /// [`ChainReader::next_line`], handing the text from the line's `entry` on to `read_entry` in the
+    /// pass that checks the line: a reader that decodes the entry from it answers how many
+    /// bytes the entry took (the entry's canonical check is then its own), or `None` to leave the
+    /// entry to the usual check (and decode it from [`ChainLine::entry`]). What `read_entry` kept is
+    /// the line's entry only if the line is returned.
+    pub fn next_line_reading(
+        &mut self,
+        read_entry: ReadMember<'_>,
+    ) -> Result<Option<ChainLine>, StoreError> {
         if self.tail.is_some() {
             return Ok(None);
         }
@@ -251,7 +308,7 @@ impl ChainReader {
             });
             return Ok(None);
         }
-        let line = match self.verify(start) {
+        let line = match self.verify(start, read_entry) {
             Ok(line) => line,
             Err(damage) => return self.torn_or_damaged(start, damage),
         };
@@ -308,9 +365,9 @@ impl ChainReader {
         }
     }
 
-    fn verify(&self, start: u64) -> Result<ChainLine, StoreError> {
+    fn verify(&self, start: u64, read: ReadMember<'_>) -> Result<ChainLine, StoreError> {
         let bytes = &self.buffer;
-        let value = decode_canonical(bytes)
+        let (value, entry) = split_line(bytes, read)
             .map_err(|error| self.corrupt(start, format!("not a canonical JSON line: {error}")))?;
         let Value::Object(mut members) = value else {
             return Err(self.corrupt(start, "a journal line is a JSON object".to_owned()));
@@ -396,7 +453,6 @@ impl ChainReader {
                 format!("entry_digest {digest} does not match the line ({computed})"),
             ));
         }
-        let entry = members.remove("entry").unwrap_or(Value::Null);
         Ok(ChainLine {
             seq: self.next_seq,
             entry,

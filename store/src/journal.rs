@@ -166,9 +166,10 @@ pub(crate) struct Tip {
     pub(crate) recorded_at: Option<Timestamp>,
 }
 
-/// Called with every line an open verifies, and the machine and guard after it (`valp verify`
-/// compares the snapshots with the States it rebuilds).
-pub(crate) type OnLine<M> = Box<dyn FnMut(&ChainLine, &M, &<M as Machine>::Guard) + Send + Sync>;
+/// Called with every line an open verifies, its decoded entry, and the machine and guard after
+/// it (`valp verify` compares the snapshots with the States it rebuilds).
+pub(crate) type OnLine<M> =
+    Box<dyn FnMut(&ChainLine, &<M as Machine>::Entry, &M, &<M as Machine>::Guard) + Send + Sync>;
 
 /// An [`OnLine`] callback, if any.
 pub(crate) struct Watch<M: Machine>(pub(crate) Option<OnLine<M>>);
@@ -386,10 +387,13 @@ impl<M: Machine> Journal<M> {
     }
 
     /// Verifies one line against the head, the machine and the guard, and applies it.
-    fn apply_line(&mut self, line: &ChainLine) -> Result<(), StoreError> {
+    fn apply_line(
+        &mut self,
+        line: &ChainLine,
+        decoded: Option<M::Entry>,
+    ) -> Result<(), StoreError> {
         self.anchor.check_line(line)?;
-        let entry = M::decode_entry(&line.entry)
-            .map_err(|error| decode_failure(&self.path, line, &error))?;
+        let entry = decoded_entry::<M>(&self.path, line, decoded)?;
         let (event, evidence_set) = M::parts(&entry);
         self.guard
             .verify(&self.live, event, evidence_set)
@@ -399,7 +403,7 @@ impl<M: Machine> Journal<M> {
             .map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
         if let Some(watch) = &mut self.watch.0 {
-            watch(line, &self.live, &self.guard);
+            watch(line, &entry, &self.live, &self.guard);
         }
         Ok(())
     }
@@ -446,12 +450,12 @@ impl<M: Machine> Journal<M> {
     ) -> Result<usize, StoreError> {
         let mut applied = 0;
         loop {
-            let line = match reader.next_line() {
+            let (line, decoded) = match next_decoded::<M>(&mut reader) {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
                 Err(error) => return self.stop(error, applied),
             };
-            if let Err(error) = self.apply_line(&line) {
+            if let Err(error) = self.apply_line(&line, decoded) {
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
@@ -649,7 +653,7 @@ pub(crate) fn read_genesis<M: Machine>(
         reason: "the journal has no complete genesis line".to_owned(),
     })?;
     let genesis =
-        M::decode_genesis(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+        M::decode_genesis(&line.entry()).map_err(|error| decode_failure(path, &line, &error))?;
     Ok((line, genesis))
 }
 
@@ -662,12 +666,11 @@ pub fn read_entries<M: Machine>(
     mut each: impl FnMut(Recorded<M::Entry>),
 ) -> Result<(), StoreError> {
     let mut reader = ChainReader::open(path)?;
-    while let Some(line) = reader.next_line()? {
+    while let Some((line, decoded)) = next_decoded::<M>(&mut reader)? {
         if line.seq == 0 {
             continue;
         }
-        let entry =
-            M::decode_entry(&line.entry).map_err(|error| decode_failure(path, &line, &error))?;
+        let entry = decoded_entry::<M>(path, &line, decoded)?;
         each(Recorded {
             seq: line.seq,
             recorded_at: line.recorded_at,
@@ -675,6 +678,33 @@ pub fn read_entries<M: Machine>(
         });
     }
     Ok(())
+}
+
+/// A verified line, with its entry if the machine decoded it in the pass that checked the line.
+type Decoded<M> = (ChainLine, Option<<M as Machine>::Entry>);
+
+/// The next line, with its entry if the machine decoded it in the pass that checked the line.
+fn next_decoded<M: Machine>(reader: &mut ChainReader) -> Result<Option<Decoded<M>>, StoreError> {
+    let mut decoded = None;
+    let line = reader.next_line_reading(&mut |text| {
+        let (entry, taken) = M::decode_entry_prefix(text)?;
+        decoded = Some(entry);
+        Some(taken)
+    })?;
+    Ok(line.map(|line| (line, decoded)))
+}
+
+/// The line's entry: as decoded with the line, or decoded from its parsed payload (which names
+/// what is wrong with it).
+fn decoded_entry<M: Machine>(
+    path: &Path,
+    line: &ChainLine,
+    decoded: Option<M::Entry>,
+) -> Result<M::Entry, StoreError> {
+    match decoded {
+        Some(entry) => Ok(entry),
+        None => M::decode_entry(&line.entry()).map_err(|error| decode_failure(path, line, &error)),
+    }
 }
 
 fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreError {

@@ -345,7 +345,7 @@ impl<R: LedgerRecord> Ledger<R> {
             byte: line.start,
             reason,
         };
-        let record = R::decode(&line.entry)
+        let record = R::decode(&line.entry())
             .map_err(|rule| corrupt(format!("not an {}: {rule}", R::NOUN)))?;
         self.records.check(&record).map_err(corrupt)?;
         Ok(record)

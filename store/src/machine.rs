@@ -11,7 +11,9 @@
 use std::path::Path;
 
 use valp_kernel::canonical::Canonical;
-use valp_kernel::decode::{DecodeError, decode_compact_entry, decode_genesis_root};
+use valp_kernel::decode::{
+    DecodeError, decode_compact_entry, decode_compact_entry_prefix, decode_genesis_root,
+};
 use valp_kernel::installation::{
     InstallationEntry, InstallationEvent, InstallationGenesis, InstallationLive,
     decode_installation_entry, decode_installation_genesis,
@@ -41,6 +43,14 @@ pub trait Machine: Sized + std::fmt::Debug {
     fn decode_genesis(value: &Value) -> Result<Self::Genesis, DecodeError>;
     /// Decodes line N's payload.
     fn decode_entry(value: &Value) -> Result<Self::Entry, DecodeError>;
+    /// Decodes line N's payload straight from the text that starts with its canonical form,
+    /// returning it and how many bytes it took, in the pass that checks the line; `None` for
+    /// anything [`Machine::decode_entry`] must judge (which then names the error). By default
+    /// nothing is decoded this way.
+    fn decode_entry_prefix(text: &str) -> Option<(Self::Entry, usize)> {
+        let _ = text;
+        None
+    }
     /// Starts from a genesis, refusing anything but the legal empty state.
     fn start(genesis: &Self::Genesis) -> Result<Self, ReplayError>;
     /// Applies a recorded entry with replay semantics.
@@ -90,6 +100,10 @@ impl Machine for LiveState {
 
     fn decode_entry(value: &Value) -> Result<CompactEntry, DecodeError> {
         decode_compact_entry(value)
+    }
+
+    fn decode_entry_prefix(text: &str) -> Option<(CompactEntry, usize)> {
+        decode_compact_entry_prefix(text)
     }
 
     fn start(genesis: &GenesisRoot) -> Result<Self, ReplayError> {

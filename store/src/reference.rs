@@ -70,7 +70,7 @@ pub fn export(journal: &Journal, out: &Path) -> Result<Exported, StoreError> {
     write_file(&dir.join(REPLAY_FILE), |writer| {
         let mut encoded = Vec::new();
         while let Some(chain_line) = reader.next_line().map_err(std::io::Error::other)? {
-            let entry = decode_compact_entry(&chain_line.entry).map_err(std::io::Error::other)?;
+            let entry = decode_compact_entry(&chain_line.entry()).map_err(std::io::Error::other)?;
             guard
                 .verify(&live, &entry.event, &entry.evidence_set)
                 .map_err(|refusal| std::io::Error::other(refusal_text(&refusal)))?;

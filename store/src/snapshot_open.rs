@@ -337,7 +337,7 @@ impl Journal<LiveState> {
                     line.digest
                 )));
             }
-            let entry = valp_kernel::decode::decode_compact_entry(&line.entry)
+            let entry = valp_kernel::decode::decode_compact_entry(&line.entry())
                 .map_err(|error| corrupt(format!("entry does not decode: {error}")))?;
             if wanted(&entry) {
                 return Ok(Some(crate::journal::Recorded {
@@ -377,7 +377,7 @@ pub(crate) fn verify_with_snapshots(
         Err(error) => {
             let folder = dir.join(snapshot::SNAPSHOTS_DIR);
             let watch = observer.map(|mut observe| -> crate::journal::OnLine<LiveState> {
-                Box::new(move |line, _, _| observe(line))
+                Box::new(move |line, entry, _, _| observe(line, entry))
             });
             return (
                 root.verify_task_dir_watched(dir, crate::journal::Watch(watch)),
@@ -391,10 +391,10 @@ pub(crate) fn verify_with_snapshots(
     // The verify's index recalls digests from the journal instead of holding them: the
     // snapshot's digest records are checked against a hash of every line's digests instead.
     let mut digests = DigestRecords::default();
-    let watch: crate::journal::OnLine<LiveState> = Box::new(move |line, live, guard| {
-        digests.add(line);
+    let watch: crate::journal::OnLine<LiveState> = Box::new(move |line, entry, live, guard| {
+        digests.add(entry);
         if let Some(observe) = &mut observer {
-            observe(line);
+            observe(line, entry);
         }
         for (seq, path) in &pending {
             if *seq != line.seq {
@@ -462,21 +462,13 @@ struct DigestRecords {
 }
 
 impl DigestRecords {
-    fn add(&mut self, line: &ChainLine) {
+    fn add(&mut self, entry: &valp_kernel::replay::CompactEntry) {
         use sha2::Digest as _;
-        let result = line
-            .entry
-            .as_object()
-            .and_then(|entry| entry.get("result"))
-            .and_then(|result| result.as_object());
-        for member in ["input_digest", "result_digest"] {
-            let raw = result
-                .and_then(|result| result.get(member))
-                .and_then(|digest| digest.as_str())
-                .and_then(|digest| digest.strip_prefix("sha256:"))
-                .map(unhex)
-                .unwrap_or_default();
-            self.hasher.update(&raw);
+        // Recorded digests of verified entries, so well-formed (nothing is hashed otherwise).
+        for digest in [&entry.result.input_digest, &entry.result.result_digest] {
+            if let Some(raw) = valp_kernel::canonical::raw_digest(digest) {
+                self.hasher.update(raw);
+            }
         }
         self.count += 1;
     }
@@ -487,19 +479,6 @@ impl DigestRecords {
         records.len() == self.count * 64
             && self.hasher.clone().finalize()[..] == sha2::Sha256::digest(records)[..]
     }
-}
-
-fn unhex(hex: &str) -> Vec<u8> {
-    let nibble = |byte: u8| match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        _ => None,
-    };
-    hex.as_bytes()
-        .chunks_exact(2)
-        .map(|pair| Some((nibble(pair[0])? << 4) | nibble(pair[1])?))
-        .collect::<Option<Vec<u8>>>()
-        .unwrap_or_default()
 }
 
 /// Which part of a snapshot differs from the State rebuilt at its line.

@@ -118,9 +118,11 @@ fn snapshot_rows(name: &str, snapshots: Vec<crate::snapshot_open::SnapshotCheck>
         .collect()
 }
 
-/// Called with every line of a task journal that [`verify_observed`] verifies, in order (what
-/// derives files from a task's history checks them with, in the same pass).
-pub type LineObserver = Box<dyn FnMut(&crate::chain::ChainLine) + Send + Sync>;
+/// Called with every line of a task journal that [`verify_observed`] verifies, in order, and its
+/// entry as the verify decoded it (what derives files from a task's history checks them with, in
+/// the same pass).
+pub type LineObserver =
+    Box<dyn FnMut(&crate::chain::ChainLine, &valp_kernel::replay::CompactEntry) + Send + Sync>;
 
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.

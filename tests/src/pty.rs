@@ -252,7 +252,7 @@ impl Console {
         }
     }
 
-    /// The console's CPU time (user + system) over `period`, as a fraction of one core, and the
+    /// The console's CPU time (user + system, with the children it waited for) over `period`, as a fraction of one core, and the
     /// frames it drew meanwhile.
     pub fn idle_cpu(&mut self, period: Duration) -> (f64, usize) {
         self.settle(Duration::from_secs(1));
@@ -301,14 +301,18 @@ fn console_binary() -> PathBuf {
     std::env::var_os("VALP_PTY_BINARY").map_or_else(|| valp_binary().unwrap(), PathBuf::from)
 }
 
-/// `utime + stime` of process `pid`, in clock ticks.
+/// `utime + stime + cutime + cstime` of process `pid`, in clock ticks: its own CPU time and
+/// that of the children it waited for (the `tmux` commands of the Doctor's observations).
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // The command name (in parentheses) may hold spaces: fields are counted after it.
     let after_name = &stat[stat.rfind(')').unwrap() + 1..];
     let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // Fields 14 and 15 of proc(5); the first field after the name is field 3.
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    // Fields 14 to 17 of proc(5); the first field after the name is field 3.
+    fields[11..15]
+        .iter()
+        .map(|field| field.parse::<u64>().unwrap())
+        .sum()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

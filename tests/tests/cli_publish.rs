@@ -137,7 +137,7 @@ fn publishing_creates_the_task_with_its_work_items_and_plan_evidence() {
 
     let mut reader = ChainReader::open(journal.path()).unwrap();
     reader.next_line().unwrap().unwrap();
-    let entry = decode_compact_entry(&reader.next_line().unwrap().unwrap().entry).unwrap();
+    let entry = decode_compact_entry(&reader.next_line().unwrap().unwrap().entry()).unwrap();
     assert_eq!(entry.event.event_id.value(), plan::PUBLISH_EVENT_ID);
     assert_eq!(
         entry.event.kind.known(),

@@ -122,7 +122,7 @@ fn entries(project: &Project, task: &str) -> Vec<CompactEntry> {
     let mut found = Vec::new();
     while let Some(line) = reader.next_line().unwrap() {
         if line.seq > 0 {
-            found.push(valp_kernel::decode::decode_compact_entry(&line.entry).unwrap());
+            found.push(valp_kernel::decode::decode_compact_entry(&line.entry()).unwrap());
         }
     }
     found

@@ -17,6 +17,7 @@ pub mod feed;
 pub mod foreign;
 mod history;
 mod opening;
+mod shown;
 mod tasks;
 mod watched;
 

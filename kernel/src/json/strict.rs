@@ -11,6 +11,7 @@
 //! general path (parse, write back, compare), which names the exact error, so every refusal is
 //! the one it always was. The value it returns is the one [`parse`](super::parse()) gives.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::parse::MAX_DEPTH;
@@ -18,22 +19,101 @@ use super::value::{Number, Value};
 
 /// The value of `text` if `text` is exactly its canonical form (without the trailing LF).
 pub fn parse_canonical(text: &str) -> Option<Value> {
-    let mut parser = Strict {
-        bytes: text.as_bytes(),
-        text,
-        pos: 0,
-    };
+    let mut parser = Strict::new(text);
     let value = parser.value(0)?;
-    (parser.pos == parser.bytes.len()).then_some(value)
+    parser.at_end().then_some(value)
 }
 
-struct Strict<'a> {
-    bytes: &'a [u8],
+/// [`parse_canonical`] over bytes: a canonical text is valid UTF-8 (raw bytes above ASCII only
+/// inside strings, each string checked), has no BOM, CR or LF, so a caller that gets a value
+/// needs no other check of the text.
+pub fn parse_canonical_bytes(bytes: &[u8]) -> Option<Value> {
+    parse_canonical(std::str::from_utf8(bytes).ok()?)
+}
+
+/// Whether `bytes` is exactly a canonical text, checked as [`parse_canonical_bytes`] checks it
+/// but building nothing (no value, no owned string unless a key holds an escape).
+pub fn is_canonical(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|text| {
+        let mut parser = Strict::new(text);
+        parser.skip(0).is_some() && parser.at_end()
+    })
+}
+
+/// How a caller reads one member of a canonical object itself: given the text from the member's
+/// value to the end, it answers how many bytes the value took (it must be a whole canonical
+/// value), or `None` to have it checked without being read.
+pub type ReadMember<'r> = &'r mut dyn FnMut(&str) -> Option<usize>;
+
+/// The members of the canonical object `bytes` (or the canonical value, if it is not an
+/// object), except `lazy`: that member is left out of the map and its byte range in `bytes`
+/// returned instead (`None` if there is no such member). Its value is handed to `read` first;
+/// where `read` does not take it, it is checked as [`is_canonical`] checks a text. For a caller
+/// that decodes one large member straight from its bytes, in the same pass.
+pub fn parse_canonical_lazy(
+    bytes: &[u8],
+    lazy: &str,
+    read: ReadMember<'_>,
+) -> Option<(Value, Option<std::ops::Range<usize>>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut parser = Strict::new(text);
+    if parser.peek() != Some(b'{') {
+        return parse_canonical(text).map(|value| (value, None));
+    }
+    let mut members: Vec<(String, Value)> = Vec::new();
+    let mut range = None;
+    parser.members(1, |parser, key, depth| {
+        if key == lazy {
+            let start = parser.pos;
+            let taken = parser
+                .text
+                .get(start..)
+                .and_then(&mut *read)
+                .filter(|taken| parser.text.is_char_boundary(start + taken));
+            match taken {
+                Some(taken) => parser.pos += taken,
+                None => parser.skip(depth)?,
+            }
+            range = Some(start..parser.pos);
+        } else {
+            members.push((key.into_owned(), parser.value(depth)?));
+        }
+        Some(())
+    })?;
+    parser.at_end().then_some(())?;
+    Some((Value::Object(members.into_iter().collect()), range))
+}
+
+/// A cursor over canonical text: the one parser behind [`parse_canonical`], [`is_canonical`]
+/// and the typed decoders that read kernel artifacts straight from their bytes
+/// ([`decode_compact_entry_canonical`](crate::decode::decode_compact_entry_canonical)). Every
+/// method answers `None` on anything that is not canonical (or not the shape asked for);
+/// callers then take the general path.
+pub(crate) struct Strict<'a> {
     text: &'a str,
+    bytes: &'a [u8],
     pos: usize,
 }
 
-impl Strict<'_> {
+impl<'a> Strict<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
+    }
+
+    /// How many bytes were read.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Whether every byte was read.
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos == self.bytes.len()
+    }
+
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
@@ -45,70 +125,113 @@ impl Strict<'_> {
         next
     }
 
-    fn literal(&mut self, literal: &[u8], value: Value) -> Option<Value> {
-        self.bytes.get(self.pos..)?.starts_with(literal).then(|| {
+    /// Consumes `literal` if it is next.
+    pub(crate) fn eat_literal(&mut self, literal: &[u8]) -> bool {
+        let next = self
+            .bytes
+            .get(self.pos..)
+            .is_some_and(|rest| rest.starts_with(literal));
+        if next {
             self.pos += literal.len();
-            value
-        })
+        }
+        next
+    }
+
+    fn literal(&mut self, literal: &[u8], value: Value) -> Option<Value> {
+        self.eat_literal(literal).then_some(value)
     }
 
     fn value(&mut self, depth: usize) -> Option<Value> {
         match self.peek()? {
-            b'{' => self.object(depth + 1),
-            b'[' => self.array(depth + 1),
-            b'"' => self.string().map(Value::String),
+            b'{' => {
+                let mut members: Vec<(String, Value)> = Vec::new();
+                self.members(depth + 1, |parser, key, depth| {
+                    members.push((key.into_owned(), parser.value(depth)?));
+                    Some(())
+                })?;
+                // Sorted and unique: built in one pass.
+                Some(Value::Object(
+                    members.into_iter().collect::<BTreeMap<_, _>>(),
+                ))
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                self.items(depth + 1, |parser, depth| {
+                    items.push(parser.value(depth)?);
+                    Some(())
+                })?;
+                Some(Value::Array(items))
+            }
+            b'"' => self.string().map(|text| Value::String(text.into_owned())),
             b't' => self.literal(b"true", Value::Bool(true)),
             b'f' => self.literal(b"false", Value::Bool(false)),
             b'n' => self.literal(b"null", Value::Null),
-            b'-' | b'0'..=b'9' => self.integer(),
+            b'-' | b'0'..=b'9' => self
+                .integer()
+                .map(|number| Value::Number(Number::Int(number))),
             _ => None,
         }
     }
 
-    fn object(&mut self, depth: usize) -> Option<Value> {
-        if depth > MAX_DEPTH {
-            return None;
+    /// Reads one canonical value, building nothing.
+    pub(crate) fn skip(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => self.members(depth + 1, |parser, _, depth| parser.skip(depth)),
+            b'[' => self.items(depth + 1, Self::skip),
+            b'"' => self.string().map(drop),
+            _ => self.value(depth).map(drop),
         }
-        self.pos += 1;
-        let mut members: Vec<(String, Value)> = Vec::new();
-        if !self.eat(b'}') {
-            loop {
-                if self.peek() != Some(b'"') {
-                    return None;
-                }
-                let key = self.string()?;
-                if members.last().is_some_and(|(last, _)| *last >= key) || !self.eat(b':') {
-                    return None;
-                }
-                let value = self.value(depth)?;
-                members.push((key, value));
-                if self.eat(b'}') {
-                    break;
-                }
-                if !self.eat(b',') {
-                    return None;
-                }
-            }
-        }
-        // Sorted and unique: built in one pass.
-        Some(Value::Object(
-            members.into_iter().collect::<BTreeMap<_, _>>(),
-        ))
     }
 
-    fn array(&mut self, depth: usize) -> Option<Value> {
-        if depth > MAX_DEPTH {
+    /// An object at nesting `depth`: each member's key (strictly ascending) is handed to
+    /// `member`, which must read its value (at the depth it is given).
+    pub(crate) fn members(
+        &mut self,
+        depth: usize,
+        mut member: impl FnMut(&mut Self, Cow<'a, str>, usize) -> Option<()>,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || !self.eat(b'{') {
             return None;
         }
-        self.pos += 1;
-        let mut items = Vec::new();
+        if self.eat(b'}') {
+            return Some(());
+        }
+        let mut last: Option<Cow<'a, str>> = None;
+        loop {
+            if self.peek() != Some(b'"') {
+                return None;
+            }
+            let key = self.string()?;
+            if last.as_ref().is_some_and(|last| *last >= key) || !self.eat(b':') {
+                return None;
+            }
+            member(self, key.clone(), depth)?;
+            last = Some(key);
+            if self.eat(b'}') {
+                return Some(());
+            }
+            if !self.eat(b',') {
+                return None;
+            }
+        }
+    }
+
+    /// An array at nesting `depth`, each element read by `item`.
+    pub(crate) fn items(
+        &mut self,
+        depth: usize,
+        mut item: impl FnMut(&mut Self, usize) -> Option<()>,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || !self.eat(b'[') {
+            return None;
+        }
         if self.eat(b']') {
-            return Some(Value::Array(items));
+            return Some(());
         }
         loop {
-            items.push(self.value(depth)?);
+            item(self, depth)?;
             if self.eat(b']') {
-                return Some(Value::Array(items));
+                return Some(());
             }
             if !self.eat(b',') {
                 return None;
@@ -117,7 +240,7 @@ impl Strict<'_> {
     }
 
     /// `-?(0|[1-9][0-9]*)`, not `-0`, within `i128`.
-    fn integer(&mut self) -> Option<Value> {
+    pub(crate) fn integer(&mut self) -> Option<i128> {
         let start = self.pos;
         let negative = self.eat(b'-');
         match self.peek()? {
@@ -137,31 +260,37 @@ impl Strict<'_> {
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        let number = self.text.get(start..self.pos)?.parse::<i128>().ok()?;
-        Some(Value::Number(Number::Int(number)))
+        self.text.get(start..self.pos)?.parse::<i128>().ok()
     }
 
-    /// A string escaped exactly as the canonical writer escapes it.
-    fn string(&mut self) -> Option<String> {
-        self.pos += 1;
-        let mut out = String::new();
+    /// A string escaped exactly as the canonical writer escapes it, borrowed from the text when
+    /// it holds no escape.
+    pub(crate) fn string(&mut self) -> Option<Cow<'a, str>> {
+        if !self.eat(b'"') {
+            return None;
+        }
+        let mut out: Option<String> = None;
         loop {
             let run_start = self.pos;
-            while let Some(byte) = self.peek() {
-                if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            out.push_str(self.text.get(run_start..self.pos)?);
+            self.pos = run_end(self.bytes, self.pos);
+            // A run ends at an ASCII byte, so it ends on a character boundary.
+            let run = self.text.get(run_start..self.pos)?;
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;
-                    return Some(out);
+                    return Some(match out {
+                        None => Cow::Borrowed(run),
+                        Some(mut text) => {
+                            text.push_str(run);
+                            Cow::Owned(text)
+                        }
+                    });
                 }
                 b'\\' => {
                     self.pos += 1;
-                    out.push(self.escape()?);
+                    let text = out.get_or_insert_with(String::new);
+                    text.push_str(run);
+                    text.push(self.escape()?);
                 }
                 _ => return None,
             }
@@ -202,6 +331,36 @@ impl Strict<'_> {
     }
 }
 
+/// Where the run of plain string bytes from `pos` ends: the first `"`, `\\` or C0 control (or
+/// the end). Eight bytes at a time while none of them is one (the classic "has a zero byte" and
+/// "has a byte below n" word tests, exact for whether a word holds such a byte), then byte by
+/// byte to the exact one.
+fn run_end(bytes: &[u8], mut pos: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES << 7;
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;
+    while let Some(chunk) = bytes.get(pos..pos + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let word = u64::from_le_bytes(chunk);
+        let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+        let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+        if quote | backslash | control != 0 {
+            break;
+        }
+        pos += 8;
+    }
+    while let Some(&byte) = bytes.get(pos) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -217,6 +376,22 @@ mod tests {
                 == Some(&[text.as_bytes(), b"\n"].concat())
         });
         assert_eq!(parse_canonical(text), general, "{text:?}");
+        assert_eq!(is_canonical(text.as_bytes()), general.is_some(), "{text:?}");
+        for lazy in ["a", "entry", "z"] {
+            let split =
+                parse_canonical_lazy(text.as_bytes(), lazy, &mut |_| None).map(|(value, range)| {
+                    let member = range.map(|range| parse_canonical(&text[range]).unwrap());
+                    (value, member)
+                });
+            let expected = general.clone().map(|value| match value {
+                Value::Object(mut members) => {
+                    let member = members.remove(lazy);
+                    (Value::Object(members), member)
+                }
+                other => (other, None),
+            });
+            assert_eq!(split, expected, "{text:?} without {lazy:?}");
+        }
     }
 
     #[test]

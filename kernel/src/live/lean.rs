@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::canonical::{Canonical, digest_text};
+use crate::canonical::{Canonical, digest_text, raw_digest};
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 
 /// Bytes of an event key.
@@ -86,24 +86,6 @@ fn key_of(event_id: &Identity, scratch: &mut Vec<u8>) -> Key {
     let mut key = [0; KEY_LEN];
     key.copy_from_slice(&hash[..KEY_LEN]);
     key
-}
-
-/// The raw bytes of a `sha256:` + 64 lowercase hex digest text.
-fn raw_digest(text: &str) -> Option<[u8; 32]> {
-    let hex = text.strip_prefix("sha256:")?.as_bytes();
-    if hex.len() != 64 {
-        return None;
-    }
-    let nibble = |byte: u8| match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        _ => None,
-    };
-    let mut raw = [0; 32];
-    for (out, pair) in raw.iter_mut().zip(hex.chunks_exact(2)) {
-        *out = (nibble(pair[0])? << 4) | nibble(pair[1])?;
-    }
-    Some(raw)
 }
 
 /// The result id the kernel gives an accepted event.

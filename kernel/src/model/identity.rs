@@ -36,6 +36,15 @@ impl Identity {
         Self { kind, value }
     }
 
+    /// A slot a decoder has not filled in yet (empty value, no allocation); it never leaves
+    /// the decoder, which refuses to answer unless every such slot was filled in.
+    pub(crate) const fn unset(kind: IdentityKind) -> Self {
+        Self {
+            kind,
+            value: String::new(),
+        }
+    }
+
     /// The identity kind.
     pub fn kind(&self) -> IdentityKind {
         self.kind

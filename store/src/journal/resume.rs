@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::{Recorded, decode_failure};
+use super::{Recorded, decoded_entry, next_decoded};
 use crate::chain::ChainReader;
 use crate::error::StoreError;
 use crate::machine::Machine;
@@ -75,10 +75,9 @@ pub fn read_entries_after<M: Machine>(
         }
     };
     let mut entries = 0;
-    while let Some(line) = reader.next_line()? {
+    while let Some((line, decoded)) = next_decoded::<M>(&mut reader)? {
         if line.seq > 0 {
-            let entry = M::decode_entry(&line.entry)
-                .map_err(|error| decode_failure(path, &line, &error))?;
+            let entry = decoded_entry::<M>(path, &line, decoded)?;
             each(Recorded {
                 seq: line.seq,
                 recorded_at: line.recorded_at,

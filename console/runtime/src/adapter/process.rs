@@ -33,6 +33,7 @@
 //! expected reference among the evidence references of a completed observation) holds.
 
 mod capture;
+mod listing;
 pub(crate) mod os;
 pub mod records;
 pub mod spec;

@@ -60,10 +60,15 @@ pub struct Fact {
 impl Fact {
     /// The fact of one recorded task-journal line.
     pub fn of(recorded: &Recorded<CompactEntry>) -> Self {
-        let event = &recorded.entry.event;
+        Self::of_entry(recorded.seq, recorded.recorded_at, &recorded.entry)
+    }
+
+    /// The fact of the task-journal line `seq`, written at `recorded_at`, holding `entry`.
+    pub fn of_entry(seq: u64, recorded_at: Option<Timestamp>, entry: &CompactEntry) -> Self {
+        let event = &entry.event;
         Self {
-            revision: recorded.seq,
-            recorded_at: recorded.recorded_at.map(Timestamp::to_rfc3339),
+            revision: seq,
+            recorded_at: recorded_at.map(Timestamp::to_rfc3339),
             kind: event.kind.as_str().to_owned(),
             work_item: event.work_item_id.as_ref().map(|id| id.value().to_owned()),
             attempt: event.attempt_id.as_ref().map(|id| id.value().to_owned()),

@@ -1,6 +1,6 @@
 //! `valp verify`'s check of each task folder's `correction-fold.json` ([`fold_cache`]): while
-//! the store verifies the task journal from the genesis, the lines it reads are folded again
-//! ([`FoldChecks::observer`], no second read of the journal) and, at the line the file is bound
+//! the store verifies the task journal from the genesis, the entries it decodes are folded
+//! again ([`FoldChecks::observer`], no second read or decoding of the journal) and, at the line the file is bound
 //! to, compared with it: the line (entry digest and end), the task, and the fold (rounds held,
 //! rounds opened, the newest unfixed). A file that does not decode, is not that fold, or names a
 //! line the verified journal does not reach is a problem naming the file.
@@ -8,9 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use valp_kernel::decode::decode_compact_entry;
+use valp_kernel::replay::CompactEntry;
 use valp_store::chain::ChainLine;
-use valp_store::journal::Recorded;
 use valp_store::verify::LineObserver;
 
 use super::derive::{Deriver, Fact};
@@ -68,9 +67,9 @@ impl FoldChecks {
             trim_at: TRIM_AT_LEAST,
         }));
         self.0.push((dir.to_owned(), Arc::clone(&probe)));
-        Some(Box::new(move |line| {
+        Some(Box::new(move |line, entry| {
             if let Ok(mut probe) = probe.lock() {
-                probe.observe(line);
+                probe.observe(line, entry);
             }
         }))
     }
@@ -121,7 +120,7 @@ fn seq_of(fold: &Fold) -> u64 {
 }
 
 impl Probe {
-    fn observe(&mut self, line: &ChainLine) {
+    fn observe(&mut self, line: &ChainLine, entry: &CompactEntry) {
         let Ok((task, fold)) = &self.cached else {
             return;
         };
@@ -131,16 +130,6 @@ impl Probe {
         if self.outcome.is_some() || line.seq > at.seq {
             return;
         }
-        let entry = match decode_compact_entry(&line.entry) {
-            Ok(entry) => entry,
-            Err(error) => {
-                self.outcome = Some(Err(format!(
-                    "line {} does not decode: {error}",
-                    line.seq + 1
-                )));
-                return;
-            }
-        };
         if entry.event.task_id.value() != task {
             self.outcome = Some(Err(format!(
                 "it is the fold of task {task:?}, the journal's is {:?}",
@@ -148,11 +137,8 @@ impl Probe {
             )));
             return;
         }
-        self.deriver.push(&Fact::of(&Recorded {
-            seq: line.seq,
-            recorded_at: line.recorded_at,
-            entry,
-        }));
+        self.deriver
+            .push(&Fact::of_entry(line.seq, line.recorded_at, entry));
         // Only the open and the newest rounds are compared: holding every round of a long
         // history (~2.4 KB each) would make verify's memory grow with it.
         // Trimmed when it has grown by half since the last trim, so trimming stays linear.

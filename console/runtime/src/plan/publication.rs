@@ -211,7 +211,7 @@ pub fn of_task(root: &ControlRoot, task_id: &str) -> Result<(Plan, Evidence, Evi
     let genesis = reader
         .next_line()?
         .ok_or_else(|| not_published("the journal is empty".to_owned()))?;
-    let genesis = decode_genesis_root(&genesis.entry)
+    let genesis = decode_genesis_root(&genesis.entry())
         .map_err(|error| not_published(format!("line 1 is not a genesis: {error}")))?;
     if genesis.state.body.task_id.value() != task_id {
         return Err(not_published(format!(
@@ -226,7 +226,7 @@ pub fn of_task(root: &ControlRoot, task_id: &str) -> Result<(Plan, Evidence, Evi
                 .to_owned(),
         )
     })?;
-    let entry = decode_compact_entry(&first.entry)
+    let entry = decode_compact_entry(&first.entry())
         .map_err(|error| not_published(format!("line 2 does not decode: {error}")))?;
     if entry.event.kind.known() != Some(EventKind::RoutingValidationStarted) {
         return Err(not_published(format!(

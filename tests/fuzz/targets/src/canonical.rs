@@ -2,9 +2,9 @@
 
 use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, write_list};
 use valp_kernel::decode::{
-    decode_checkpoint_authentication, decode_checkpoint_root, decode_compact_entry, decode_event,
-    decode_evidence, decode_evidence_set, decode_genesis_root, decode_outcome, decode_replay_entry,
-    decode_state, decode_trust_policy,
+    decode_checkpoint_authentication, decode_checkpoint_root, decode_compact_entry,
+    decode_compact_entry_canonical, decode_event, decode_evidence, decode_evidence_set,
+    decode_genesis_root, decode_outcome, decode_replay_entry, decode_state, decode_trust_policy,
 };
 use valp_kernel::done::{decode_done_closure, decode_done_gate, decode_done_policy};
 use valp_kernel::installation::{
@@ -18,13 +18,30 @@ use valp_runtime::plan::Plan;
 /// decoder that accepts the value re-encodes it to the same bytes, up to the order of the sets
 /// ([`SETS`]); refused bytes name an offset inside them.
 pub fn canonical_decode(data: &[u8]) {
+    // The compact entry read straight from the bytes (a journal's fast path) answers only for
+    // text the general path accepts, and then with the general path's entry.
+    let fast = data
+        .split_last()
+        .filter(|(last, _)| **last == b'\n')
+        .and_then(|(_, body)| decode_compact_entry_canonical(body));
     let value = match decode_canonical(data) {
         Ok(value) => value,
         Err(error) => {
             assert_offset_in(data, &error);
+            assert!(
+                fast.is_none(),
+                "the fast path decoded bytes that are refused: {error}"
+            );
             return;
         }
     };
+    if let Some(entry) = fast {
+        assert_eq!(
+            decode_compact_entry(&value),
+            Ok(entry),
+            "the two paths disagree"
+        );
+    }
     assert_eq!(
         write::canonical_bytes(&value).as_deref(),
         Ok(data),

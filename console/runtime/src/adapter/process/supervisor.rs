@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use valp_kernel::canonical::{Canonical, sha256_digest};
 
 use super::capture::{Capture, Captured, sync_file};
+use super::listing::Listing;
 use super::os::{self, Signal};
 use super::records::{
     self, ContentProof, ControlAction, ControlRequest, EvidenceRecord, ProcessBoundProof,
@@ -199,6 +200,9 @@ fn load_spec(dir: &Path, request: &AdapterRequest) -> Result<RunSpec, String> {
 /// The control folder: cancel once, each interrupt file once.
 pub(crate) struct Control {
     dir: PathBuf,
+    /// `control/`, listed again only when it changed (each listing is an inotify event for
+    /// the console's watcher, and this is asked every poll).
+    listing: Listing,
     delivered: BTreeSet<String>,
 }
 
@@ -206,6 +210,7 @@ impl Control {
     pub(crate) fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_owned(),
+            listing: Listing::new(&dir.join(CONTROL_DIR)),
             delivered: BTreeSet::new(),
         }
     }
@@ -232,17 +237,17 @@ impl Control {
     /// The names of the `<prefix>*.json` requests not taken yet, oldest first; they count as
     /// taken from now (each is acted on once).
     pub(crate) fn new_requests(&mut self, prefix: &str) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(self.dir.join(CONTROL_DIR)) else {
+        let Some(entries) = self.listing.names() else {
             return Vec::new();
         };
         let mut names: Vec<String> = entries
-            .flatten()
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .iter()
             .filter(|name| {
                 name.starts_with(prefix)
                     && Path::new(name).extension().is_some_and(|ext| ext == "json")
             })
-            .filter(|name| !self.delivered.contains(name))
+            .filter(|name| !self.delivered.contains(*name))
+            .cloned()
             .collect();
         names.sort();
         self.delivered.extend(names.iter().cloned());

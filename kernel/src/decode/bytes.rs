@@ -1,0 +1,200 @@
+//! Typed decoding of a compact entry straight from its canonical bytes: no `Value` tree, one
+//! owned string per string the entry holds, read in the one pass that checks the text.
+//!
+//! [`decode_compact_entry_canonical`] answers only for canonical text of exactly the shape
+//! [`decode_compact_entry`](super::decode_compact_entry) accepts, and then with the entry that
+//! decoder gives for the parsed text. On anything else (a non-canonical byte, a missing or
+//! unknown member, a wrong type, an unknown vocabulary value, an empty identity, a `null` in an
+//! optional slot) it says nothing, and the caller takes the general path (parse, then decode),
+//! which names the error: every refusal is the one it always was.
+
+use crate::json::strict::Strict;
+use crate::live::AcceptedRecord;
+use crate::model::event::{EVENT_SCHEMA, EVIDENCE_SCHEMA};
+use crate::model::{
+    CancellationScope, ControlReason, Event, EventKind, Evidence, Identity, IdentityKind, Int,
+    Open, WakeReason,
+};
+use crate::replay::{COMPACT_ENTRY_SCHEMA, CompactEntry};
+
+/// The compact entry `bytes` (without a trailing LF) is the canonical text of, if it is one.
+pub fn decode_compact_entry_canonical(bytes: &[u8]) -> Option<CompactEntry> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    decode_compact_entry_prefix(text)
+        .and_then(|(entry, taken)| (taken == text.len()).then_some(entry))
+}
+
+/// The compact entry whose canonical text starts `text`, and how many bytes that text takes (for
+/// a reader that decodes a journal line's entry in the pass that checks the line, see
+/// [`parse_canonical_lazy`](crate::json::strict::parse_canonical_lazy)).
+pub fn decode_compact_entry_prefix(text: &str) -> Option<(CompactEntry, usize)> {
+    let mut parser = Strict::new(text);
+    let entry = compact_entry(&mut parser)?;
+    Some((entry, parser.pos()))
+}
+
+/// Objects here nest a few levels deep, far below the parser's limit.
+const DEPTH: usize = 1;
+
+fn compact_entry(parser: &mut Strict<'_>) -> Option<CompactEntry> {
+    let (mut event, mut evidence_set, mut result, mut schema) = (None, None, None, false);
+    parser.members(DEPTH, |parser, key, _| {
+        match &*key {
+            "event" => event = Some(event_of(parser)?),
+            "evidence_set" => evidence_set = Some(list(parser, evidence)?),
+            "result" => result = Some(record(parser)?),
+            "schema_version" => schema = parser.string()? == COMPACT_ENTRY_SCHEMA,
+            _ => return None,
+        }
+        Some(())
+    })?;
+    schema.then_some(())?;
+    Some(CompactEntry {
+        event: event?,
+        evidence_set: evidence_set?,
+        result: result?,
+    })
+}
+
+fn owned(parser: &mut Strict<'_>) -> Option<String> {
+    parser.string().map(std::borrow::Cow::into_owned)
+}
+
+fn list<T>(parser: &mut Strict<'_>, item: impl Fn(&mut Strict<'_>) -> Option<T>) -> Option<Vec<T>> {
+    let mut items = Vec::new();
+    parser.items(DEPTH, |parser, _| {
+        items.push(item(parser)?);
+        Some(())
+    })?;
+    Some(items)
+}
+
+/// `{"kind","value"}` with a known kind and a non-empty value.
+fn identity(parser: &mut Strict<'_>) -> Option<Identity> {
+    let (mut kind, mut value) = (None, None);
+    parser.members(DEPTH, |parser, key, _| {
+        match &*key {
+            "kind" => kind = Some(IdentityKind::from_wire(&parser.string()?)?),
+            "value" => value = Some(owned(parser)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Identity::new(kind?, value?).ok()
+}
+
+fn evidence(parser: &mut Strict<'_>) -> Option<Evidence> {
+    let (mut content_digest, mut evidence_id, mut schema) = (None, None, false);
+    parser.members(DEPTH, |parser, key, _| {
+        match &*key {
+            "content_digest" => content_digest = Some(owned(parser)?),
+            "evidence_id" => evidence_id = Some(identity(parser)?),
+            "schema_version" => schema = parser.string()? == EVIDENCE_SCHEMA,
+            _ => return None,
+        }
+        Some(())
+    })?;
+    schema.then_some(())?;
+    Some(Evidence {
+        evidence_id: evidence_id?,
+        content_digest: content_digest?,
+    })
+}
+
+/// The `result` of a compact entry: an accepted Result without its State.
+fn record(parser: &mut Strict<'_>) -> Option<AcceptedRecord> {
+    let (mut audit_facts, mut input_digest, mut obligations) = (None, None, None);
+    let (mut result_digest, mut result_id) = (None, None);
+    parser.members(DEPTH, |parser, key, _| {
+        match &*key {
+            "audit_facts" => audit_facts = Some(list(parser, owned)?),
+            "input_digest" => input_digest = Some(owned(parser)?),
+            "obligations" => obligations = Some(list(parser, owned)?),
+            "result_digest" => result_digest = Some(owned(parser)?),
+            "result_id" => result_id = Some(identity(parser)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Some(AcceptedRecord {
+        result_id: result_id?,
+        input_digest: input_digest?,
+        result_digest: result_digest?,
+        obligations: obligations?,
+        audit_facts: audit_facts?,
+    })
+}
+
+/// The Event's members as they are read; the six mandatory ones must all be there.
+#[derive(Default)]
+struct Members {
+    event_id: Option<Identity>,
+    installation_id: Option<Identity>,
+    leader_epoch: Option<Int>,
+    task_id: Option<Identity>,
+    kind: Option<Open<EventKind>>,
+    expected_revision: Option<Int>,
+    schema: bool,
+}
+
+fn event_of(parser: &mut Strict<'_>) -> Option<Event> {
+    let mut required = Members::default();
+    // Every optional slot starts empty; the mandatory six are filled in below.
+    let mut event = Event::new(
+        Identity::unset(IdentityKind::Event),
+        Identity::unset(IdentityKind::Installation),
+        0,
+        Identity::unset(IdentityKind::Task),
+        EventKind::RoutingValidationStarted,
+        0,
+    );
+    parser.members(DEPTH, |parser, key, _| {
+        let id = identity;
+        match &*key {
+            "attempt_id" => event.attempt_id = Some(id(parser)?),
+            "authority_evidence_id" => event.authority_evidence_id = Some(id(parser)?),
+            "authority_principal_id" => event.authority_principal_id = Some(id(parser)?),
+            "cancellation_scope" => {
+                event.cancellation_scope =
+                    Some(Open::<CancellationScope>::from_wire(&parser.string()?));
+            }
+            "control_reason" => {
+                event.control_reason = Some(Open::<ControlReason>::from_wire(&parser.string()?));
+            }
+            "dispatch_generation" => event.dispatch_generation = Some(parser.integer()?),
+            "dispatch_id" => event.dispatch_id = Some(id(parser)?),
+            "event_id" => required.event_id = Some(id(parser)?),
+            "expected_revision" => required.expected_revision = Some(parser.integer()?),
+            "installation_id" => required.installation_id = Some(id(parser)?),
+            "intent_version" => event.intent_version = Some(parser.integer()?),
+            "interrupt_id" => event.interrupt_id = Some(id(parser)?),
+            "kind" => required.kind = Some(Open::<EventKind>::from_wire(&parser.string()?)),
+            "leader_epoch" => required.leader_epoch = Some(parser.integer()?),
+            "next_intent_version" => event.next_intent_version = Some(parser.integer()?),
+            "redirect_id" => event.redirect_id = Some(id(parser)?),
+            "required_work_item_ids" => event.required_work_item_ids = list(parser, id)?,
+            "schema_version" => required.schema = parser.string()? == EVENT_SCHEMA,
+            "superseded_work_item_ids" => event.superseded_work_item_ids = list(parser, id)?,
+            "suspension_epoch" => event.suspension_epoch = Some(parser.integer()?),
+            "suspension_id" => event.suspension_id = Some(id(parser)?),
+            "task_id" => required.task_id = Some(id(parser)?),
+            "wait_policy_digest" => event.wait_policy_digest = Some(owned(parser)?),
+            "wait_policy_id" => event.wait_policy_id = Some(id(parser)?),
+            "wake_id" => event.wake_id = Some(id(parser)?),
+            "wake_reason" => {
+                event.wake_reason = Some(Open::<WakeReason>::from_wire(&parser.string()?));
+            }
+            "work_item_id" => event.work_item_id = Some(id(parser)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    required.schema.then_some(())?;
+    event.event_id = required.event_id?;
+    event.installation_id = required.installation_id?;
+    event.leader_epoch = required.leader_epoch?;
+    event.task_id = required.task_id?;
+    event.kind = required.kind?;
+    event.expected_revision = required.expected_revision?;
+    Some(event)
+}
