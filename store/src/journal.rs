@@ -34,6 +34,7 @@ pub(crate) mod append;
 pub(crate) mod recall;
 mod rejections;
 pub(crate) mod repair;
+mod resume;
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -55,6 +56,7 @@ use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
+pub use resume::{LineBinding, ReadAfter, read_entries_after};
 
 /// File names inside a task folder.
 pub const JOURNAL_FILE: &str = "journal.jsonl";

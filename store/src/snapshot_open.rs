@@ -127,7 +127,11 @@ fn check_binding(journal: &Journal<LiveState>, snapshot: &Snapshot) -> Result<()
 /// The verified chain line `seq` of the journal at `path` that ends (LF included) at byte
 /// `length`, and the `prior_entry_digest` it names: read back to the LF before it, verified as
 /// a chain line chained to that prior digest.
-fn bound_line(path: &Path, seq: u64, length: u64) -> Result<(ChainLine, String), String> {
+pub(crate) fn bound_line(
+    path: &Path,
+    seq: u64,
+    length: u64,
+) -> Result<(ChainLine, String), String> {
     let not_there = |why: String| {
         format!(
             "it is bound to line {} (seq {seq}) ending at byte {length}, which is not there: {why}",
@@ -382,13 +386,17 @@ pub(crate) type SnapshotCheck = (PathBuf, u64, Option<StoreError>, Option<String
 pub(crate) fn verify_with_snapshots(
     root: &crate::ControlRoot,
     dir: &Path,
+    mut observer: Option<crate::verify::LineObserver>,
 ) -> (Result<Journal<LiveState>, StoreError>, Vec<SnapshotCheck>) {
     let listed = match snapshot::list(dir) {
         Ok(listed) => listed,
         Err(error) => {
             let folder = dir.join(snapshot::SNAPSHOTS_DIR);
+            let watch = observer.map(|mut observe| -> crate::journal::OnLine<LiveState> {
+                Box::new(move |line, entry, _, _| observe(line, entry))
+            });
             return (
-                root.verify_task_dir(dir),
+                root.verify_task_dir_watched(dir, crate::journal::Watch(watch)),
                 vec![(folder, 0, Some(error), None)],
             );
         }
@@ -401,6 +409,9 @@ pub(crate) fn verify_with_snapshots(
     let mut digests = DigestRecords::default();
     let watch: crate::journal::OnLine<LiveState> = Box::new(move |line, entry, live, guard| {
         digests.add(entry);
+        if let Some(observe) = &mut observer {
+            observe(line, entry);
+        }
         for (seq, path) in &pending {
             if *seq != line.seq {
                 continue;

@@ -118,9 +118,24 @@ fn snapshot_rows(name: &str, snapshots: Vec<crate::snapshot_open::SnapshotCheck>
         .collect()
 }
 
+/// Called with every line of a task journal that [`verify_observed`] verifies, in order, and its
+/// entry as the verify decoded it (what derives files from a task's history checks them with, in
+/// the same pass).
+pub type LineObserver =
+    Box<dyn FnMut(&crate::chain::ChainLine, &valp_kernel::replay::CompactEntry) + Send + Sync>;
+
 /// Verifies the authority ledger and every task journal (read-only: nothing is repaired or
 /// rewritten) and every blob.
 pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
+    verify_observed(root, &mut |_| None)
+}
+
+/// [`verify`], with the lines of the task journal in each task folder shown to the observer
+/// `observe` gives for that folder, if any.
+pub fn verify_observed(
+    root: &ControlRoot,
+    observe: &mut dyn FnMut(&Path) -> Option<LineObserver>,
+) -> Result<Verification, StoreError> {
     let mut verification = Verification::default();
     if root
         .layout()
@@ -153,7 +168,8 @@ pub fn verify(root: &ControlRoot) -> Result<Verification, StoreError> {
         let effects = verify_effects(root, &dir, &name);
         let actions = verify_actions(root, &dir, &name);
         let foreign = verify_foreign(root, &dir, &name);
-        let (opened, snapshots) = crate::snapshot_open::verify_with_snapshots(root, &dir);
+        let (opened, snapshots) =
+            crate::snapshot_open::verify_with_snapshots(root, &dir, observe(&dir));
         let snapshot_rows = snapshot_rows(&name, snapshots);
         let check = match opened {
             Ok(journal) => {

@@ -8,6 +8,9 @@
 pub mod correction;
 pub mod cycle_file;
 pub mod derive;
+pub mod fold;
+pub mod fold_cache;
+pub mod fold_check;
 pub mod task;
 
 use std::path::{Path, PathBuf};

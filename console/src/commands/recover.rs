@@ -3,6 +3,7 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
+use valp_runtime::audit::fold_cache;
 use valp_store::ControlRoot;
 
 use valp_store::recover::{
@@ -53,6 +54,27 @@ pub(super) fn run(
     }
     for moved in &recovered.snapshots {
         writeln!(out, "snapshot beyond the cut moved to {}", moved.display())?;
+    }
+    if let (Some(task), false) = (task, actions) {
+        // The correction cycle's fold, a derived cache, when it is bound after the cut.
+        let set_aside = fold_cache::set_aside_beyond(
+            &root.layout().task_dir(task),
+            plan.keep_entries,
+            &root.layout().quarantine_dir(),
+        );
+        match set_aside {
+            Ok(Some(moved)) => writeln!(
+                out,
+                "correction fold beyond the cut moved to {}",
+                moved.display()
+            )?,
+            Ok(None) => {}
+            Err(error) => writeln!(
+                out,
+                "correction fold beyond the cut not moved ({}); opens do not use it",
+                display_text(&error.to_string())
+            )?,
+        }
     }
     match &recovered.head {
         Some(head) => writeln!(

@@ -5,7 +5,8 @@
 //! frontier position (and, for a live tmux attempt, its agent's state: `    agent …`), effects, the four dimension gates of a task frozen with them
 //! (`  gate <dimension> <required|advisory> <verdict>…`), and the inbox observations naming a current external attempt
 //! that the runtime rejects, the correction cycle its journal derives (`  correction <outcome>:
-//! N rounds, M open` and one `  round …` line each; nothing without a signal), the cost and
+//! N rounds, M open` and one `  round …` line per open round and per round among the newest 20,
+//! after `  (N earlier closed rounds not listed)` when there are more; nothing without a signal), the cost and
 //! tokens the agents' channels reported (`    usage <attempt>: cost N micro-USD, tokens N in /
 //! N out` per attempt, `  usage (task, N attempts): …`; `unknown` where no signal said, never 0;
 //! nothing for a task whose agents reported nothing), (`  rejected <file>: <reason>`, sorted out exactly as the runtime
@@ -282,26 +283,37 @@ fn write_inbox_rejections(
     Ok(())
 }
 
-/// The correction cycle the task's journal derives ([`valp_runtime::audit::derive`]): a summary
-/// and one line per round.
+/// Rounds `valp task status` lists besides the open ones: the newest.
+const SHOWN_ROUNDS: u64 = 20;
+
+/// The correction cycle the task's journal derives ([`valp_runtime::audit::derive`], from the
+/// task folder's `correction-fold.json` and the lines after it, read-only): a summary and one
+/// line per open round and per round among the newest [`SHOWN_ROUNDS`], and how many earlier
+/// rounds are not listed.
 fn write_correction(journal: &Journal, out: &mut dyn Write) -> Result<(), CommandError> {
     let task = journal.live().body().task_id.value();
-    let cycle = match cycle_file::derived(journal.dir(), task, &std::collections::BTreeMap::new()) {
-        Ok(Some(cycle)) => cycle,
-        Ok(None) => return Ok(()),
+    let fold = match cycle_file::summarized(journal.dir(), task) {
+        Ok(fold) => fold,
         Err(error) => {
             writeln!(out, "  correction: {}", display_text(&error.to_string()))?;
             return Ok(());
         }
     };
+    let summary = fold.deriver().summary();
+    let Some(outcome) = summary.outcome else {
+        return Ok(());
+    };
     writeln!(
         out,
-        "  correction {}: {} rounds, {} open",
-        cycle.final_outcome,
-        cycle.rounds.len(),
-        cycle.open_rounds()
+        "  correction {outcome}: {} rounds, {} open",
+        summary.rounds, summary.open
     )?;
-    for round in &cycle.rounds {
+    let shown = fold.deriver().kept(SHOWN_ROUNDS);
+    let earlier = summary.rounds - shown.rounds().len() as u64;
+    if earlier > 0 {
+        writeln!(out, "  ({earlier} earlier closed rounds not listed)")?;
+    }
+    for round in shown.rounds() {
         writeln!(
             out,
             "  round {} {} {} {} .. {}  {}",

@@ -1,17 +1,19 @@
 //! Keeps `correction-cycle.json` in a control-root task's folder equal to what its journal
-//! derives ([`derive`](super::derive)): reads the journal lines with their `recorded_at`, derives,
-//! and replaces the file atomically only when the canonical bytes differ. A task without a
-//! correction signal gets no file.
+//! derives ([`derive`](super::derive)): folds the journal lines with their `recorded_at`
+//! ([`Fold`]: only the lines appended since the fold a process keeps, [`CycleFold`], or since
+//! the task folder's `correction-fold.json`, [`fold_cache`]), and replaces the file atomically
+//! only when the canonical bytes differ. A task without a correction signal gets no file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use valp_kernel::live::LiveState;
 use valp_store::StoreError;
-use valp_store::journal::{JOURNAL_FILE, read_entries};
+use valp_store::journal::JOURNAL_FILE;
 
 use super::correction::FILE_NAME;
-use super::derive::{Cycle, Deriver, Fact, Round, canonical_bytes};
+use super::derive::{Cycle, Round, canonical_bytes, named};
+use super::fold::Fold;
+use super::fold_cache;
 use crate::adapter::files::write_replacing;
 
 /// Why the file could not be maintained.
@@ -33,42 +35,103 @@ pub enum CycleFileError {
     },
 }
 
-/// The correction cycle of the task `task_id` in `task_dir`, folded from its journal as it is
-/// read (one fact at a time: no fact per entry is held); `owners` maps a work item to its
-/// adapter. `None` when no entry is a correction signal.
-pub fn derived(
-    task_dir: &Path,
-    task_id: &str,
-    owners: &BTreeMap<String, String>,
-) -> Result<Option<Cycle>, StoreError> {
-    let mut deriver = Deriver::new(owners);
-    read_entries::<LiveState>(&task_dir.join(JOURNAL_FILE), |recorded| {
-        deriver.push(&Fact::of(&recorded));
-    })?;
-    Ok(deriver.finish(task_id))
+/// The correction-cycle fold of the task `task_id` in `task_dir` up to its journal's end,
+/// read-only: from its `correction-fold.json` when that can be used ([`fold_cache`]: only the
+/// lines after it are read), else from the genesis. It may hold only the open and the newest
+/// rounds (see [`Deriver::kept`](super::derive::Deriver::kept)).
+pub fn summarized(task_dir: &Path, task_id: &str) -> Result<Fold, StoreError> {
+    let mut fold = fold_cache::load(task_dir, task_id).unwrap_or_default();
+    fold.advance(&task_dir.join(JOURNAL_FILE))?;
+    Ok(fold)
 }
 
 /// The open correction rounds of the task `task_id` in `task_dir` (status `open` or
-/// `fixing`), derived from its journal; `owners` maps a work item to its adapter (an empty map
-/// names every owner `unknown`). Empty when the task has no correction signal or every round
-/// is closed. For the needs-you queue.
+/// `fixing`), derived from its journal ([`summarized`]); `owners` maps a work item to its
+/// adapter (an empty map names every owner `unknown`). Empty when the task has no correction
+/// signal or every round is closed. For the needs-you queue.
 pub fn open_rounds(
     task_dir: &Path,
     task_id: &str,
     owners: &BTreeMap<String, String>,
 ) -> Result<Vec<Round>, StoreError> {
-    Ok(derived(task_dir, task_id, owners)?
-        .map(|cycle| cycle.rounds.into_iter().filter(Round::is_open).collect())
-        .unwrap_or_default())
+    let fold = summarized(task_dir, task_id)?;
+    Ok(fold
+        .deriver()
+        .rounds()
+        .iter()
+        .filter(|round| round.is_open())
+        .map(|round| named(round, owners))
+        .collect())
 }
 
-/// Derives the cycle of the task in `task_dir` and writes it when it changed; returns it.
+/// Lines a kept fold may run ahead of the task folder's `correction-fold.json` before it is
+/// written again.
+pub const CACHE_EVERY: u64 = 1024;
+
+/// A task's correction-cycle fold kept by a process (the driver, the console) between reads of
+/// its journal: the first [`CycleFold::refresh`] starts from the task folder's
+/// `correction-fold.json` when it holds every round, else from the genesis; every later one
+/// reads only the lines appended since. It writes the file again (atomically) when there was
+/// none that could be used, or it is [`CACHE_EVERY`] lines behind.
+#[derive(Debug, Default)]
+pub struct CycleFold {
+    fold: Option<Fold>,
+    /// The seq the task folder's file was bound to when last read or written.
+    cached: Option<u64>,
+    /// Entries the last refresh read.
+    read: u64,
+}
+
+impl CycleFold {
+    /// Brings the fold of the task `task_id` in `task_dir` to its journal's end; its cycle.
+    pub fn refresh(
+        &mut self,
+        task_dir: &Path,
+        task_id: &str,
+        owners: &BTreeMap<String, String>,
+    ) -> Result<Option<Cycle>, StoreError> {
+        let mut fold = if let Some(fold) = self.fold.take() {
+            fold
+        } else {
+            let cached = fold_cache::load(task_dir, task_id)
+                .ok()
+                .filter(|fold| fold.deriver().complete());
+            self.cached = cached.as_ref().and_then(|fold| Some(fold.at()?.seq));
+            cached.unwrap_or_default()
+        };
+        let advanced = fold.advance(&task_dir.join(JOURNAL_FILE))?;
+        self.read = advanced.entries;
+        if advanced.restarted.is_some() {
+            self.cached = None;
+        }
+        let seq = fold.at().map_or(0, |at| at.seq);
+        if self.cached.is_none_or(|cached| seq >= cached + CACHE_EVERY) {
+            // A cache that cannot be written only makes the next process fold more lines;
+            // it is tried again at the next refresh.
+            if fold_cache::write(task_dir, task_id, &fold).is_ok() {
+                self.cached = Some(seq);
+            }
+        }
+        let cycle = fold.cycle(task_id, owners);
+        self.fold = Some(fold);
+        Ok(cycle)
+    }
+
+    /// Entries the last [`CycleFold::refresh`] read from the journal.
+    pub fn last_read(&self) -> u64 {
+        self.read
+    }
+}
+
+/// Brings `kept`, the fold of the task in `task_dir`, to its journal's end and writes its cycle
+/// when it changed; returns it.
 pub fn maintain(
     task_dir: &Path,
     task_id: &str,
     owners: &BTreeMap<String, String>,
+    kept: &mut CycleFold,
 ) -> Result<Option<Cycle>, CycleFileError> {
-    let Some(cycle) = derived(task_dir, task_id, owners)? else {
+    let Some(cycle) = kept.refresh(task_dir, task_id, owners)? else {
         return Ok(None);
     };
     let bytes = canonical_bytes(&cycle)?;

@@ -60,10 +60,15 @@ pub struct Fact {
 impl Fact {
     /// The fact of one recorded task-journal line.
     pub fn of(recorded: &Recorded<CompactEntry>) -> Self {
-        let event = &recorded.entry.event;
+        Self::of_entry(recorded.seq, recorded.recorded_at, &recorded.entry)
+    }
+
+    /// The fact of the task-journal line `seq`, written at `recorded_at`, holding `entry`.
+    pub fn of_entry(seq: u64, recorded_at: Option<Timestamp>, entry: &CompactEntry) -> Self {
+        let event = &entry.event;
         Self {
-            revision: recorded.seq,
-            recorded_at: recorded.recorded_at.map(Timestamp::to_rfc3339),
+            revision: seq,
+            recorded_at: recorded_at.map(Timestamp::to_rfc3339),
             kind: event.kind.as_str().to_owned(),
             work_item: event.work_item_id.as_ref().map(|id| id.value().to_owned()),
             attempt: event.attempt_id.as_ref().map(|id| id.value().to_owned()),
@@ -151,40 +156,150 @@ fn trigger(fact: &Fact) -> Option<&'static str> {
 /// Derives the cycle of `task_id` from its history; `owners` maps a work item to its adapter.
 /// `None` when no fact is a correction signal (the seed lets such a task omit the file).
 pub fn derive(task_id: &str, facts: &[Fact], owners: &BTreeMap<String, String>) -> Option<Cycle> {
-    let mut deriver = Deriver::new(owners);
+    let mut deriver = Deriver::default();
     for fact in facts {
         deriver.push(fact);
     }
-    deriver.finish(task_id)
+    deriver.finish(task_id, owners)
 }
 
 /// [`derive`] one fact at a time, so a journal can be folded as it is read without holding
-/// a fact per entry.
-#[derive(Debug)]
-pub struct Deriver<'o> {
-    owners: &'o BTreeMap<String, String>,
+/// a fact per entry. Its state can be written down and resumed ([`Deriver::rounds`],
+/// [`Deriver::opened`], [`Deriver::unfixed`], [`Deriver::resume`]); owners are named only by
+/// [`Deriver::finish`]. A fold may also hold only some of its rounds ([`Deriver::kept`]: the
+/// open ones and the newest): it then still folds on exactly, knows how many rounds there are
+/// and the outcome ([`Deriver::summary`]), but has no [`Cycle`] to give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deriver {
+    /// The rounds held, in round order: every round, or those [`Deriver::kept`] kept. Owners
+    /// are `unknown` here.
     rounds: Vec<Round>,
     /// The rounds still `open` or `fixing`, oldest first: a fact only ever changes those, and
     /// a long history holds thousands of closed rounds, so walking every round for every fact
-    /// made a derivation quadratic in the task's length.
+    /// made a derivation quadratic in the task's length. Always the indexes of the open rounds,
+    /// in order (rounds are only appended, and a closed round never reopens).
     live: Vec<usize>,
+    /// Rounds opened so far.
+    opened: u64,
+    /// The newest round that ended `blocked` or `cancelled` (its number and status).
+    unfixed: Option<(u64, &'static str)>,
 }
 
-impl<'o> Deriver<'o> {
-    /// No fact yet; `owners` maps a work item to its adapter.
-    pub fn new(owners: &'o BTreeMap<String, String>) -> Self {
+/// Where a fold's cycle stands, without its rounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// The cycle's outcome so far (`None`: no correction signal).
+    pub outcome: Option<&'static str>,
+    /// Rounds opened.
+    pub rounds: u64,
+    /// Rounds still `open` or `fixing`.
+    pub open: usize,
+}
+
+impl Deriver {
+    /// No fact yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Continues a fold that held `rounds` (in round order) of the `opened` rounds, the newest
+    /// that ended blocked or cancelled being `unfixed`; why not, when these do not fit together.
+    pub fn resume(
+        rounds: Vec<Round>,
+        opened: u64,
+        unfixed: Option<(u64, &'static str)>,
+    ) -> Result<Self, String> {
+        let ordered = rounds.windows(2).all(|pair| pair[0].round < pair[1].round);
+        if !ordered || rounds.last().is_some_and(|round| round.round > opened) {
+            return Err(format!(
+                "rounds must be numbered in increasing order up to {opened}"
+            ));
+        }
+        if unfixed.is_some_and(|(round, status)| {
+            round > opened || round == 0 || !matches!(status, "blocked" | "cancelled")
+        }) {
+            return Err("unfixed must name a round that ended blocked or cancelled".to_owned());
+        }
+        let live = (0..rounds.len())
+            .filter(|&index| rounds[index].is_open())
+            .collect();
+        Ok(Self {
+            rounds,
+            live,
+            opened,
+            unfixed,
+        })
+    }
+
+    /// The rounds held, in round order, owners `unknown`.
+    pub fn rounds(&self) -> &[Round] {
+        &self.rounds
+    }
+
+    /// Rounds opened so far.
+    pub fn opened(&self) -> u64 {
+        self.opened
+    }
+
+    /// The newest round that ended `blocked` or `cancelled`: its number and status.
+    pub fn unfixed(&self) -> Option<(u64, &'static str)> {
+        self.unfixed
+    }
+
+    /// Whether every round is held (then [`Deriver::finish`] gives the cycle).
+    pub fn complete(&self) -> bool {
+        self.rounds.len() as u64 == self.opened
+    }
+
+    /// The same fold holding only the open rounds and the newest `newest` rounds.
+    #[must_use]
+    pub fn kept(&self, newest: u64) -> Self {
+        let rounds: Vec<Round> = self
+            .rounds
+            .iter()
+            .filter(|round| round.is_open() || round.round + newest > self.opened)
+            .cloned()
+            .collect();
+        let live = (0..rounds.len())
+            .filter(|&index| rounds[index].is_open())
+            .collect();
         Self {
-            owners,
-            rounds: Vec::new(),
-            live: Vec::new(),
+            rounds,
+            live,
+            ..*self
+        }
+    }
+
+    /// Where the cycle stands: the outcome is the status of the newest round not `fixed`
+    /// (`fixed` when there is none).
+    pub fn summary(&self) -> Summary {
+        let newest_open = self.live.last().map(|&index| &self.rounds[index]);
+        let outcome = match (newest_open, self.unfixed) {
+            _ if self.opened == 0 => None,
+            (Some(open), Some((round, status))) if round > open.round => Some(status),
+            (Some(open), _) => Some(open.status),
+            (None, Some((_, status))) => Some(status),
+            (None, None) => Some("fixed"),
+        };
+        Summary {
+            outcome,
+            rounds: self.opened,
+            open: self.live.len(),
         }
     }
 
     /// Folds the next fact of the history in.
     pub fn push(&mut self, fact: &Fact) {
         self.apply(fact);
-        let rounds = &self.rounds;
-        self.live.retain(|&index| rounds[index].is_open());
+        let (rounds, unfixed) = (&self.rounds, &mut self.unfixed);
+        self.live.retain(|&index| {
+            let round = &rounds[index];
+            let ended = matches!(round.status, "blocked" | "cancelled");
+            if ended && unfixed.is_none_or(|(newest, _)| newest < round.round) {
+                *unfixed = Some((round.round, round.status));
+            }
+            round.is_open()
+        });
     }
 
     fn apply(&mut self, fact: &Fact) {
@@ -203,13 +318,9 @@ impl<'o> Deriver<'o> {
                 round.status == "open" && (scope.is_none() || round.work_item == scope)
             });
             if !already {
+                self.opened += 1;
                 self.live.push(self.rounds.len());
-                self.rounds.push(opened(
-                    self.rounds.len() as u64 + 1,
-                    trigger,
-                    fact,
-                    self.owners,
-                ));
+                self.rounds.push(opened(self.opened, trigger, fact));
             }
             return;
         }
@@ -255,22 +366,24 @@ impl<'o> Deriver<'o> {
         }
     }
 
-    /// The cycle of `task_id` after every fact pushed; `None` without a correction signal.
-    pub fn finish(self, task_id: &str) -> Option<Cycle> {
-        if self.rounds.is_empty() {
+    /// The cycle of `task_id` after every fact pushed, each round's owner the adapter `owners`
+    /// maps its work item to (or `unknown`); `None` without a correction signal, or when the
+    /// fold does not hold every round ([`Deriver::complete`]).
+    pub fn finish(&self, task_id: &str, owners: &BTreeMap<String, String>) -> Option<Cycle> {
+        let status = self.summary().outcome?;
+        if !self.complete() {
             return None;
         }
-        let status = self
+        let rounds = self
             .rounds
             .iter()
-            .rev()
-            .find(|round| round.status != "fixed")
-            .map_or("fixed", |round| round.status);
+            .map(|round| named(round, owners))
+            .collect();
         Some(Cycle {
             schema_version: SCHEMA_VERSION,
             task_id: task_id.to_owned(),
             status,
-            rounds: self.rounds,
+            rounds,
             final_outcome: status,
             final_evidence_refs: if status == "fixed" {
                 vec![JOURNAL_FILE.to_owned()]
@@ -281,16 +394,24 @@ impl<'o> Deriver<'o> {
     }
 }
 
-fn opened(number: u64, trigger: &str, fact: &Fact, owners: &BTreeMap<String, String>) -> Round {
-    let owner = fact
-        .work_item
-        .as_ref()
-        .and_then(|item| owners.get(item))
-        .map_or(UNKNOWN_OWNER, String::as_str);
+/// `round` with its owner: the adapter `owners` maps its work item to, or `unknown`.
+pub fn named(round: &Round, owners: &BTreeMap<String, String>) -> Round {
+    Round {
+        owner: round
+            .work_item
+            .as_ref()
+            .and_then(|item| owners.get(item))
+            .map_or(UNKNOWN_OWNER, String::as_str)
+            .to_owned(),
+        ..round.clone()
+    }
+}
+
+fn opened(number: u64, trigger: &str, fact: &Fact) -> Round {
     Round {
         round: number,
         trigger: trigger.to_owned(),
-        owner: owner.to_owned(),
+        owner: UNKNOWN_OWNER.to_owned(),
         status: "open",
         started_at: fact.recorded_at.clone(),
         ended_at: None,

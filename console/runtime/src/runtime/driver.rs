@@ -135,6 +135,8 @@ pub struct Driver {
     cycle_derived_at: Option<u64>,
     /// The correction cycle derived then (`None`: no correction signal).
     cycle: Option<crate::audit::derive::Cycle>,
+    /// The fold it was derived by, carried forward: only new lines are read.
+    cycle_fold: crate::audit::cycle_file::CycleFold,
     /// Why an external attempt's report counts as a failure, by attempt, when the report
     /// itself does not say (shown with the proposal).
     notes: BTreeMap<String, String>,
@@ -194,6 +196,7 @@ impl Driver {
             effects_due: true,
             cycle_derived_at: None,
             cycle: None,
+            cycle_fold: crate::audit::cycle_file::CycleFold::default(),
             notes: BTreeMap::new(),
         })
     }
@@ -330,8 +333,9 @@ impl Driver {
     }
 
     /// Re-derives the task's `correction-cycle.json` when the journal grew since the last time
-    /// ([`crate::audit::cycle_file`]): every step starts here, so the file follows whatever
-    /// wrote the journal (this runner, the console, `valp retry`).
+    /// ([`crate::audit::cycle_file`], folding only the lines appended since): every step
+    /// starts here, so the file follows whatever wrote the journal (this runner, the console,
+    /// `valp retry`).
     fn maintain_correction_cycle(&mut self) -> Result<(), RuntimeError> {
         let length = self.journal.len();
         if self.cycle_derived_at == Some(length) {
@@ -344,8 +348,13 @@ impl Driver {
             .map(|item| (item.id.clone(), item.run.adapter.as_str().to_owned()))
             .collect();
         let task_id = self.journal.live().body().task_id.value().to_owned();
-        self.cycle = crate::audit::cycle_file::maintain(self.journal.dir(), &task_id, &owners)
-            .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
+        self.cycle = crate::audit::cycle_file::maintain(
+            self.journal.dir(),
+            &task_id,
+            &owners,
+            &mut self.cycle_fold,
+        )
+        .map_err(|error| RuntimeError::Integrity(error.to_string()))?;
         self.cycle_derived_at = Some(length);
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Each task's correction cycle as the console shows it: derived from the task journal
-//! ([`crate::audit::derive`]) when the task moved since the last derivation, kept per task
-//! folder, and turned into [`CorrectionView`]s for the task detail and into the open rounds
+//! ([`crate::audit::derive`]) when the task moved since the last derivation, by a fold kept per
+//! task folder that reads only the lines appended since ([`CycleFold`]), and turned into [`CorrectionView`]s for the task detail and into the open rounds
 //! the needs-you queue lists.
 
 use std::collections::BTreeMap;
@@ -9,37 +9,48 @@ use std::path::{Path, PathBuf};
 use valp_view::sanitize::display_text;
 use valp_view::{CorrectionView, RoundView};
 
-use crate::audit::cycle_file;
+use crate::audit::cycle_file::CycleFold;
 use crate::audit::derive::Cycle;
 
-/// The cycles, per task folder, with the revision each was derived at.
+/// The cycles, per task folder, with the revision each was derived at and the fold it was
+/// derived by (carried forward: a refresh reads only the lines appended since).
 #[derive(Debug, Default)]
-pub struct Cycles(BTreeMap<PathBuf, (i128, Option<Cycle>)>);
+pub struct Cycles(BTreeMap<PathBuf, Derived>);
+
+#[derive(Debug, Default)]
+struct Derived {
+    revision: Option<i128>,
+    cycle: Option<Cycle>,
+    fold: CycleFold,
+}
 
 impl Cycles {
     /// Derives the cycle of the task `task_id` in `dir` again if its journal is now at another
     /// `revision` (a journal that cannot be read derives none).
     pub fn refresh(&mut self, dir: &Path, task_id: &str, revision: i128) {
-        if self.0.get(dir).is_some_and(|(at, _)| *at == revision) {
+        let derived = self.0.entry(dir.to_owned()).or_default();
+        if derived.revision == Some(revision) {
             return;
         }
         // Owners are the plan's adapters, which the console does not read: `unknown`.
-        let cycle = cycle_file::derived(dir, task_id, &BTreeMap::new())
+        derived.cycle = derived
+            .fold
+            .refresh(dir, task_id, &BTreeMap::new())
             .ok()
             .flatten();
-        self.0.insert(dir.to_owned(), (revision, cycle));
+        derived.revision = Some(revision);
     }
 
     /// The cycle of the task in `dir`, if it has one.
     pub fn get(&self, dir: &Path) -> Option<&Cycle> {
-        self.0.get(dir).and_then(|(_, cycle)| cycle.as_ref())
+        self.0.get(dir).and_then(|derived| derived.cycle.as_ref())
     }
 
     /// Every task's cycle, sanitized, in task folder order.
     pub fn views(&self) -> Vec<CorrectionView> {
         self.0
             .values()
-            .filter_map(|(_, cycle)| cycle.as_ref())
+            .filter_map(|derived| derived.cycle.as_ref())
             .map(view)
             .collect()
     }

@@ -193,3 +193,54 @@ fn canonical_bytes_sort_keys_and_end_with_a_newline() {
     assert!(text.ends_with("}\n"));
     assert!(!text.contains("work_item"));
 }
+
+#[test]
+fn a_fold_holding_only_its_newest_rounds_keeps_the_outcome_of_the_rounds_it_dropped() {
+    let mut deriver = Deriver::new();
+    let outcome = |deriver: &Deriver| deriver.summary().outcome;
+    deriver.push(&fact(1, "verification_failed", None));
+    deriver.push(&fact(2, "task_failed", None));
+    assert_eq!(outcome(&deriver), Some("blocked"));
+    deriver.push(&fact(3, "attempt_failed", Some("t:w")));
+    assert_eq!(outcome(&deriver), Some("open"));
+    // Round 1 (blocked) is dropped: the fold still knows it is the newest that is not fixed
+    // once round 2 is.
+    let mut trimmed = deriver.kept(0);
+    assert_eq!(trimmed.rounds().len(), 1);
+    assert!(!trimmed.complete());
+    for fold in [&mut deriver, &mut trimmed] {
+        fold.push(&fact(4, "attempt_completed", Some("t:w")));
+    }
+    assert_eq!(outcome(&deriver), Some("blocked"));
+    assert_eq!(
+        trimmed.summary(),
+        Summary {
+            outcome: Some("blocked"),
+            rounds: 2,
+            open: 0
+        }
+    );
+    assert_eq!(trimmed.kept(0), deriver.kept(0));
+    assert_eq!(
+        trimmed.finish("t", &owners()),
+        None,
+        "it has no whole cycle"
+    );
+    assert_eq!(
+        deriver
+            .finish("t", &owners())
+            .map(|cycle| cycle.final_outcome),
+        Some("blocked")
+    );
+    // Resumed from what it writes down, it is the same fold.
+    let resumed = Deriver::resume(
+        deriver.rounds().to_vec(),
+        deriver.opened(),
+        deriver.unfixed(),
+    );
+    assert_eq!(resumed, Ok(deriver));
+    assert_eq!(
+        Deriver::resume(Vec::new(), 1, Some((2, "blocked"))),
+        Err("unfixed must name a round that ended blocked or cancelled".to_owned())
+    );
+}
