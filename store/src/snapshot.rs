@@ -34,7 +34,6 @@
 //! same and checks the same, but keeps only the index's keys (16 of the ~84 bytes per entry),
 //! for a reader that recalls the digests from its journal instead of holding them.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -347,89 +346,132 @@ fn remove(path: &Path) -> Result<(), StoreError> {
 /// Reads and decodes the snapshot at `path` (its JSON and its index file); the reason it is not
 /// one otherwise.
 pub fn load(path: &Path) -> Result<Snapshot, String> {
-    load_as(path, Digests::Kept)
+    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
+    let (mut snapshot, member) = decode(&bytes)?;
+    check_name(path, &snapshot)?;
+    snapshot.parts.index = read_index(path, &member, Digests::Kept)?.0;
+    Ok(snapshot)
 }
 
-/// [`load`], keeping of the index only its keys (`parts.index.digests` empty): the whole index
-/// file is still read and checked against its digest, and refused for the same reasons.
+/// [`load`], keeping of the index only its keys (`parts.index.digests` empty), for a reader
+/// that recalls the digests from its journal instead of holding them: the whole index file is
+/// still read and checked against its digest, and refused for the same reasons.
 pub fn load_keys(path: &Path) -> Result<Snapshot, String> {
-    load_as(path, Digests::Dropped)
+    load_for_check(path).map(|(snapshot, _)| snapshot)
 }
 
-/// Whether a load keeps the index's digests.
+/// [`load`] for a check against a replay that does not hold the digest records: the index
+/// file is read in chunks and its digest records are hashed as they pass, not kept
+/// (`parts.index.digests` is empty), so checking a snapshot costs its keys' memory, not the
+/// whole index file's (80 bytes per entry). Also gives what those records were.
+pub fn load_for_check(path: &Path) -> Result<(Snapshot, DigestRecordsSeen), String> {
+    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
+    let (mut snapshot, member) = decode(&bytes)?;
+    check_name(path, &snapshot)?;
+    let (index, seen) = read_index(path, &member, Digests::Hashed)?;
+    snapshot.parts.index = index;
+    Ok((snapshot, seen))
+}
+
+/// The digest records of an index file that were hashed instead of kept: their length and the
+/// SHA-256 of their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DigestRecordsSeen {
+    /// How many bytes they are (64 per accepted event).
+    pub len: u64,
+    /// The SHA-256 of those bytes.
+    pub sha256: [u8; 32],
+}
+
+/// Whether an index file's digest records are kept in memory or only hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Digests {
     Kept,
-    Dropped,
+    Hashed,
 }
 
-fn load_as(path: &Path, digests: Digests) -> Result<Snapshot, String> {
-    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
-    let (mut snapshot, member) = decode(&bytes)?;
+/// Whether the file at `path` has the name its seq and entry digest give.
+fn check_name(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
     let name = path
         .file_name()
         .and_then(|name| name.to_str())
         .unwrap_or("");
-    if name != file_name(snapshot.seq, &snapshot.entry_digest) {
-        return Err(format!(
+    if name == file_name(snapshot.seq, &snapshot.entry_digest) {
+        Ok(())
+    } else {
+        Err(format!(
             "its name does not match its seq {} and entry_digest {}",
             snapshot.seq, snapshot.entry_digest
-        ));
+        ))
     }
-    snapshot.parts.index = read_index(path, &member, digests)?;
-    Ok(snapshot)
 }
 
-/// The index file's bytes checked against the JSON's `index` member; split into the parts (the
-/// digests hashed as they are read and dropped unless `digests` keeps them).
-fn read_index(path: &Path, member: &IndexMember, digests: Digests) -> Result<LeanParts, String> {
+/// The index file's bytes checked against the JSON's `index` member, read in chunks; split
+/// into the parts, its digest records kept or only hashed (`digests`).
+fn read_index(
+    path: &Path,
+    member: &IndexMember,
+    digests: Digests,
+) -> Result<(LeanParts, DigestRecordsSeen), String> {
+    use std::io::Read as _;
     let IndexMember {
         bytes,
         digest,
         keys,
     } = member;
     let (bytes, keys) = (*bytes, *keys);
-    let unreadable = |error: std::io::Error| format!("its index file cannot be read: {error}");
-    let mut file = std::fs::File::open(index_path(path)).map_err(unreadable)?;
-    let size = file.metadata().map_err(unreadable)?.len();
-    if size != bytes {
+    let cannot = |error: std::io::Error| format!("its index file cannot be read: {error}");
+    let mut file = std::fs::File::open(index_path(path)).map_err(cannot)?;
+    let held = file.metadata().map_err(cannot)?.len();
+    if held != bytes {
         return Err(format!(
-            "its index file holds {size} bytes, the snapshot names {bytes}"
+            "its index file holds {held} bytes, the snapshot names {bytes}"
         ));
     }
-    let split = keys.saturating_mul(KEY_RECORD as u64);
-    let mut hasher = Sha256::new();
-    let mut read = |into: &mut Vec<u8>, count: u64, keep: bool| -> Result<(), String> {
-        let mut chunk = vec![0; 1 << 16];
-        let mut left = count;
-        while left > 0 {
-            let take = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
-            file.read_exact(&mut chunk[..take]).map_err(unreadable)?;
-            hasher.update(&chunk[..take]);
-            if keep {
-                into.extend_from_slice(&chunk[..take]);
-            }
-            left -= take as u64;
-        }
-        Ok(())
+    let split = keys
+        .checked_mul(KEY_RECORD as u64)
+        .filter(|&split| split <= bytes)
+        .ok_or_else(|| "its index names more keys than it holds".to_owned())?;
+    let capacity =
+        |len: u64| usize::try_from(len).map_err(|_| "its index file is too large".to_owned());
+    let mut parts = LeanParts {
+        keys: Vec::with_capacity(capacity(split)?),
+        digests: match digests {
+            Digests::Kept => Vec::with_capacity(capacity(bytes - split)?),
+            Digests::Hashed => Vec::new(),
+        },
     };
-    let capacity = |count: u64| usize::try_from(count).unwrap_or(0);
-    let mut key_bytes = Vec::with_capacity(capacity(split.min(size)));
-    read(&mut key_bytes, split.min(size), true)?;
-    let rest = size - split.min(size);
-    let keep = digests == Digests::Kept;
-    let mut digest_bytes = Vec::with_capacity(if keep { capacity(rest) } else { 0 });
-    read(&mut digest_bytes, rest, keep)?;
-    if digest_text(&hasher.finalize().into()) != *digest {
+    let (mut whole, mut records) = (Sha256::new(), Sha256::new());
+    let (mut read, mut chunk) = (0u64, vec![0u8; 1 << 20]);
+    loop {
+        let n = file.read(&mut chunk).map_err(cannot)?;
+        if n == 0 {
+            break;
+        }
+        let got = &chunk[..n];
+        whole.update(got);
+        // The part of this chunk that is keys, then the part that is digest records.
+        let in_keys = usize::try_from(split.saturating_sub(read)).map_or(n, |left| left.min(n));
+        parts.keys.extend_from_slice(&got[..in_keys]);
+        records.update(&got[in_keys..]);
+        if digests == Digests::Kept {
+            parts.digests.extend_from_slice(&got[in_keys..]);
+        }
+        read += n as u64;
+    }
+    if read != bytes {
+        return Err(format!(
+            "its index file holds {read} bytes, the snapshot names {bytes}"
+        ));
+    }
+    if digest_text(&whole.finalize().into()) != *digest {
         return Err("its index file does not have the digest the snapshot names".to_owned());
     }
-    if split > size {
-        return Err("its index names more keys than it holds".to_owned());
-    }
-    Ok(LeanParts {
-        keys: key_bytes,
-        digests: digest_bytes,
-    })
+    let seen = DigestRecordsSeen {
+        len: bytes - split,
+        sha256: records.finalize().into(),
+    };
+    Ok((parts, seen))
 }
 
 fn decode(bytes: &[u8]) -> Result<(Snapshot, IndexMember), String> {

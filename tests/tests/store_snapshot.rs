@@ -618,3 +618,48 @@ fn head_digest_at(journal: &[u8], ends: &[usize], seq: usize) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// The verify row of a snapshot whose index was changed and re-signed: a reader trusts the
+/// signed index, so only `valp verify`, which reads the index file's digest records in chunks
+/// and compares their hash with the replay's, and compares the keys, finds it.
+fn verify_reason_after_index_change(seed: u64, change: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) {
+    let temp = tempfile::tempdir().unwrap();
+    let (root, _history) = with_snapshot_at(temp.path(), seed, 90, 60);
+    let path = resign(&only_snapshot(&root), |snapshot| {
+        let index = &mut snapshot.parts.index;
+        change(&mut index.keys, &mut index.digests);
+    });
+    let verification = verify(&root).unwrap();
+    assert_eq!(verification.problems(), 1, "{verification:?}");
+    let row = verification
+        .checks
+        .iter()
+        .find(|check| check.kind == "snapshot")
+        .unwrap();
+    let problem = row.problem.as_ref().unwrap();
+    assert_eq!(problem.code(), StoreCode::SnapshotMismatch);
+    assert_eq!(
+        problem.to_string(),
+        format!(
+            "VALP-E-STORE-SNAPSHOT-MISMATCH: {}: the snapshot of seq 60 does not match its \
+             journal: the idempotency index differs from what the replay from the genesis \
+             rebuilt at that line; opens do not use it (a writer replaces it)",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn verify_finds_a_changed_digest_record_in_a_resigned_snapshot_index() {
+    verify_reason_after_index_change(5, |_, digests| digests[70] ^= 1);
+}
+
+#[test]
+fn verify_finds_a_missing_digest_record_in_a_resigned_snapshot_index() {
+    verify_reason_after_index_change(6, |_, digests| digests.truncate(digests.len() - 64));
+}
+
+#[test]
+fn verify_finds_a_changed_key_in_a_resigned_snapshot_index() {
+    verify_reason_after_index_change(7, |keys, _| keys[3] ^= 1);
+}
