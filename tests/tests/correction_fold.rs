@@ -376,3 +376,44 @@ fn canonical(value: &serde_json::Value) -> Vec<u8> {
     valp_kernel::canonical::decode_canonical(&bytes).unwrap();
     bytes
 }
+
+#[test]
+fn a_summarizing_fold_holds_only_the_open_and_newest_rounds_and_agrees_with_the_whole_fold() {
+    let mut checked = 0;
+    for seed in [1, 7, 13, 21] {
+        let temp = tempfile::tempdir().unwrap();
+        let (root, _history) = walk_root(temp.path(), seed, 400);
+        let dir = task_dir(&root);
+        let genesis = genesis_fold(&dir);
+        let open = genesis
+            .deriver()
+            .rounds()
+            .iter()
+            .filter(|round| round.is_open())
+            .count();
+        for newest in [1u64, 2, 3] {
+            let bound = open + 2 * usize::try_from(newest).unwrap();
+            let mut kept = Fold::genesis();
+            kept.advance_keeping(&dir.join("journal.jsonl"), Some(newest))
+                .unwrap();
+            let held = kept.deriver().rounds().len();
+            assert!(
+                held <= bound,
+                "seed {seed}, newest {newest}: {held} rounds held, {open} open"
+            );
+            assert_eq!(kept.deriver().summary(), genesis.deriver().summary());
+            assert_eq!(
+                kept.deriver().kept(newest),
+                genesis.deriver().kept(newest),
+                "seed {seed}, newest {newest}"
+            );
+            if genesis.deriver().rounds().len() > bound {
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked > 0,
+        "some walk has more rounds than a summarizing fold holds"
+    );
+}

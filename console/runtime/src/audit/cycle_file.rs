@@ -73,9 +73,14 @@ pub const CACHE_EVERY: u64 = 1024;
 /// `correction-fold.json` when it holds every round, else from the genesis; every later one
 /// reads only the lines appended since. It writes the file again (atomically) when there was
 /// none that could be used, or it is [`CACHE_EVERY`] lines behind.
+///
+/// A [`CycleFold::summarizing`] fold (the console's) holds only the open and the newest rounds,
+/// so it may start from a file that holds only those, and never holds the whole history.
 #[derive(Debug, Default)]
 pub struct CycleFold {
     fold: Option<Fold>,
+    /// How many of the newest closed rounds it holds (`None`: every round).
+    newest: Option<u64>,
     /// The seq the task folder's file was bound to when last read or written.
     cached: Option<u64>,
     /// Entries the last refresh read.
@@ -83,6 +88,16 @@ pub struct CycleFold {
 }
 
 impl CycleFold {
+    /// A fold that holds only the open rounds and about the newest `newest` closed ones (at
+    /// least `newest`, at most twice as many): what a screen shows, in memory that does not grow
+    /// with the history.
+    pub fn summarizing(newest: u64) -> Self {
+        Self {
+            newest: Some(newest),
+            ..Self::default()
+        }
+    }
+
     /// Brings the fold of the task `task_id` in `task_dir` to its journal's end; its cycle.
     pub fn refresh(
         &mut self,
@@ -93,13 +108,14 @@ impl CycleFold {
         let mut fold = if let Some(fold) = self.fold.take() {
             fold
         } else {
+            let summarizing = self.newest.is_some();
             let cached = fold_cache::load(task_dir, task_id)
                 .ok()
-                .filter(|fold| fold.deriver().complete());
+                .filter(|fold| summarizing || fold.deriver().complete());
             self.cached = cached.as_ref().and_then(|fold| Some(fold.at()?.seq));
             cached.unwrap_or_default()
         };
-        let advanced = fold.advance(&task_dir.join(JOURNAL_FILE))?;
+        let advanced = fold.advance_keeping(&task_dir.join(JOURNAL_FILE), self.newest)?;
         self.read = advanced.entries;
         if advanced.restarted.is_some() {
             self.cached = None;

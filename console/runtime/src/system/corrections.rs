@@ -11,6 +11,7 @@ use valp_view::{CorrectionView, RoundView};
 
 use crate::audit::cycle_file::CycleFold;
 use crate::audit::derive::Cycle;
+use crate::audit::fold_cache;
 
 /// The cycles, per task folder, with the revision each was derived at and the fold it was
 /// derived by (carried forward: a refresh reads only the lines appended since).
@@ -28,7 +29,12 @@ impl Cycles {
     /// Derives the cycle of the task `task_id` in `dir` again if its journal is now at another
     /// `revision` (a journal that cannot be read derives none).
     pub fn refresh(&mut self, dir: &Path, task_id: &str, revision: i128) {
-        let derived = self.0.entry(dir.to_owned()).or_default();
+        // The screen shows the open and the newest rounds; holding every round of a long
+        // history (~277,000 at 10^6 demo entries) was most of the console's memory.
+        let derived = self.0.entry(dir.to_owned()).or_insert_with(|| Derived {
+            fold: CycleFold::summarizing(fold_cache::NEWEST_ROUNDS),
+            ..Derived::default()
+        });
         if derived.revision == Some(revision) {
             return;
         }
