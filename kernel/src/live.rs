@@ -299,6 +299,15 @@ impl LiveState {
         matches!(self.history.kept, Kept::Whole { .. })
     }
 
+    /// Bytes the lean idempotency index holds ([`lean`]: 16 per event, 80 with the digests);
+    /// `None` while the history is kept instead.
+    pub fn lean_index_bytes(&self) -> Option<usize> {
+        match &self.history.kept {
+            Kept::Whole { .. } => None,
+            Kept::Lean(lean) => Some(lean.held_bytes()),
+        }
+    }
+
     /// Drops the accepted-event history from memory, keeping only what idempotency needs (80
     /// bytes per event instead of ~540, see [`lean`]): for a replay that only verifies. Every
     /// later answer (`apply`, `preview`, digests) is the same as with the history kept, but

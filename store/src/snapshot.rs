@@ -30,7 +30,9 @@
 //! an open by a writer replayed a long suffix, and by `valp upgrade` (layout 3 → 4).
 //!
 //! **Reading** ([`load`]) refuses, with a reason, anything that is not exactly such a file; the
-//! open glue then checks the binding against the journal and the head.
+//! open glue then checks the binding against the journal and the head. [`load_keys`] reads the
+//! same and checks the same, but keeps only the index's keys (16 of the ~84 bytes per entry),
+//! for a reader that recalls the digests from its journal instead of holding them.
 
 use std::path::{Path, PathBuf};
 
@@ -349,6 +351,13 @@ pub fn load(path: &Path) -> Result<Snapshot, String> {
     check_name(path, &snapshot)?;
     snapshot.parts.index = read_index(path, &member, Digests::Kept)?.0;
     Ok(snapshot)
+}
+
+/// [`load`], keeping of the index only its keys (`parts.index.digests` empty), for a reader
+/// that recalls the digests from its journal instead of holding them: the whole index file is
+/// still read and checked against its digest, and refused for the same reasons.
+pub fn load_keys(path: &Path) -> Result<Snapshot, String> {
+    load_for_check(path).map(|(snapshot, _)| snapshot)
 }
 
 /// [`load`] for a check against a replay that does not hold the digest records: the index

@@ -9,7 +9,9 @@
 //! journal then continues from that line: every later line is verified and replayed as usual,
 //! and the head is checked on the way. Anything else refuses the snapshot with its reason
 //! ([`Warning::SnapshotRefused`]); a writer moves it to `quarantine/` and writes a new one after
-//! the replay. A snapshot is never trusted beyond what these checks bind: `valp verify` replays
+//! the replay. A reader (which never writes a snapshot) keeps only the index's keys, 16 bytes
+//! per entry: the digests of an event seen again are read back from the journal
+//! ([`recall`](crate::journal::recall)), as for `valp verify`. A snapshot is never trusted beyond what these checks bind: `valp verify` replays
 //! every journal from the genesis and compares each snapshot with the State it rebuilt.
 //!
 //! **When one is written** (writers only, after the head names the line): after an append when
@@ -23,12 +25,14 @@
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use valp_kernel::canonical::decode_canonical;
 use valp_kernel::live::LiveState;
 
 use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
+use crate::journal::recall::JournalRecall;
 use crate::journal::{Access, Journal, Tip, Warning};
 use crate::snapshot::{self, Snapshot};
 
@@ -64,7 +68,13 @@ pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreErro
 
 /// The snapshot at `path` and its line, if it may be used for `journal`; why not otherwise.
 fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainLine), String> {
-    let snapshot = snapshot::load(path)?;
+    // A reader never writes a snapshot, so it need not hold the index's digests: 16 bytes per
+    // entry instead of 80, an event seen again read back from the journal (`recall`).
+    let snapshot = if journal.access == Access::Write {
+        snapshot::load(path)?
+    } else {
+        snapshot::load_keys(path)?
+    };
     check_binding(journal, &snapshot)?;
     let (line, _) = bound_line(journal.path(), snapshot.seq, snapshot.length)?;
     if line.digest != snapshot.entry_digest {
@@ -183,7 +193,13 @@ fn start_from(
     line: &ChainLine,
 ) -> Result<(), StoreError> {
     let guard = journal.guard.clone().restored(&snapshot.guard);
-    let rebuilt = LiveState::from_parts(snapshot.parts).map_err(|error| {
+    let rebuilt = if journal.access == Access::Write {
+        LiveState::from_parts(snapshot.parts)
+    } else {
+        let recall = Arc::new(JournalRecall::new(journal.path().to_owned()));
+        LiveState::from_parts_recalling(snapshot.parts, recall)
+    };
+    let rebuilt = rebuilt.map_err(|error| {
         StoreError::Invalid(format!("a checked snapshot does not rebuild: {error}"))
     })?;
     journal.live = rebuilt;

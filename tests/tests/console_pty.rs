@@ -39,3 +39,21 @@ fn a_long_open_draws_at_once_shows_its_progress_and_q_quits_during_it() {
     console.wait_for("verified", Duration::from_secs(20));
     assert_eq!(console.quit(Duration::from_secs(1)), Some(0));
 }
+
+/// The console runs for hours, mostly idle: it turns transparent huge pages off for itself
+/// (`prctl(PR_SET_THP_DISABLE)`), so its heap is not held in 2 MiB pages it only partly uses.
+#[test]
+fn the_console_runs_without_transparent_huge_pages() {
+    let project = Project::new();
+    project.ok(&["demo", "--entries", "10"]);
+    let mut console = Console::start(project.path(), 80, 24);
+    assert!(console.first_frame(Duration::from_secs(20)).is_some());
+    let status = std::fs::read_to_string(format!("/proc/{}/status", console.pid())).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|line| line.split_whitespace().eq(["THP_enabled:", "0"])),
+        "{status}"
+    );
+    assert_eq!(console.quit(Duration::from_secs(5)), Some(0));
+}

@@ -6,6 +6,8 @@
 //! when it entered the system (untrusted text is sanitized once, at ingest, through [`sanitize`],
 //! which the runtime and the TUI share).
 
+use std::sync::Arc;
+
 pub mod flow;
 pub mod foreign;
 pub mod needs;
@@ -49,8 +51,11 @@ pub struct ConsoleView {
     /// this view.
     pub machine: Option<MachineView>,
     /// Each task's correction cycle, as its journal derives it (tasks with a correction
-    /// signal only), in task order.
-    pub corrections: Vec<CorrectionView>,
+    /// signal only), in task order. Shared: a cycle holds a round per correction of a long
+    /// history (~30,000 at 10^5 entries), and the backend hands the same cycles to every view
+    /// until a task moves, so a view read on every tick, the console's copy of it and the
+    /// filtered one on screen hold them once (and compare them by pointer).
+    pub corrections: Arc<[CorrectionView]>,
     /// What the agent channels of the items' current attempts reported spending, in item
     /// order (attempts whose channels said nothing are not listed: unknown, never 0).
     pub usage: Vec<UsageRow>,

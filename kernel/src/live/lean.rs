@@ -128,6 +128,18 @@ impl LeanIndex {
         self.len
     }
 
+    /// Bytes it holds for its events: the run's slots (allocated), the tail's keys and
+    /// positions (its tree nodes' overhead aside), and the digests when it holds them.
+    pub(crate) fn held_bytes(&self) -> usize {
+        let digests = match &self.digests {
+            Digests::Held(chunks) => chunks.iter().map(|chunk| chunk.capacity() * 64).sum(),
+            Digests::Recalled(_) => 0,
+        };
+        self.run.capacity() * std::mem::size_of::<Slot>()
+            + self.tail.len() * (KEY_LEN + 4)
+            + digests
+    }
+
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
     /// indexed before (the first position is kept, as the full index does), `None` (and nothing
     /// indexed) when it cannot be held exactly.
@@ -238,6 +250,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::live::LeanParts;
 
     fn accepted(value: &str, input: u8, result: u8) -> AcceptedEvent {
         let event_id = Identity::new(IdentityKind::Event, value).unwrap();
@@ -348,6 +361,45 @@ mod tests {
         assert_eq!(
             recall.calls.load(std::sync::atomic::Ordering::Relaxed),
             TAIL + 1
+        );
+    }
+
+    #[test]
+    fn parts_read_back_without_digests_recall_them_and_check_positions() {
+        let entries = entries(TAIL + 100);
+        let parts = LeanIndex::from_entries(&entries).unwrap().to_parts();
+        let recall = Arc::new(Recorded {
+            entries: entries.clone(),
+            readable: entries.len(),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let keys = LeanParts {
+            keys: parts.keys.clone(),
+            digests: Vec::new(),
+        };
+        let index = LeanIndex::from_keys_recalling(&keys, entries.len(), recall.clone()).unwrap();
+        assert!(matches!(index.digests, Digests::Recalled(_)));
+        assert_eq!(index.len(), entries.len());
+        assert_eq!(recall.calls.load(std::sync::atomic::Ordering::Relaxed), 0);
+        for entry in [&entries[0], &entries[TAIL], &entries[TAIL + 99]] {
+            assert_eq!(index.find(&entry.event_id).as_ref(), Some(entry));
+        }
+        assert_eq!(recall.calls.load(std::sync::atomic::Ordering::Relaxed), 3);
+        // Digests handed in, or a key naming a position past the events: refused.
+        let refused = |parts: &LeanParts, len: usize| {
+            LeanIndex::from_keys_recalling(parts, len, recall.clone())
+                .err()
+                .map(|error| error.to_string())
+        };
+        assert_eq!(
+            refused(&parts, entries.len()).as_deref(),
+            Some("the idempotency index is not well formed: a recalling index holds no digests")
+        );
+        assert_eq!(
+            refused(&keys, entries.len() - 1).as_deref(),
+            Some(
+                "the idempotency index is not well formed: a key names a position it does not hold"
+            )
         );
     }
 }

@@ -7,7 +7,9 @@
 //! is bound to its journal and checked by the store); it only refuses parts that are not well
 //! formed.
 
-use super::lean::LeanIndex;
+use std::sync::Arc;
+
+use super::lean::{LeanIndex, Recall};
 use super::{HistoryIndex, Kept, LiveState, Midstate};
 use crate::model::StateBody;
 use crate::reduce::digests::BodyEncoding;
@@ -80,6 +82,26 @@ impl LiveState {
     /// instead of the history.
     pub fn from_parts(parts: LiveParts) -> Result<Self, PartsError> {
         let lean = LeanIndex::from_parts(&parts.index)?;
+        Self::with_lean(parts, lean)
+    }
+
+    /// [`LiveState::from_parts`] for parts read back without their digests (`index.digests`
+    /// empty): the lean index holds 16 bytes per event, and `recall` gives the digests of an
+    /// event whose id is seen again, as after [`LiveState::forget_history_recalling`]. Every
+    /// answer is the same as [`LiveState::from_parts`] with the digests, as long as `recall`
+    /// answers as the history did (what it cannot give back is refused as an idempotency
+    /// conflict); [`LiveState::to_parts`] then gives no digests either.
+    pub fn from_parts_recalling(
+        parts: LiveParts,
+        recall: Arc<dyn Recall>,
+    ) -> Result<Self, PartsError> {
+        let events = usize::try_from(parts.history_len)
+            .map_err(|_| PartsError::Index("it names more events than this machine can index"))?;
+        let lean = LeanIndex::from_keys_recalling(&parts.index, events, recall)?;
+        Self::with_lean(parts, lean)
+    }
+
+    fn with_lean(parts: LiveParts, lean: LeanIndex) -> Result<Self, PartsError> {
         if lean.len() as u64 != parts.history_len {
             return Err(PartsError::Length {
                 index: lean.len() as u64,

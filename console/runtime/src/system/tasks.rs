@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use valp_store::{Access, ControlRoot, Journal, StoreError};
@@ -61,6 +62,11 @@ pub struct Desk {
     history_read: BTreeSet<PathBuf>,
     /// Each task's correction cycle, derived again when the task moved.
     cycles: Cycles,
+    /// The revision of each task folder [`Self::cycles`] was last asked about, and the views of
+    /// the cycles as of those revisions (`None`: to be made again, a cycle moved): every view
+    /// of the console carries them, and a long history's cycle has thousands of rounds.
+    cycles_at: BTreeMap<PathBuf, i128>,
+    correction_views: Option<Arc<[valp_view::CorrectionView]>>,
     /// Each task's rows, built again when its journal moved.
     shown: Shown,
 }
@@ -80,14 +86,20 @@ impl Desk {
             activity: VecDeque::new(),
             history_read: BTreeSet::new(),
             cycles: Cycles::default(),
+            cycles_at: BTreeMap::new(),
+            correction_views: None,
             shown: Shown::default(),
         }
     }
 
     /// Each task's correction cycle (tasks with a correction signal), as of the last
-    /// [`Self::tasks`].
-    pub fn corrections(&self) -> Vec<valp_view::CorrectionView> {
-        self.cycles.views()
+    /// [`Self::tasks`]: the same shared views until a task moved.
+    pub fn corrections(&mut self) -> Arc<[valp_view::CorrectionView]> {
+        let cycles = &self.cycles;
+        Arc::clone(
+            self.correction_views
+                .get_or_insert_with(|| cycles.views().into()),
+        )
     }
 
     /// What happened lately, newest first.
@@ -347,6 +359,9 @@ impl Desk {
             self.read_history(dir);
             row.waiting = self.waiting.get(&task).cloned().unwrap_or_default();
             row.gates = self.gate_line(root, dir, revision);
+            if self.cycles_at.insert(dir.clone(), revision) != Some(revision) {
+                self.correction_views = None;
+            }
             self.cycles.refresh(dir, &task, revision);
             rows.push(row);
             shown.push(dir);

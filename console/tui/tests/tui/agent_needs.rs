@@ -176,7 +176,8 @@ fn the_task_detail_shows_its_correction_rounds_and_channel_cost() {
             ended_at: None,
             reason: "attempt_failed at revision 12 (work item lint, attempt att-lint-1)".to_owned(),
         }],
-    }];
+    }]
+    .into();
     view.usage = vec![UsageRow {
         task_id: BUILD.to_owned(),
         work_item_id: "index".to_owned(),

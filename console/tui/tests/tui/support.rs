@@ -153,7 +153,7 @@ fn base_view(lane: LaneView) -> ConsoleView {
         now_ms: NOW_MS,
         workflows: Vec::new(),
         machine: None,
-        corrections: Vec::new(),
+        corrections: Vec::new().into(),
         usage: Vec::new(),
         opening: None,
         foreign: Vec::new(),

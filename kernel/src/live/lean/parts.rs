@@ -1,11 +1,12 @@
 //! The lean index written down and read back (for a store snapshot): its keys in key order,
 //! each with its position (the run and the tail merged), and the two digests of every position
-//! when it holds them. Reading back gives a run and an empty tail, and copies the digests;
-//! nothing is re-hashed.
+//! when it holds them. Reading back gives a run and an empty tail, and copies the digests (or,
+//! read back without them, leaves them to a [`Recall`]); nothing is re-hashed.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Slot};
+use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot};
 use crate::live::parts::{KEY_RECORD, LeanParts, PartsError};
 
 impl LeanIndex {
@@ -45,30 +46,11 @@ impl LeanIndex {
     /// The index [`LeanIndex::to_parts`] wrote (with its digests): keys strictly increasing,
     /// every position below the number of digest pairs.
     pub(crate) fn from_parts(parts: &LeanParts) -> Result<Self, PartsError> {
-        if !parts.keys.len().is_multiple_of(KEY_RECORD) || !parts.digests.len().is_multiple_of(64) {
+        if !parts.digests.len().is_multiple_of(64) {
             return Err(PartsError::Index("its byte lengths are not whole records"));
         }
         let len = parts.digests.len() / 64;
-        let mut previous: Option<Key> = None;
-        let mut run = Vec::with_capacity(parts.keys.len() / KEY_RECORD);
-        for record in parts.keys.chunks_exact(KEY_RECORD) {
-            let mut key = [0; KEY_LEN];
-            key.copy_from_slice(&record[..KEY_LEN]);
-            let position = u32::from_be_bytes([
-                record[KEY_LEN],
-                record[KEY_LEN + 1],
-                record[KEY_LEN + 2],
-                record[KEY_LEN + 3],
-            ]);
-            if previous.is_some_and(|before| before >= key) {
-                return Err(PartsError::Index("its keys are not strictly increasing"));
-            }
-            if usize::try_from(position).map_or(true, |at| at >= len) {
-                return Err(PartsError::Index("a key names a position it does not hold"));
-            }
-            previous = Some(key);
-            run.push(Slot { key, position });
-        }
+        let run = run_of(&parts.keys, len)?;
         let chunks = parts
             .digests
             .chunks(CHUNK * 64)
@@ -90,4 +72,51 @@ impl LeanIndex {
             len,
         })
     }
+
+    /// The index of `len` events [`LeanIndex::to_parts`] wrote, read back without its digests
+    /// (`parts.digests` empty): `recall` gives them when an event id is seen again, as for
+    /// [`LeanIndex::recalling`]. Keys strictly increasing, every position below `len`.
+    pub(crate) fn from_keys_recalling(
+        parts: &LeanParts,
+        len: usize,
+        recall: Arc<dyn Recall>,
+    ) -> Result<Self, PartsError> {
+        if !parts.digests.is_empty() {
+            return Err(PartsError::Index("a recalling index holds no digests"));
+        }
+        Ok(Self {
+            run: run_of(&parts.keys, len)?,
+            tail: BTreeMap::new(),
+            digests: Digests::Recalled(recall),
+            len,
+        })
+    }
+}
+
+/// The sorted run of key records `keys` for an index of `len` events.
+fn run_of(keys: &[u8], len: usize) -> Result<Vec<Slot>, PartsError> {
+    if !keys.len().is_multiple_of(KEY_RECORD) {
+        return Err(PartsError::Index("its byte lengths are not whole records"));
+    }
+    let mut previous: Option<Key> = None;
+    let mut run = Vec::with_capacity(keys.len() / KEY_RECORD);
+    for record in keys.chunks_exact(KEY_RECORD) {
+        let mut key = [0; KEY_LEN];
+        key.copy_from_slice(&record[..KEY_LEN]);
+        let position = u32::from_be_bytes([
+            record[KEY_LEN],
+            record[KEY_LEN + 1],
+            record[KEY_LEN + 2],
+            record[KEY_LEN + 3],
+        ]);
+        if previous.is_some_and(|before| before >= key) {
+            return Err(PartsError::Index("its keys are not strictly increasing"));
+        }
+        if usize::try_from(position).map_or(true, |at| at >= len) {
+            return Err(PartsError::Index("a key names a position it does not hold"));
+        }
+        previous = Some(key);
+        run.push(Slot { key, position });
+    }
+    Ok(run)
 }
