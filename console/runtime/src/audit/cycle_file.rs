@@ -41,7 +41,12 @@ pub enum CycleFileError {
 /// rounds (see [`Deriver::kept`](super::derive::Deriver::kept)).
 pub fn summarized(task_dir: &Path, task_id: &str) -> Result<Fold, StoreError> {
     let mut fold = fold_cache::load(task_dir, task_id).unwrap_or_default();
-    fold.advance(&task_dir.join(JOURNAL_FILE))?;
+    // Folding from the genesis, every round of a long history would be held (650 MB at 10^6
+    // demo entries): hold what the file would, the open and the newest rounds.
+    fold.advance_keeping(
+        &task_dir.join(JOURNAL_FILE),
+        Some(fold_cache::NEWEST_ROUNDS),
+    )?;
     Ok(fold)
 }
 
