@@ -252,25 +252,7 @@ fn check_refused_as(
     drop(opened);
     assert!(path.exists(), "a reader leaves the refused snapshot alone");
 
-    let verification = verify(root).unwrap();
-    assert_eq!(verification.problems(), 1, "{verification:?}");
-    let row = verification
-        .checks
-        .iter()
-        .find(|check| check.kind == "snapshot")
-        .unwrap();
-    let problem = row.problem.as_ref().unwrap();
-    assert_eq!(problem.code(), StoreCode::SnapshotMismatch);
-    assert_eq!(problem.code().as_str(), "VALP-E-STORE-SNAPSHOT-MISMATCH");
-    assert_eq!(
-        problem.to_string(),
-        format!(
-            "VALP-E-STORE-SNAPSHOT-MISMATCH: {}: the snapshot of seq {} does not match its \
-             journal: {verify_reason}; opens do not use it (a writer replaces it)",
-            path.display(),
-            row.entries
-        )
-    );
+    assert_verify_names(root, path, verify_reason);
 
     let writer = open_task(root, Access::Write).unwrap();
     assert_eq!(refused_reasons(&writer), [reason.to_owned()]);
@@ -629,7 +611,18 @@ fn verify_reason_after_index_change(seed: u64, change: impl FnOnce(&mut Vec<u8>,
         let index = &mut snapshot.parts.index;
         change(&mut index.keys, &mut index.digests);
     });
-    let verification = verify(&root).unwrap();
+    let seq = assert_verify_names(
+        &root,
+        &path,
+        "the idempotency index differs from what the replay from the genesis rebuilt at that line",
+    );
+    assert_eq!(seq, 60);
+}
+
+/// `valp verify` finds one problem in `root`: the snapshot at `path`, with
+/// `VALP-E-STORE-SNAPSHOT-MISMATCH` and `verify_reason`; returns the seq its row names.
+fn assert_verify_names(root: &ControlRoot, path: &Path, verify_reason: &str) -> u64 {
+    let verification = verify(root).unwrap();
     assert_eq!(verification.problems(), 1, "{verification:?}");
     let row = verification
         .checks
@@ -638,15 +631,17 @@ fn verify_reason_after_index_change(seed: u64, change: impl FnOnce(&mut Vec<u8>,
         .unwrap();
     let problem = row.problem.as_ref().unwrap();
     assert_eq!(problem.code(), StoreCode::SnapshotMismatch);
+    assert_eq!(problem.code().as_str(), "VALP-E-STORE-SNAPSHOT-MISMATCH");
     assert_eq!(
         problem.to_string(),
         format!(
-            "VALP-E-STORE-SNAPSHOT-MISMATCH: {}: the snapshot of seq 60 does not match its \
-             journal: the idempotency index differs from what the replay from the genesis \
-             rebuilt at that line; opens do not use it (a writer replaces it)",
-            path.display()
+            "VALP-E-STORE-SNAPSHOT-MISMATCH: {}: the snapshot of seq {} does not match its \
+             journal: {verify_reason}; opens do not use it (a writer replaces it)",
+            path.display(),
+            row.entries
         )
     );
+    row.entries
 }
 
 #[test]
