@@ -12,7 +12,7 @@
 //! **Open = verify.** Opening reads the journal's head anchor ([`head`](crate::head)) first,
 //! then streams the file, checks every line's canonical bytes, sequence number and chained
 //! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
-//! it judges; the State shown is the one replay rebuilt. With more than a few dozen lines to
+//! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
 //! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. The anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another

@@ -11,9 +11,11 @@
 //! salvage that keeps the damage), it drops the channel and the reader stops at its next batch.
 //! The reader is handed back when it has reached the end, for what follows the lines (the tail).
 //!
-//! **When.** Only when at least [`MIN_BYTES`] are left to read (an open, a verify, a refresh
-//! after a bulk append): the thread costs tens of microseconds to start, as much as reading a
-//! few lines, so small refreshes of a live console or driver read on the calling thread.
+//! **When.** Only when at least [`MIN_BYTES`] are left to read (a verify or an open of a long
+//! journal, a refresh after a large bulk append): starting the thread, handing the lines over
+//! and the wake-ups cost more than they save on short runs (measured: up to ~1,000 lines at 20
+//! work items reading ahead was slower on this shared machine), so the refreshes of a live
+//! console or driver read on the calling thread.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -30,9 +32,10 @@ pub(crate) const BATCH: usize = 64;
 const FIRST_BATCH: usize = 8;
 /// Batches queued between the two threads.
 const IN_FLIGHT: usize = 4;
-/// Bytes left to read from which lines are read ahead on a second thread (measured with
-/// `cargo bench -p valp-store --bench verify -- read_ahead`, see ARCHITECTURE.md).
-pub(crate) const MIN_BYTES: u64 = 64 * 1024;
+/// Bytes left to read from which lines are read ahead on a second thread, ~1,000 lines at 20
+/// work items (measured with `cargo bench -p valp-store --bench verify -- read_ahead`, see
+/// ARCHITECTURE.md).
+pub(crate) const MIN_BYTES: u64 = 1 << 20;
 
 thread_local! {
     /// [`set_read_ahead_threshold`] for this thread.
