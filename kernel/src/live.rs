@@ -35,7 +35,7 @@ use crate::reduce::digests::{
 use crate::reduce::{Decision, commit, evaluate};
 
 use lean::LeanIndex;
-pub use lean::Recall;
+pub use lean::{KeyRecords, Recall};
 pub use midstate::{Midstate, MidstateError};
 pub use parts::{KEY_RECORD, LeanParts, LiveParts, PartsError};
 

@@ -149,3 +149,37 @@ fn an_event_that_cannot_be_recalled_is_refused_as_a_conflict() {
     );
     assert_eq!(digest, "");
 }
+
+/// `index_key_records` gives exactly `to_parts`'s key bytes, one record at a time, with the keys
+/// both in the sorted run (read back from parts) and in the tail (indexed since), and
+/// `parts_but_index` the rest of `to_parts`.
+#[test]
+fn the_key_records_are_the_parts_keys_one_at_a_time() {
+    let mut walk = walk(7);
+    let mut live = Replayer::from_genesis(walk.genesis()).unwrap().into_live();
+    assert!(
+        live.index_key_records().is_none(),
+        "the whole history has no lean index"
+    );
+    for step in walk.by_ref().take(200) {
+        assert!(matches!(
+            live.apply(&step.event, &step.evidence_set),
+            Verdict::Accepted(_)
+        ));
+    }
+    assert!(live.forget_history());
+    let mut live = LiveState::from_parts(live.to_parts().unwrap()).unwrap();
+    for step in walk.take(150) {
+        assert!(matches!(
+            live.apply(&step.event, &step.evidence_set),
+            Verdict::Accepted(_)
+        ));
+    }
+    let parts = live.to_parts().unwrap();
+    let streamed: Vec<u8> = live.index_key_records().unwrap().flatten().collect();
+    assert_eq!(streamed.len(), 350 * valp_kernel::live::KEY_RECORD);
+    assert_eq!(streamed, parts.index.keys);
+    let mut rest = parts.clone();
+    rest.index = valp_kernel::live::LeanParts::default();
+    assert_eq!(live.parts_but_index(), rest);
+}

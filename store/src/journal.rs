@@ -12,7 +12,9 @@
 //! **Open = verify.** Opening reads the journal's head anchor ([`head`](crate::head)) first,
 //! then streams the file, checks every line's canonical bytes, sequence number and chained
 //! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
-//! it judges; the State shown is the one replay rebuilt. The anchored line must be there with
+//! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
+//! read, a second thread reads, checks and decodes them ahead while the opening thread applies
+//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. The anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another
 //! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
 //! line (the remnant of an interrupted append: no LF, or NUL bytes, see
@@ -31,6 +33,7 @@
 //! further appends until the journal is reopened.
 
 pub(crate) mod append;
+mod pipeline;
 pub(crate) mod recall;
 mod rejections;
 pub(crate) mod repair;
@@ -55,6 +58,8 @@ use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
+#[doc(hidden)]
+pub use pipeline::set_read_ahead_threshold;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
 pub use resume::{LineBinding, ReadAfter, read_entries_after};
 
@@ -408,6 +413,32 @@ impl<M: Machine> Journal<M> {
         Ok(())
     }
 
+    /// Verifies and applies the lines `lines` gives, in order, up to the end or the first
+    /// error (where reading stops, see [`Journal::stop`]).
+    fn apply_lines(&mut self, lines: &mut pipeline::Lines<'_, M>) -> Read {
+        let mut applied = 0;
+        loop {
+            let (line, decoded) = match lines() {
+                Ok(Some(line)) => line,
+                Ok(None) => return Read::End(applied),
+                Err(error) => return Read::Stopped(self.stop(error, applied)),
+            };
+            if let Err(error) = self.apply_line(&line, decoded) {
+                // The State may be partly advanced: nothing may be appended through this
+                // handle any more (a reopen re-reads the truth and refuses the damage).
+                self.poisoned = Some(error.to_string());
+                return Read::Stopped(self.stop(error, applied));
+            }
+            self.tip = Tip {
+                next_seq: line.seq + 1,
+                digest: line.digest,
+                offset: line.end,
+                recorded_at: line.recorded_at,
+            };
+            applied += 1;
+        }
+    }
+
     /// Reading stops at `error`: it is returned, or kept when salvaging.
     fn stop(&mut self, error: StoreError, applied: usize) -> Result<usize, StoreError> {
         if self.anchoring == Anchoring::Salvage {
@@ -442,33 +473,27 @@ impl<M: Machine> Journal<M> {
     }
 
     /// Verifies and applies lines from `reader` to the end; deals with what follows them
-    /// (repairing a torn tail when `lock` is held).
+    /// (repairing a torn tail when `lock` is held). Lines are read ahead on a second thread
+    /// when enough are left ([`pipeline`]); they are applied in the same order, with the same
+    /// errors, either way.
     fn follow(
         &mut self,
         mut reader: ChainReader,
         lock: Option<&LockGuard>,
     ) -> Result<usize, StoreError> {
-        let mut applied = 0;
-        loop {
-            let (line, decoded) = match next_decoded::<M>(&mut reader) {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(error) => return self.stop(error, applied),
-            };
-            if let Err(error) = self.apply_line(&line, decoded) {
-                // The State may be partly advanced: nothing may be appended through this
-                // handle any more (a reopen re-reads the truth and refuses the damage).
-                self.poisoned = Some(error.to_string());
-                return self.stop(error, applied);
-            }
-            self.tip = Tip {
-                next_seq: line.seq + 1,
-                digest: line.digest,
-                offset: line.end,
-                recorded_at: line.recorded_at,
-            };
-            applied += 1;
-        }
+        let left = std::fs::metadata(&self.path)
+            .map_or(0, |file| file.len().saturating_sub(reader.offset()));
+        let (read, mut reader) = if pipeline::pays(left) {
+            let path = self.path.clone();
+            pipeline::read_ahead::<M, _>(&path, reader, |lines| self.apply_lines(lines))?
+        } else {
+            let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader));
+            (read, reader)
+        };
+        let mut applied = match read {
+            Read::End(applied) => applied,
+            Read::Stopped(result) => return result,
+        };
         let tail = reader.tail()?;
         if let Err(error) = self
             .anchor
@@ -678,6 +703,14 @@ pub fn read_entries<M: Machine>(
         });
     }
     Ok(())
+}
+
+/// How far [`Journal::apply_lines`] got.
+enum Read {
+    /// To the end of the verifiable lines, applying that many.
+    End(usize),
+    /// To an error: what [`Journal::follow`] returns.
+    Stopped(Result<usize, StoreError>),
 }
 
 /// A verified line, with its entry if the machine decoded it in the pass that checked the line.

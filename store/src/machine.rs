@@ -32,8 +32,9 @@ use crate::journal::Journal;
 pub trait Machine: Sized + std::fmt::Debug {
     /// Line 0's payload.
     type Genesis: Canonical + Clone + std::fmt::Debug;
-    /// Line N's payload.
-    type Entry: Canonical;
+    /// Line N's payload (decoded on the thread that reads a journal ahead, see
+    /// [`Journal`](crate::Journal)'s follow).
+    type Entry: Canonical + Send;
     /// What is proposed.
     type Event: Canonical + Clone + std::fmt::Debug;
     /// The store's rules for this machine's journals, beyond the kernel.

@@ -32,7 +32,9 @@
 //! **Reading** ([`load`]) refuses, with a reason, anything that is not exactly such a file; the
 //! open glue then checks the binding against the journal and the head. [`load_keys`] reads the
 //! same and checks the same, but keeps only the index's keys (16 of the ~84 bytes per entry),
-//! for a reader that recalls the digests from its journal instead of holding them.
+//! for a reader that recalls the digests from its journal instead of holding them;
+//! [`load_for_check`] keeps neither: `valp verify` compares the index's key records with its
+//! replay's one at a time as the file is read, so it holds one copy of the index, its own.
 
 use std::path::{Path, PathBuf};
 
@@ -346,31 +348,45 @@ fn remove(path: &Path) -> Result<(), StoreError> {
 /// Reads and decodes the snapshot at `path` (its JSON and its index file); the reason it is not
 /// one otherwise.
 pub fn load(path: &Path) -> Result<Snapshot, String> {
-    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
-    let (mut snapshot, member) = decode(&bytes)?;
-    check_name(path, &snapshot)?;
-    snapshot.parts.index = read_index(path, &member, Digests::Kept)?.0;
-    Ok(snapshot)
+    load_reading(path, Reading::Whole).map(|(snapshot, _)| snapshot)
 }
 
 /// [`load`], keeping of the index only its keys (`parts.index.digests` empty), for a reader
 /// that recalls the digests from its journal instead of holding them: the whole index file is
 /// still read and checked against its digest, and refused for the same reasons.
 pub fn load_keys(path: &Path) -> Result<Snapshot, String> {
-    load_for_check(path).map(|(snapshot, _)| snapshot)
+    load_reading(path, Reading::Keys).map(|(snapshot, _)| snapshot)
 }
 
-/// [`load`] for a check against a replay that does not hold the digest records: the index
-/// file is read in chunks and its digest records are hashed as they pass, not kept
-/// (`parts.index.digests` is empty), so checking a snapshot costs its keys' memory, not the
-/// whole index file's (80 bytes per entry). Also gives what those records were.
-pub fn load_for_check(path: &Path) -> Result<(Snapshot, DigestRecordsSeen), String> {
+/// [`load`] for a check against a replay that holds its own index: the index file is read in
+/// chunks, its key records compared with `expected` (the replay's, in key order, one at a time)
+/// and its digest records hashed as they pass, neither kept (`parts.index` is empty), so
+/// checking a snapshot holds no copy of the index (16 bytes per entry of keys, 64 of digest
+/// records). Refused for the same reasons as [`load`]; otherwise also says what the index held.
+pub fn load_for_check(
+    path: &Path,
+    expected: &mut dyn Iterator<Item = [u8; KEY_RECORD]>,
+) -> Result<(Snapshot, IndexSeen), String> {
+    load_reading(path, Reading::Check(expected))
+}
+
+fn load_reading(path: &Path, reading: Reading<'_>) -> Result<(Snapshot, IndexSeen), String> {
     let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
     let (mut snapshot, member) = decode(&bytes)?;
     check_name(path, &snapshot)?;
-    let (index, seen) = read_index(path, &member, Digests::Hashed)?;
+    let (index, seen) = read_index(path, &member, reading)?;
     snapshot.parts.index = index;
     Ok((snapshot, seen))
+}
+
+/// What [`load_for_check`] found in an index file without keeping it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexSeen {
+    /// Whether its key records are exactly the expected ones, in order (`false` when they
+    /// were kept instead of compared).
+    pub keys_match: bool,
+    /// Its digest records, hashed.
+    pub digest_records: DigestRecordsSeen,
 }
 
 /// The digest records of an index file that were hashed instead of kept: their length and the
@@ -383,11 +399,44 @@ pub struct DigestRecordsSeen {
     pub sha256: [u8; 32],
 }
 
-/// Whether an index file's digest records are kept in memory or only hashed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Digests {
-    Kept,
-    Hashed,
+/// What reading an index file keeps of it.
+enum Reading<'a> {
+    /// Its keys and its digest records.
+    Whole,
+    /// Its keys; the digest records are only hashed.
+    Keys,
+    /// Nothing: the keys are compared with these, the digest records hashed.
+    Check(&'a mut dyn Iterator<Item = [u8; KEY_RECORD]>),
+}
+
+/// Key records compared, as their bytes pass in chunks of any size, with the expected ones.
+struct KeyComparison<'a> {
+    expected: &'a mut dyn Iterator<Item = [u8; KEY_RECORD]>,
+    record: [u8; KEY_RECORD],
+    filled: usize,
+    matches: bool,
+}
+
+impl KeyComparison<'_> {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let take = (KEY_RECORD - self.filled).min(bytes.len());
+            self.record[self.filled..self.filled + take].copy_from_slice(&bytes[..take]);
+            self.filled += take;
+            bytes = &bytes[take..];
+            if self.filled == KEY_RECORD {
+                self.filled = 0;
+                if self.matches && self.expected.next() != Some(self.record) {
+                    self.matches = false;
+                }
+            }
+        }
+    }
+
+    /// Whether every record matched and none is left expected or half read.
+    fn finish(self) -> bool {
+        self.matches && self.filled == 0 && self.expected.next().is_none()
+    }
 }
 
 /// Whether the file at `path` has the name its seq and entry digest give.
@@ -407,12 +456,12 @@ fn check_name(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
 }
 
 /// The index file's bytes checked against the JSON's `index` member, read in chunks; split
-/// into the parts, its digest records kept or only hashed (`digests`).
+/// into the parts, each kept, hashed or compared as `reading` says.
 fn read_index(
     path: &Path,
     member: &IndexMember,
-    digests: Digests,
-) -> Result<(LeanParts, DigestRecordsSeen), String> {
+    reading: Reading<'_>,
+) -> Result<(LeanParts, IndexSeen), String> {
     use std::io::Read as _;
     let IndexMember {
         bytes,
@@ -434,11 +483,29 @@ fn read_index(
         .ok_or_else(|| "its index names more keys than it holds".to_owned())?;
     let capacity =
         |len: u64| usize::try_from(len).map_err(|_| "its index file is too large".to_owned());
+    let (keep_digests, mut compared) = match reading {
+        Reading::Whole => (true, None),
+        Reading::Keys => (false, None),
+        Reading::Check(expected) => (
+            false,
+            Some(KeyComparison {
+                expected,
+                record: [0; KEY_RECORD],
+                filled: 0,
+                matches: true,
+            }),
+        ),
+    };
     let mut parts = LeanParts {
-        keys: Vec::with_capacity(capacity(split)?),
-        digests: match digests {
-            Digests::Kept => Vec::with_capacity(capacity(bytes - split)?),
-            Digests::Hashed => Vec::new(),
+        keys: if compared.is_none() {
+            Vec::with_capacity(capacity(split)?)
+        } else {
+            Vec::new()
+        },
+        digests: if keep_digests {
+            Vec::with_capacity(capacity(bytes - split)?)
+        } else {
+            Vec::new()
         },
     };
     let (mut whole, mut records) = (Sha256::new(), Sha256::new());
@@ -452,9 +519,12 @@ fn read_index(
         whole.update(got);
         // The part of this chunk that is keys, then the part that is digest records.
         let in_keys = usize::try_from(split.saturating_sub(read)).map_or(n, |left| left.min(n));
-        parts.keys.extend_from_slice(&got[..in_keys]);
+        match &mut compared {
+            Some(comparison) => comparison.feed(&got[..in_keys]),
+            None => parts.keys.extend_from_slice(&got[..in_keys]),
+        }
         records.update(&got[in_keys..]);
-        if digests == Digests::Kept {
+        if keep_digests {
             parts.digests.extend_from_slice(&got[in_keys..]);
         }
         read += n as u64;
@@ -467,9 +537,12 @@ fn read_index(
     if digest_text(&whole.finalize().into()) != *digest {
         return Err("its index file does not have the digest the snapshot names".to_owned());
     }
-    let seen = DigestRecordsSeen {
-        len: bytes - split,
-        sha256: records.finalize().into(),
+    let seen = IndexSeen {
+        keys_match: compared.is_some_and(KeyComparison::finish),
+        digest_records: DigestRecordsSeen {
+            len: bytes - split,
+            sha256: records.finalize().into(),
+        },
     };
     Ok((parts, seen))
 }

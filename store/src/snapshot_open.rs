@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use valp_kernel::canonical::decode_canonical;
-use valp_kernel::live::LiveState;
+use valp_kernel::live::{KEY_RECORD, LiveState};
 
 use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
@@ -310,22 +310,6 @@ pub(crate) fn write_now(journal: &mut Journal<LiveState>) -> Result<Option<PathB
     Ok(Some(path))
 }
 
-/// The snapshot a journal at `line` with `live` and `guard` would write (for `valp verify`'s
-/// comparison).
-pub(crate) fn expected(
-    line: &ChainLine,
-    state: &LiveState,
-    guard: &crate::machine::TaskGuard,
-) -> Option<Snapshot> {
-    Some(Snapshot {
-        seq: line.seq,
-        entry_digest: line.digest.clone(),
-        length: line.end,
-        parts: state.to_parts()?,
-        guard: guard.done().parts(),
-    })
-}
-
 impl Journal<LiveState> {
     /// The latest entry for which `wanted` holds, read backwards from the verified tip (each
     /// line verified by its own digest and chained to the one after it, so a journal opened
@@ -416,19 +400,10 @@ pub(crate) fn verify_with_snapshots(
             if *seq != line.seq {
                 continue;
             }
-            // Neither side holds the digest records: the snapshot's were hashed as its index
-            // file was read, the replay's as its lines were.
-            let outcome = match snapshot::load_for_check(path) {
-                Err(reason) => Some(reason),
-                Ok((snapshot, seen)) => match expected(line, live, guard) {
-                    Some(rebuilt) => {
-                        let records_match = digests.matches(seen);
-                        (rebuilt != snapshot || !records_match)
-                            .then(|| difference(&snapshot, &rebuilt, records_match))
-                    }
-                    None => Some("the rebuilt State cannot be taken apart".to_owned()),
-                },
-            };
+            // Neither side holds a second copy of the index: the snapshot's key records are
+            // compared with the replay's as its index file is read, and its digest records
+            // hashed, as the replay's were from its lines.
+            let outcome = check_snapshot(path, line, live, guard, &digests);
             if let Ok(mut found) = found.lock() {
                 found.push((path.clone(), *seq, outcome));
             }
@@ -466,6 +441,49 @@ pub(crate) fn verify_with_snapshots(
     (journal, checks)
 }
 
+/// Why the snapshot at `path` is not what the replay rebuilt at `line` (`live`, `guard`, and
+/// the digest records of the lines so far); `None` when it is.
+fn check_snapshot(
+    path: &Path,
+    line: &ChainLine,
+    state: &LiveState,
+    guard: &crate::machine::TaskGuard,
+    digests: &DigestRecords,
+) -> Option<String> {
+    let rebuilt = Snapshot {
+        seq: line.seq,
+        entry_digest: line.digest.clone(),
+        length: line.end,
+        parts: state.parts_but_index(),
+        guard: guard.done().parts(),
+    };
+    // The replay's key records one at a time (a verify's index is lean; a kept history
+    // builds it once, as `to_parts` would).
+    let built;
+    let mut keys: Box<dyn Iterator<Item = [u8; KEY_RECORD]> + '_> =
+        if let Some(records) = state.index_key_records() {
+            Box::new(records)
+        } else {
+            let Some(parts) = state.to_parts() else {
+                return Some("the rebuilt State cannot be taken apart".to_owned());
+            };
+            built = parts.index.keys;
+            Box::new(
+                built
+                    .chunks_exact(KEY_RECORD)
+                    .filter_map(|record| record.try_into().ok()),
+            )
+        };
+    match snapshot::load_for_check(path, &mut keys) {
+        Err(reason) => Some(reason),
+        Ok((snapshot, seen)) => {
+            let index_matches = seen.keys_match && digests.matches(seen.digest_records);
+            (rebuilt != snapshot || !index_matches)
+                .then(|| difference(&snapshot, &rebuilt, index_matches))
+        }
+    }
+}
+
 /// The raw input and result digests of every entry a verify has read, hashed in order (what a
 /// snapshot's digest records must be).
 #[derive(Default)]
@@ -495,8 +513,9 @@ impl DigestRecords {
     }
 }
 
-/// Which part of a snapshot differs from the State rebuilt at its line.
-fn difference(snapshot: &Snapshot, rebuilt: &Snapshot, records_match: bool) -> String {
+/// Which part of a snapshot differs from the State rebuilt at its line (`index_matches`: its
+/// idempotency index, compared as it was read).
+fn difference(snapshot: &Snapshot, rebuilt: &Snapshot, index_matches: bool) -> String {
     let part = if snapshot.entry_digest != rebuilt.entry_digest || snapshot.length != rebuilt.length
     {
         "its line (entry_digest or length)"
@@ -507,7 +526,7 @@ fn difference(snapshot: &Snapshot, rebuilt: &Snapshot, records_match: bool) -> S
         || snapshot.parts.well_formed != rebuilt.parts.well_formed
     {
         "the history (midstate, count or well_formed)"
-    } else if snapshot.parts.index != rebuilt.parts.index || !records_match {
+    } else if snapshot.parts.index != rebuilt.parts.index || !index_matches {
         "the idempotency index"
     } else {
         "the Done gate's state"

@@ -658,3 +658,16 @@ fn verify_finds_a_missing_digest_record_in_a_resigned_snapshot_index() {
 fn verify_finds_a_changed_key_in_a_resigned_snapshot_index() {
     verify_reason_after_index_change(7, |keys, _| keys[3] ^= 1);
 }
+
+/// `valp verify` compares the key records as it reads them: one record fewer or one more (the
+/// comparison must see the end of both sides) is found as a changed one is.
+#[test]
+fn verify_finds_a_missing_or_an_extra_key_in_a_resigned_snapshot_index() {
+    verify_reason_after_index_change(8, |keys, _| keys.truncate(keys.len() - 16));
+    verify_reason_after_index_change(9, |keys, _| {
+        let mut last = keys[keys.len() - 16..].to_vec();
+        last[11] = last[11].wrapping_add(1);
+        last[0] = 0xff;
+        keys.extend_from_slice(&last);
+    });
+}

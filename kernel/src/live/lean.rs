@@ -27,6 +27,8 @@
 
 mod parts;
 
+pub use parts::KeyRecords;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

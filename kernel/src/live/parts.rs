@@ -70,12 +70,32 @@ impl LiveState {
             Kept::Lean(lean) => lean.to_parts(),
         };
         Some(LiveParts {
+            index,
+            ..self.parts_but_index()
+        })
+    }
+
+    /// [`LiveState::to_parts`] without the idempotency index (`index` empty), which
+    /// [`LiveState::index_key_records`] gives one record at a time: a check of a snapshot
+    /// against this State then holds no second copy of the index.
+    pub fn parts_but_index(&self) -> LiveParts {
+        LiveParts {
             body: self.body.clone(),
             history_len: self.history.len_u64(),
             well_formed: self.history.well_formed,
             midstate: self.history.prefix.clone(),
-            index,
-        })
+            index: LeanParts::default(),
+        }
+    }
+
+    /// The key records of the lean idempotency index in key order, exactly the bytes of
+    /// [`LiveState::to_parts`]'s `index.keys` in [`KEY_RECORD`]s; `None` while the history is
+    /// kept whole (its index is only built by [`LiveState::to_parts`]).
+    pub fn index_key_records(&self) -> Option<super::KeyRecords<'_>> {
+        match &self.history.kept {
+            Kept::Whole { .. } => None,
+            Kept::Lean(lean) => Some(lean.key_records()),
+        }
     }
 
     /// The State [`LiveState::to_parts`] took apart (with the digests), holding the lean index

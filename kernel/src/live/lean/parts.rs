@@ -14,24 +14,8 @@ impl LeanIndex {
     /// result digests of every position (64 bytes each; none when they are recalled).
     pub(crate) fn to_parts(&self) -> LeanParts {
         let mut keys = Vec::with_capacity((self.run.len() + self.tail.len()) * KEY_RECORD);
-        let mut run = self.run.iter().peekable();
-        let mut tail = self.tail.iter().peekable();
-        loop {
-            let from_run = match (run.peek(), tail.peek()) {
-                (Some(slot), Some((key, _))) => slot.key < **key,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            let (key, position) = if from_run {
-                let slot = run.next().copied().unwrap_or_default();
-                (slot.key, slot.position)
-            } else {
-                let (key, position) = tail.next().map_or(([0; KEY_LEN], 0), |(k, p)| (*k, *p));
-                (key, position)
-            };
-            keys.extend_from_slice(&key);
-            keys.extend_from_slice(&position.to_be_bytes());
+        for record in self.key_records() {
+            keys.extend_from_slice(&record);
         }
         let mut digests = Vec::new();
         if let Digests::Held(chunks) = &self.digests {
@@ -41,6 +25,15 @@ impl LeanIndex {
             }
         }
         LeanParts { keys, digests }
+    }
+
+    /// Its key records in key order, as [`LeanIndex::to_parts`] writes them, one at a time
+    /// (for a check that compares them with a file's without a second copy of the index).
+    pub(crate) fn key_records(&self) -> KeyRecords<'_> {
+        KeyRecords {
+            run: self.run.iter().peekable(),
+            tail: self.tail.iter().peekable(),
+        }
     }
 
     /// The index [`LeanIndex::to_parts`] wrote (with its digests): keys strictly increasing,
@@ -90,6 +83,37 @@ impl LeanIndex {
             digests: Digests::Recalled(recall),
             len,
         })
+    }
+}
+
+/// The key records of a [`LeanIndex`] in key order: its run and its tail merged (see
+/// [`LiveState::index_key_records`](crate::live::LiveState::index_key_records)).
+pub struct KeyRecords<'a> {
+    run: std::iter::Peekable<std::slice::Iter<'a, Slot>>,
+    tail: std::iter::Peekable<std::collections::btree_map::Iter<'a, Key, u32>>,
+}
+
+impl Iterator for KeyRecords<'_> {
+    type Item = [u8; KEY_RECORD];
+
+    fn next(&mut self) -> Option<[u8; KEY_RECORD]> {
+        let from_run = match (self.run.peek(), self.tail.peek()) {
+            (Some(slot), Some((key, _))) => slot.key < **key,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        let (key, position) = if from_run {
+            let slot = self.run.next()?;
+            (slot.key, slot.position)
+        } else {
+            let (key, position) = self.tail.next()?;
+            (*key, *position)
+        };
+        let mut record = [0; KEY_RECORD];
+        record[..KEY_LEN].copy_from_slice(&key);
+        record[KEY_LEN..].copy_from_slice(&position.to_be_bytes());
+        Some(record)
     }
 }
 
