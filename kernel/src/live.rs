@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::canonical::Canonical;
+use crate::decode::InputPrefix;
 use crate::json::write::Fields;
 
 use crate::history::{HistoryView, entry_is_well_formed};
@@ -362,7 +363,7 @@ impl LiveState {
     /// The Result variant [`apply`](Self::apply) would give for this event, without applying
     /// it: the same checks in the same order, nothing changes.
     pub fn preview(&self, event: &Event, evidence_set: &[Evidence]) -> Variant {
-        match evaluate(&self.body, &self.history, event, evidence_set) {
+        match evaluate(&self.body, &self.history, event, evidence_set, None) {
             Decision::Accept { .. } => Variant::Accepted,
             Decision::NoOp { .. } => Variant::NoOp,
             Decision::Reject { .. } => Variant::Rejected,
@@ -373,7 +374,19 @@ impl LiveState {
     /// [`reduce`](crate::reduce()), in O(State body + log history). The live state advances only
     /// when the event is accepted.
     pub fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {
-        let decision = evaluate(&self.body, &self.history, event, evidence_set);
+        self.apply_from(event, evidence_set, None)
+    }
+
+    /// [`apply`](Self::apply) of an Event and EvidenceSet decoded from canonical text that
+    /// holds `prefix`, the start of their input digest's preimage (see [`InputPrefix`]): the
+    /// same Verdict, without encoding them for the input digest.
+    pub fn apply_from(
+        &mut self,
+        event: &Event,
+        evidence_set: &[Evidence],
+        prefix: Option<InputPrefix<'_>>,
+    ) -> Verdict {
+        let decision = evaluate(&self.body, &self.history, event, evidence_set, prefix);
         decision.settle(|input_digest, delta| {
             let prior_state_digest = self.state_digest();
             let commit = commit(

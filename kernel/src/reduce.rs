@@ -21,6 +21,7 @@ pub(crate) mod rules;
 pub mod transitions;
 pub(crate) mod validity;
 
+use crate::decode::InputPrefix;
 use crate::history::HistoryView;
 use crate::live::{AcceptedRecord, Verdict};
 use crate::model::{
@@ -28,7 +29,8 @@ use crate::model::{
 };
 use delta::Delta;
 use digests::{
-    BodyEncoding, ResultBinding, history_hash, input_digest, result_digest, state_digest_from_parts,
+    BodyEncoding, ResultBinding, history_hash, input_digest, input_digest_from_prefix,
+    result_digest, state_digest_from_parts,
 };
 
 pub use obligations::{ADAPTER_CANCEL_PREFIX, adapter_cancel_obligation};
@@ -46,6 +48,7 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
         state.accepted_events.as_slice(),
         event,
         evidence_set,
+        None,
     );
     let mut next = None;
     let verdict = decision.settle(|input_digest, delta| {
@@ -121,14 +124,20 @@ impl Decision {
     }
 }
 
-/// Runs every check of `reduce` against a State given as body + history view.
+/// Runs every check of `reduce` against a State given as body + history view. `prefix`, when
+/// given, is the start of the input digest's preimage as the canonical text the Event and
+/// EvidenceSet were decoded from holds it (hashed instead of encoding them again).
 pub(crate) fn evaluate(
     body: &StateBody,
     history: &(impl HistoryView + ?Sized),
     event: &Event,
     evidence_set: &[Evidence],
+    prefix: Option<InputPrefix<'_>>,
 ) -> Decision {
-    let input_digest = input_digest(&body.protocol_version, event, evidence_set);
+    let input_digest = match prefix {
+        Some(prefix) => input_digest_from_prefix(&body.protocol_version, prefix.bytes()),
+        None => input_digest(&body.protocol_version, event, evidence_set),
+    };
     let reject = |input_digest, error_code| Decision::Reject {
         input_digest,
         error_code,

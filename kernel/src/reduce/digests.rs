@@ -4,7 +4,7 @@ use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text, sha256_digest};
-use crate::json::write::Fields;
+use crate::json::write::{Fields, write_str};
 use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
@@ -25,6 +25,21 @@ pub(crate) fn input_digest(
     fields.end();
     out.push(b'\n');
     sha256_digest(&out)
+}
+
+/// [`input_digest`] of the Event and EvidenceSet whose canonical bytes `{"event":…,
+/// "evidence_set":[…]` (sorted) are `prefix`: hashes them as they are, then the rest of the
+/// preimage (`,"protocol_version":…}` and the LF). Equal to `input_digest` exactly when
+/// `prefix` is what encoding the two gives ([`InputPrefix`](crate::decode::InputPrefix)).
+pub(crate) fn input_digest_from_prefix(protocol_version: &str, prefix: &[u8]) -> String {
+    let mut tail = Vec::with_capacity(protocol_version.len() + 24);
+    tail.extend_from_slice(b",\"protocol_version\":");
+    write_str(&mut tail, protocol_version);
+    tail.extend_from_slice(b"}\n");
+    let mut hasher = Sha256::new();
+    Update::update(&mut hasher, prefix);
+    Update::update(&mut hasher, &tail);
+    digest_text(&hasher.finalize().into())
 }
 
 /// The canonical tail of a State body (everything after `{"accepted_events":[…]`), kept in
