@@ -177,7 +177,8 @@ impl HistoryIndex {
         }
     }
 
-    fn push(&mut self, entry: AcceptedEvent, scratch: &mut Vec<u8>) {
+    /// Appends one entry (borrowed when only the lean index is kept: nothing of it is held).
+    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>) {
         let first = self.len() == 0;
         hash_history_entry(&mut self.prefix, &entry, first, scratch);
         let shape_ok = entry_is_well_formed(&entry);
@@ -192,12 +193,12 @@ impl HistoryIndex {
                     by_event_id.insert(entry.event_id.clone(), entries.len());
                 }
                 let unique_result = result_ids.insert(entry.result_id.clone());
-                entries.push(entry);
+                entries.push(entry.into_owned());
                 unique_event && unique_result
             }
             // The result id is the derived one (or the entry is not held and the history is
             // taken as malformed, failing closed), so it is unique exactly when the event id is.
-            Kept::Lean(lean) => lean.push(&entry, scratch).unwrap_or(false),
+            Kept::Lean(lean) => lean.push(&entry).unwrap_or(false),
         };
         self.well_formed &= unique && shape_ok;
     }
@@ -273,7 +274,7 @@ impl LiveState {
         let mut history = HistoryIndex::new();
         let mut scratch = Vec::new();
         for entry in state.accepted_events {
-            history.push(entry, &mut scratch);
+            history.push(Cow::Owned(entry), &mut scratch);
         }
         let encoding = BodyEncoding::new(&state.body);
         Self {
@@ -397,7 +398,8 @@ impl LiveState {
                 &prior_state_digest,
                 delta,
             );
-            self.history.push(commit.entry.clone(), &mut self.scratch);
+            self.history
+                .push(Cow::Borrowed(&commit.entry), &mut self.scratch);
             commit.into_record()
         })
     }

@@ -79,10 +79,16 @@ const NEEDS_ESCAPE: [bool; 256] = {
 
 /// Appends a JSON string literal.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 2);
+    emit_str(text, |bytes| out.extend_from_slice(bytes));
+}
+
+/// Hands the bytes of the JSON string literal of `text` to `emit`, in pieces (for a hash fed
+/// without a buffer); [`write_str`] appends the same bytes.
+pub(crate) fn emit_str(text: &str, mut emit: impl FnMut(&[u8])) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    emit(b"\"");
     let mut run_start = 0;
     loop {
         // The next byte that needs escaping, found eight bytes at a time.
@@ -90,25 +96,28 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
         let Some(&byte) = bytes.get(index) else {
             break;
         };
-        out.extend_from_slice(&bytes[run_start..index]);
+        emit(&bytes[run_start..index]);
         run_start = index + 1;
         match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0x0f)]);
-            }
+            b'"' => emit(b"\\\""),
+            b'\\' => emit(b"\\\\"),
+            b'\n' => emit(b"\\n"),
+            b'\r' => emit(b"\\r"),
+            b'\t' => emit(b"\\t"),
+            0x08 => emit(b"\\b"),
+            0x0c => emit(b"\\f"),
+            _ => emit(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0x0f)],
+            ]),
         }
     }
-    out.extend_from_slice(&bytes[run_start..]);
-    out.push(b'"');
+    emit(&bytes[run_start..]);
+    emit(b"\"");
 }
 
 /// Appends a decimal integer.

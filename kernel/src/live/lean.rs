@@ -32,7 +32,8 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::canonical::{Canonical, digest_text, raw_digest};
+use crate::canonical::{digest_text, raw_digest};
+use crate::json::write::emit_str;
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 
 /// Bytes of an event key.
@@ -78,11 +79,16 @@ pub(crate) struct LeanIndex {
     len: usize,
 }
 
-/// The 96-bit key of an event id.
-fn key_of(event_id: &Identity, scratch: &mut Vec<u8>) -> Key {
-    scratch.clear();
-    event_id.write_canonical(scratch);
-    let hash: [u8; 32] = Sha256::digest(&scratch[..]).into();
+/// The 96-bit key of an event id: its canonical form `{"kind":…,"value":…}` hashed as it is
+/// written, without a buffer.
+fn key_of(event_id: &Identity) -> Key {
+    let mut hasher = Sha256::new();
+    hasher.update(b"{\"kind\":");
+    emit_str(event_id.kind().as_str(), |bytes| hasher.update(bytes));
+    hasher.update(b",\"value\":");
+    emit_str(event_id.value(), |bytes| hasher.update(bytes));
+    hasher.update(b"}");
+    let hash: [u8; 32] = hasher.finalize().into();
     let mut key = [0; KEY_LEN];
     key.copy_from_slice(&hash[..KEY_LEN]);
     key
@@ -94,6 +100,12 @@ pub(crate) fn derived_result_id(event_id: &Identity) -> Identity {
         IdentityKind::Result,
         format!("{}:accepted", event_id.value()),
     )
+}
+
+/// Whether `result_id` is [`derived_result_id`] of `event_id` (without building it).
+fn is_derived_result_id(result_id: &Identity, event_id: &Identity) -> bool {
+    result_id.is(IdentityKind::Result)
+        && result_id.value().strip_suffix(":accepted") == Some(event_id.value())
 }
 
 impl LeanIndex {
@@ -116,9 +128,8 @@ impl LeanIndex {
             digests,
             len: 0,
         };
-        let mut scratch = Vec::new();
         for entry in entries {
-            index.push(entry, &mut scratch)?;
+            index.push(entry)?;
         }
         Some(index)
     }
@@ -143,10 +154,10 @@ impl LeanIndex {
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
     /// indexed before (the first position is kept, as the full index does), `None` (and nothing
     /// indexed) when it cannot be held exactly.
-    pub(crate) fn push(&mut self, entry: &AcceptedEvent, scratch: &mut Vec<u8>) -> Option<bool> {
+    pub(crate) fn push(&mut self, entry: &AcceptedEvent) -> Option<bool> {
         let input = raw_digest(&entry.input_digest)?;
         let result = raw_digest(&entry.result_digest)?;
-        if entry.result_id != derived_result_id(&entry.event_id) {
+        if !is_derived_result_id(&entry.result_id, &entry.event_id) {
             return None;
         }
         let position = u32::try_from(self.len).ok()?;
@@ -162,7 +173,7 @@ impl LeanIndex {
             }
         }
         self.len += 1;
-        let key = key_of(&entry.event_id, scratch);
+        let key = key_of(&entry.event_id);
         if self.position(&key).is_some() {
             return Some(false);
         }
@@ -207,7 +218,7 @@ impl LeanIndex {
 
     /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
-        let position = self.position(&key_of(event_id, &mut Vec::with_capacity(64)))?;
+        let position = self.position(&key_of(event_id))?;
         let position = usize::try_from(position).ok()?;
         let chunks = match &self.digests {
             Digests::Held(chunks) => chunks,
@@ -291,7 +302,30 @@ mod tests {
     }
 
     #[test]
+    fn an_event_key_hashes_the_canonical_form_of_the_id() {
+        for value in [
+            "e1",
+            "a\"b\\c",
+            "ctl\u{1}\n\t",
+            "é\u{2028}",
+            &"x".repeat(100),
+        ] {
+            let id = Identity::new(IdentityKind::Event, value).unwrap();
+            let hash: [u8; 32] = Sha256::digest(
+                crate::canonical::Canonical::canonical_bytes(&id)
+                    .strip_suffix(b"\n")
+                    .unwrap(),
+            )
+            .into();
+            assert_eq!(key_of(&id)[..], hash[..KEY_LEN], "{value:?}");
+        }
+    }
+
+    #[test]
     fn declines_what_it_cannot_hold_exactly() {
+        let mut other_kind = accepted("a", 1, 2);
+        other_kind.result_id = Identity::new(IdentityKind::Event, "a:accepted").unwrap();
+        assert!(LeanIndex::from_entries(&[other_kind]).is_none());
         let mut odd_result = accepted("a", 1, 2);
         odd_result.result_id = Identity::new(IdentityKind::Result, "b:accepted").unwrap();
         assert!(LeanIndex::from_entries(&[odd_result]).is_none());
