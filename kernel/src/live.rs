@@ -33,6 +33,7 @@ use crate::model::{
 use crate::reduce::digests::{
     BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
 };
+use crate::reduce::validity::{work_items_are_valid, work_items_still_valid};
 use crate::reduce::{Decision, commit, evaluate};
 
 use lean::LeanIndex;
@@ -265,6 +266,10 @@ pub struct LiveState {
     encoding: BodyEncoding,
     /// Reused encoding buffer.
     scratch: Vec<u8>,
+    /// Whether `body`'s work-item table is valid (`_state_is_valid`'s per-item checks and
+    /// unique ids), kept up to date so that an event checks only the items the last one
+    /// replaced, not all of them.
+    items_valid: bool,
 }
 
 impl LiveState {
@@ -278,6 +283,7 @@ impl LiveState {
         }
         let encoding = BodyEncoding::new(&state.body);
         Self {
+            items_valid: work_items_are_valid(&state.body),
             body: state.body,
             history,
             encoding,
@@ -364,7 +370,14 @@ impl LiveState {
     /// The Result variant [`apply`](Self::apply) would give for this event, without applying
     /// it: the same checks in the same order, nothing changes.
     pub fn preview(&self, event: &Event, evidence_set: &[Evidence]) -> Variant {
-        match evaluate(&self.body, &self.history, event, evidence_set, None) {
+        match evaluate(
+            &self.body,
+            &self.history,
+            event,
+            evidence_set,
+            None,
+            Some(self.items_valid),
+        ) {
             Decision::Accept { .. } => Variant::Accepted,
             Decision::NoOp { .. } => Variant::NoOp,
             Decision::Reject { .. } => Variant::Rejected,
@@ -387,7 +400,14 @@ impl LiveState {
         evidence_set: &[Evidence],
         prefix: Option<InputPrefix<'_>>,
     ) -> Verdict {
-        let decision = evaluate(&self.body, &self.history, event, evidence_set, prefix);
+        let decision = evaluate(
+            &self.body,
+            &self.history,
+            event,
+            evidence_set,
+            prefix,
+            Some(self.items_valid),
+        );
         decision.settle(|input_digest, delta| {
             let prior_state_digest = self.state_digest();
             let commit = commit(
@@ -400,6 +420,8 @@ impl LiveState {
             );
             self.history
                 .push(Cow::Borrowed(&commit.entry), &mut self.scratch);
+            // Accepted, so the table was valid: only the replaced items can have changed that.
+            self.items_valid = work_items_still_valid(&self.body, &commit.changed_items);
             commit.into_record()
         })
     }
@@ -412,5 +434,56 @@ impl std::fmt::Debug for LiveState {
             .field("body", &self.body)
             .field("history_len", &self.history.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::walk::{Walk, WalkConfig};
+
+    #[test]
+    fn the_kept_work_item_validity_is_the_table_checked_whole_after_every_event() {
+        for (seed, work_items) in [(1, 0), (2, 3), (3, 20), (5, 7)] {
+            let mut walk = Walk::new(WalkConfig {
+                seed,
+                work_items,
+                may_terminate: seed % 2 == 1,
+            });
+            let mut live = LiveState::new(walk.genesis().state.clone());
+            assert!(live.items_valid);
+            for step in walk.by_ref().take(300) {
+                assert!(matches!(
+                    live.apply(&step.event, &step.evidence_set),
+                    Verdict::Accepted(_)
+                ));
+                assert_eq!(live.items_valid, work_items_are_valid(&live.body));
+                assert!(live.items_valid);
+            }
+        }
+    }
+
+    #[test]
+    fn a_state_whose_table_is_not_valid_is_known_so_and_refuses_as_reduce_does() {
+        let mut walk = Walk::new(WalkConfig {
+            seed: 2,
+            work_items: 3,
+            may_terminate: false,
+        });
+        let step = walk.step().unwrap();
+        let mut state = walk.genesis().state.clone();
+        // Two items with one id.
+        state.body.work_items[1].work_item_id = state.body.work_items[0].work_item_id.clone();
+        let mut live = LiveState::new(state.clone());
+        assert!(!live.items_valid);
+        let expected = crate::reduce(&state, &step.event, &step.evidence_set);
+        let verdict = live.apply(&step.event, &step.evidence_set);
+        assert_eq!(verdict.error_code(), Some(ErrorCode::StateConflict));
+        assert_eq!(verdict.into_outcome(state.clone()), expected);
+        // Rebuilt from its parts, it knows too.
+        let parts = live.to_parts().unwrap();
+        assert!(!LiveState::from_parts(parts).unwrap().items_valid);
     }
 }

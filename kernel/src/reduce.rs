@@ -49,6 +49,7 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
         event,
         evidence_set,
         None,
+        None,
     );
     let mut next = None;
     let verdict = decision.settle(|input_digest, delta| {
@@ -126,13 +127,16 @@ impl Decision {
 
 /// Runs every check of `reduce` against a State given as body + history view. `prefix`, when
 /// given, is the start of the input digest's preimage as the canonical text the Event and
-/// EvidenceSet were decoded from holds it (hashed instead of encoding them again).
+/// EvidenceSet were decoded from holds it (hashed instead of encoding them again);
+/// `items_valid`, when given, is whether the body's work-item table is valid (kept up to date
+/// by the caller instead of checked again).
 pub(crate) fn evaluate(
     body: &StateBody,
     history: &(impl HistoryView + ?Sized),
     event: &Event,
     evidence_set: &[Evidence],
     prefix: Option<InputPrefix<'_>>,
+    items_valid: Option<bool>,
 ) -> Decision {
     let input_digest = match prefix {
         Some(prefix) => input_digest_from_prefix(&body.protocol_version, prefix.bytes()),
@@ -161,8 +165,9 @@ pub(crate) fn evaluate(
     if unknown_slot {
         return reject(input_digest, ErrorCode::UnknownEnumValue);
     }
-    let well_formed = validity::state_is_valid(body, history)
-        && validity::event_is_valid(event)
+    let well_formed = validity::state_is_valid_given(body, history, || {
+        items_valid.unwrap_or_else(|| validity::work_items_are_valid(body))
+    }) && validity::event_is_valid(event)
         && validity::evidence_set_is_valid(evidence_set)
         && event.installation_id == body.installation_id
         && event.leader_epoch == body.leader_epoch
@@ -197,6 +202,8 @@ pub(crate) fn evaluate(
 
 /// What committing an acceptance produced besides the next State body.
 pub(crate) struct Commit {
+    /// Indexes of the work items the acceptance replaced.
+    pub changed_items: Vec<usize>,
     /// The history record to append.
     pub entry: AcceptedEvent,
     /// Obligations emitted.
@@ -234,7 +241,7 @@ pub(crate) fn commit(
         obligations,
         audit_facts: kind_facts,
     } = delta.apply(body);
-    encoding.refresh(body, changed_items);
+    encoding.refresh(body, changed_items.iter().copied());
     let event_id = &event.event_id;
     let mut audit_facts = Vec::with_capacity(kind_facts.len() + 1);
     audit_facts.push(format!("accepted:{}:{}", event_id.kind(), event_id.value()));
@@ -254,6 +261,7 @@ pub(crate) fn commit(
         audit_facts: &audit_facts,
     });
     Commit {
+        changed_items,
         entry: AcceptedEvent {
             event_id: event_id.clone(),
             result_id,
