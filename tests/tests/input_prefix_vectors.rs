@@ -94,7 +94,8 @@ fn the_line_bytes_give_the_reference_input_digest_on_every_kernel_vector() {
         hashed_as_they_stand += 1;
     }
     assert_eq!(vectors, 2_650);
-    assert!(hashed_as_they_stand > 2_000, "{hashed_as_they_stand}");
+    // The three others have a float or a malformed type in their Event: they are not an entry.
+    assert_eq!((hashed_as_they_stand, encoded), (2_641, 6));
     eprintln!(
         "{vectors} vectors: {hashed_as_they_stand} hashed from their bytes, {encoded} encoded \
          (evidence out of canonical order)"
