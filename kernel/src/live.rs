@@ -178,8 +178,9 @@ impl HistoryIndex {
         }
     }
 
-    /// Appends one entry (borrowed when only the lean index is kept: nothing of it is held).
-    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>) {
+    /// Appends one entry (borrowed when only the lean index is kept: nothing of it is held);
+    /// `known_new`: its event id was just looked up in this history and not found.
+    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>, known_new: bool) {
         let first = self.len() == 0;
         hash_history_entry(&mut self.prefix, &entry, first, scratch);
         let shape_ok = entry_is_well_formed(&entry);
@@ -199,7 +200,7 @@ impl HistoryIndex {
             }
             // The result id is the derived one (or the entry is not held and the history is
             // taken as malformed, failing closed), so it is unique exactly when the event id is.
-            Kept::Lean(lean) => lean.push(&entry).unwrap_or(false),
+            Kept::Lean(lean) => lean.push(&entry, known_new).unwrap_or(false),
         };
         self.well_formed &= unique && shape_ok;
     }
@@ -279,7 +280,7 @@ impl LiveState {
         let mut history = HistoryIndex::new();
         let mut scratch = Vec::new();
         for entry in state.accepted_events {
-            history.push(Cow::Owned(entry), &mut scratch);
+            history.push(Cow::Owned(entry), &mut scratch, false);
         }
         let encoding = BodyEncoding::new(&state.body);
         Self {
@@ -418,8 +419,9 @@ impl LiveState {
                 &prior_state_digest,
                 delta,
             );
+            // Accepted, so `evaluate` looked the event id up and did not find it.
             self.history
-                .push(Cow::Borrowed(&commit.entry), &mut self.scratch);
+                .push(Cow::Borrowed(&commit.entry), &mut self.scratch, true);
             // Accepted, so the table was valid: only the replaced items can have changed that.
             self.items_valid = work_items_still_valid(&self.body, &commit.changed_items);
             commit.into_record()

@@ -129,7 +129,7 @@ impl LeanIndex {
             len: 0,
         };
         for entry in entries {
-            index.push(entry)?;
+            index.push(entry, false)?;
         }
         Some(index)
     }
@@ -153,8 +153,10 @@ impl LeanIndex {
 
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
     /// indexed before (the first position is kept, as the full index does), `None` (and nothing
-    /// indexed) when it cannot be held exactly.
-    pub(crate) fn push(&mut self, entry: &AcceptedEvent) -> Option<bool> {
+    /// indexed) when it cannot be held exactly. `known_new`: the caller has just looked the id up
+    /// and not found it (an event the kernel accepted: a key found would have made it a
+    /// duplicate), so it is not looked up again.
+    pub(crate) fn push(&mut self, entry: &AcceptedEvent, known_new: bool) -> Option<bool> {
         let input = raw_digest(&entry.input_digest)?;
         let result = raw_digest(&entry.result_digest)?;
         if !is_derived_result_id(&entry.result_id, &entry.event_id) {
@@ -174,7 +176,7 @@ impl LeanIndex {
         }
         self.len += 1;
         let key = key_of(&entry.event_id);
-        if self.position(&key).is_some() {
+        if !known_new && self.position(&key).is_some() {
             return Some(false);
         }
         self.tail.insert(key, position);
@@ -335,6 +337,18 @@ mod tests {
         let mut short = accepted("a", 1, 2);
         short.result_digest.pop();
         assert!(LeanIndex::from_entries(&[short]).is_none());
+    }
+
+    #[test]
+    fn ids_known_new_are_indexed_as_looked_up_ones() {
+        let entries = entries(TAIL + 500);
+        let looked_up = LeanIndex::from_entries(&entries).unwrap();
+        let mut known = LeanIndex::from_entries(&[]).unwrap();
+        for entry in &entries {
+            assert_eq!(known.find(&entry.event_id), None);
+            assert_eq!(known.push(entry, true), Some(true));
+        }
+        assert_eq!(known.to_parts(), looked_up.to_parts());
     }
 
     #[test]
