@@ -418,6 +418,7 @@ impl LiveState {
                 input_digest,
                 &prior_state_digest,
                 delta,
+                &mut self.scratch,
             );
             // Accepted, so `evaluate` looked the event id up and did not find it.
             self.history
