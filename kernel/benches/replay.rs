@@ -8,6 +8,9 @@
 //! - `replay_form/{reference,compact}/<len>`: reference-form entries (each Result embeds the
 //!   full next State with its history) against compact entries, for 100 and 1,000 entries. The
 //!   reference form is quadratic in bytes.
+//! - `replay_lines/{prefix,encoded}/<len>`: entries decoded from their canonical text, applied
+//!   with the input digest hashed from that text (`prefix`, what the store's verify does) or
+//!   encoded again (`encoded`), for 10^4 entries over 20 work items.
 //!
 //! Histories are generated once, outside the timed loops; shorter ones are prefixes of the
 //! longest. The replayed State is dropped outside the timed region.
@@ -26,8 +29,9 @@ use criterion::{
     measurement::WallTime,
 };
 use valp_kernel::canonical::Canonical;
+use valp_kernel::decode::{EntrySpans, InputPrefix, decode_compact_entry_spans};
 use valp_kernel::live::{LiveState, Verdict};
-use valp_kernel::replay::{replay, replay_compact};
+use valp_kernel::replay::{CompactEntry, replay, replay_compact};
 
 const LENGTHS: [usize; 3] = [1_000, 10_000, 100_000];
 const LIVE_LENGTHS: [usize; 2] = [1_000, 10_000];
@@ -132,5 +136,46 @@ fn bench_forms(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_compact, bench_forms);
+/// `replay_lines/<input>/<len>`: compact entries decoded from their canonical text (outside the
+/// timed loop), then applied with `LiveState::apply_recorded_from`: `prefix` hashes the input
+/// digest's preimage from the text (as the store's verify does), `encoded` encodes the Event
+/// and EvidenceSet again (as before it). The same State, one binary, one sitting.
+fn bench_lines(c: &mut Criterion) {
+    let len = LIVE_LENGTHS[LIVE_LENGTHS.len() - 1];
+    let history = history(WORK_ITEMS, len);
+    let decoded: Vec<(String, CompactEntry, EntrySpans)> = history
+        .entries
+        .iter()
+        .map(|entry| {
+            let mut text = entry.canonical_bytes();
+            text.pop();
+            let text = String::from_utf8(text).unwrap();
+            let (entry, spans) = decode_compact_entry_spans(&text).unwrap();
+            (text, entry, spans)
+        })
+        .collect();
+    let mut group = c.benchmark_group("replay_lines");
+    configure_slow(&mut group);
+    group.throughput(Throughput::Elements(len_u64(len)));
+    for with_prefix in [true, false] {
+        let name = if with_prefix { "prefix" } else { "encoded" };
+        group.bench_function(BenchmarkId::new(name, len), |b| {
+            b.iter_batched(
+                || LiveState::new(history.genesis.state.clone()),
+                |mut live| {
+                    for (text, entry, spans) in &decoded {
+                        let prefix =
+                            InputPrefix::of(text.as_bytes(), spans).filter(|_| with_prefix);
+                        black_box(live.apply_recorded_from(entry, prefix).unwrap());
+                    }
+                    live
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_compact, bench_forms, bench_lines);
 criterion_main!(benches);

@@ -56,14 +56,34 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 /// Formats a raw SHA-256 output as digest text.
 pub fn digest_text(hash: &[u8; 32]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(DIGEST_LEN);
-    text.push_str("sha256:");
-    for byte in hash {
-        text.push(char::from(HEX[usize::from(byte >> 4)]));
-        text.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    let mut text = [0u8; DIGEST_LEN];
+    text[..7].copy_from_slice(b"sha256:");
+    for (pair, byte) in text[7..].chunks_exact_mut(2).zip(hash) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0x0f)];
     }
-    text
+    // Only ASCII was written: the check passes (and costs one pass over 71 bytes).
+    String::from_utf8(text.to_vec()).unwrap_or_default()
 }
+
+/// The value of each lowercase hex digit, [`NOT_HEX`] for every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut value: u8 = 0;
+    while value < 16 {
+        let digit = if value < 10 {
+            b'0' + value
+        } else {
+            b'a' + value - 10
+        };
+        table[digit as usize] = value;
+        value += 1;
+    }
+    table
+};
+
+/// [`HEX_VALUE`] of a byte that is not a lowercase hex digit.
+const NOT_HEX: u8 = 0xff;
 
 /// The raw bytes of a `sha256:` + 64 lowercase hex digest text (the inverse of [`digest_text`]).
 pub fn raw_digest(text: &str) -> Option<[u8; 32]> {
@@ -71,16 +91,18 @@ pub fn raw_digest(text: &str) -> Option<[u8; 32]> {
     if hex.len() != 64 {
         return None;
     }
-    let nibble = |byte: u8| match byte {
-        b'0'..=b'9' => Some(byte - b'0'),
-        b'a'..=b'f' => Some(byte - b'a' + 10),
-        _ => None,
-    };
     let mut raw = [0; 32];
+    let mut seen = 0;
     for (out, pair) in raw.iter_mut().zip(hex.chunks_exact(2)) {
-        *out = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+        let (high, low) = (
+            HEX_VALUE[usize::from(pair[0])],
+            HEX_VALUE[usize::from(pair[1])],
+        );
+        seen |= high | low;
+        *out = (high << 4) | (low & 0x0f);
     }
-    Some(raw)
+    // A digit is at most 15; a byte that is not one sets the high bits.
+    (seen & 0xf0 == 0).then_some(raw)
 }
 
 /// Whether `text` is a well-formed digest: `sha256:` followed by exactly 64 lowercase hex digits.
@@ -210,4 +232,46 @@ pub fn write_list<'a, T: Canonical + 'a>(
         item.write_canonical(out);
     }
     out.push(b']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digest_text_and_raw_digest_are_inverse_and_raw_digest_takes_only_digest_text() {
+        let hashes: Vec<[u8; 32]> = (0..=255u8)
+            .map(|seed| {
+                std::array::from_fn(|at| {
+                    seed.wrapping_mul(31)
+                        .wrapping_add(u8::try_from(at).unwrap_or(0).wrapping_mul(7))
+                })
+            })
+            .collect();
+        for hash in &hashes {
+            let text = digest_text(hash);
+            assert_eq!(text.len(), DIGEST_LEN);
+            assert!(is_digest(&text));
+            assert_eq!(raw_digest(&text), Some(*hash));
+            // Any one byte of the hex part that is not a lowercase hex digit: refused, as
+            // `is_digest` refuses it.
+            for at in 7..DIGEST_LEN {
+                for byte in (0..=127u8)
+                    .filter(|byte| !byte.is_ascii_hexdigit() || byte.is_ascii_uppercase())
+                {
+                    let mut changed = text.clone().into_bytes();
+                    changed[at] = byte;
+                    let changed = String::from_utf8(changed).unwrap_or_default();
+                    assert_eq!(raw_digest(&changed), None, "{changed:?}");
+                    assert!(!is_digest(&changed));
+                }
+            }
+        }
+        assert_eq!(
+            raw_digest(&digest_text(&[0xab; 32])[..DIGEST_LEN - 1]),
+            None
+        );
+        assert_eq!(raw_digest(&format!("sha256:{}", "0".repeat(65))), None);
+        assert_eq!(raw_digest(&format!("sha257:{}", "0".repeat(64))), None);
+    }
 }

@@ -16,7 +16,10 @@ pub(crate) mod entities;
 pub(crate) mod reader;
 mod replay;
 
-pub use bytes::{decode_compact_entry_canonical, decode_compact_entry_prefix};
+pub use bytes::{
+    EntrySpans, InputPrefix, decode_compact_entry_canonical, decode_compact_entry_prefix,
+    decode_compact_entry_spans,
+};
 pub use entities::{
     decode_event, decode_evidence, decode_evidence_set, decode_outcome, decode_state,
 };

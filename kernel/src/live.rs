@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::canonical::Canonical;
+use crate::decode::InputPrefix;
 use crate::json::write::Fields;
 
 use crate::history::{HistoryView, entry_is_well_formed};
@@ -32,6 +33,7 @@ use crate::model::{
 use crate::reduce::digests::{
     BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
 };
+use crate::reduce::validity::{work_items_are_valid, work_items_still_valid};
 use crate::reduce::{Decision, commit, evaluate};
 
 use lean::LeanIndex;
@@ -176,7 +178,9 @@ impl HistoryIndex {
         }
     }
 
-    fn push(&mut self, entry: AcceptedEvent, scratch: &mut Vec<u8>) {
+    /// Appends one entry (borrowed when only the lean index is kept: nothing of it is held);
+    /// `known_new`: its event id was just looked up in this history and not found.
+    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>, known_new: bool) {
         let first = self.len() == 0;
         hash_history_entry(&mut self.prefix, &entry, first, scratch);
         let shape_ok = entry_is_well_formed(&entry);
@@ -191,12 +195,12 @@ impl HistoryIndex {
                     by_event_id.insert(entry.event_id.clone(), entries.len());
                 }
                 let unique_result = result_ids.insert(entry.result_id.clone());
-                entries.push(entry);
+                entries.push(entry.into_owned());
                 unique_event && unique_result
             }
             // The result id is the derived one (or the entry is not held and the history is
             // taken as malformed, failing closed), so it is unique exactly when the event id is.
-            Kept::Lean(lean) => lean.push(&entry, scratch).unwrap_or(false),
+            Kept::Lean(lean) => lean.push(&entry, known_new).unwrap_or(false),
         };
         self.well_formed &= unique && shape_ok;
     }
@@ -263,6 +267,10 @@ pub struct LiveState {
     encoding: BodyEncoding,
     /// Reused encoding buffer.
     scratch: Vec<u8>,
+    /// Whether `body`'s work-item table is valid (`_state_is_valid`'s per-item checks and
+    /// unique ids), kept up to date so that an event checks only the items the last one
+    /// replaced, not all of them.
+    items_valid: bool,
 }
 
 impl LiveState {
@@ -272,10 +280,11 @@ impl LiveState {
         let mut history = HistoryIndex::new();
         let mut scratch = Vec::new();
         for entry in state.accepted_events {
-            history.push(entry, &mut scratch);
+            history.push(Cow::Owned(entry), &mut scratch, false);
         }
         let encoding = BodyEncoding::new(&state.body);
         Self {
+            items_valid: work_items_are_valid(&state.body),
             body: state.body,
             history,
             encoding,
@@ -362,7 +371,14 @@ impl LiveState {
     /// The Result variant [`apply`](Self::apply) would give for this event, without applying
     /// it: the same checks in the same order, nothing changes.
     pub fn preview(&self, event: &Event, evidence_set: &[Evidence]) -> Variant {
-        match evaluate(&self.body, &self.history, event, evidence_set) {
+        match evaluate(
+            &self.body,
+            &self.history,
+            event,
+            evidence_set,
+            None,
+            Some(self.items_valid),
+        ) {
             Decision::Accept { .. } => Variant::Accepted,
             Decision::NoOp { .. } => Variant::NoOp,
             Decision::Reject { .. } => Variant::Rejected,
@@ -373,7 +389,26 @@ impl LiveState {
     /// [`reduce`](crate::reduce()), in O(State body + log history). The live state advances only
     /// when the event is accepted.
     pub fn apply(&mut self, event: &Event, evidence_set: &[Evidence]) -> Verdict {
-        let decision = evaluate(&self.body, &self.history, event, evidence_set);
+        self.apply_from(event, evidence_set, None)
+    }
+
+    /// [`apply`](Self::apply) of an Event and EvidenceSet decoded from canonical text that
+    /// holds `prefix`, the start of their input digest's preimage (see [`InputPrefix`]): the
+    /// same Verdict, without encoding them for the input digest.
+    pub fn apply_from(
+        &mut self,
+        event: &Event,
+        evidence_set: &[Evidence],
+        prefix: Option<InputPrefix<'_>>,
+    ) -> Verdict {
+        let decision = evaluate(
+            &self.body,
+            &self.history,
+            event,
+            evidence_set,
+            prefix,
+            Some(self.items_valid),
+        );
         decision.settle(|input_digest, delta| {
             let prior_state_digest = self.state_digest();
             let commit = commit(
@@ -383,8 +418,13 @@ impl LiveState {
                 input_digest,
                 &prior_state_digest,
                 delta,
+                &mut self.scratch,
             );
-            self.history.push(commit.entry.clone(), &mut self.scratch);
+            // Accepted, so `evaluate` looked the event id up and did not find it.
+            self.history
+                .push(Cow::Borrowed(&commit.entry), &mut self.scratch, true);
+            // Accepted, so the table was valid: only the replaced items can have changed that.
+            self.items_valid = work_items_still_valid(&self.body, &commit.changed_items);
             commit.into_record()
         })
     }
@@ -397,5 +437,56 @@ impl std::fmt::Debug for LiveState {
             .field("body", &self.body)
             .field("history_len", &self.history.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::walk::{Walk, WalkConfig};
+
+    #[test]
+    fn the_kept_work_item_validity_is_the_table_checked_whole_after_every_event() {
+        for (seed, work_items) in [(1, 0), (2, 3), (3, 20), (5, 7)] {
+            let mut walk = Walk::new(WalkConfig {
+                seed,
+                work_items,
+                may_terminate: seed % 2 == 1,
+            });
+            let mut live = LiveState::new(walk.genesis().state.clone());
+            assert!(live.items_valid);
+            for step in walk.by_ref().take(300) {
+                assert!(matches!(
+                    live.apply(&step.event, &step.evidence_set),
+                    Verdict::Accepted(_)
+                ));
+                assert_eq!(live.items_valid, work_items_are_valid(&live.body));
+                assert!(live.items_valid);
+            }
+        }
+    }
+
+    #[test]
+    fn a_state_whose_table_is_not_valid_is_known_so_and_refuses_as_reduce_does() {
+        let mut walk = Walk::new(WalkConfig {
+            seed: 2,
+            work_items: 3,
+            may_terminate: false,
+        });
+        let step = walk.step().unwrap();
+        let mut state = walk.genesis().state.clone();
+        // Two items with one id.
+        state.body.work_items[1].work_item_id = state.body.work_items[0].work_item_id.clone();
+        let mut live = LiveState::new(state.clone());
+        assert!(!live.items_valid);
+        let expected = crate::reduce(&state, &step.event, &step.evidence_set);
+        let verdict = live.apply(&step.event, &step.evidence_set);
+        assert_eq!(verdict.error_code(), Some(ErrorCode::StateConflict));
+        assert_eq!(verdict.into_outcome(state.clone()), expected);
+        // Rebuilt from its parts, it knows too.
+        let parts = live.to_parts().unwrap();
+        assert!(!LiveState::from_parts(parts).unwrap().items_valid);
     }
 }

@@ -21,6 +21,7 @@ pub(crate) mod rules;
 pub mod transitions;
 pub(crate) mod validity;
 
+use crate::decode::InputPrefix;
 use crate::history::HistoryView;
 use crate::live::{AcceptedRecord, Verdict};
 use crate::model::{
@@ -28,7 +29,8 @@ use crate::model::{
 };
 use delta::Delta;
 use digests::{
-    BodyEncoding, ResultBinding, history_hash, input_digest, result_digest, state_digest_from_parts,
+    BodyEncoding, ResultBinding, history_hash, input_digest, input_digest_from_prefix,
+    result_digest, state_digest_from_parts,
 };
 
 pub use obligations::{ADAPTER_CANCEL_PREFIX, adapter_cancel_obligation};
@@ -46,6 +48,8 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
         state.accepted_events.as_slice(),
         event,
         evidence_set,
+        None,
+        None,
     );
     let mut next = None;
     let verdict = decision.settle(|input_digest, delta| {
@@ -60,6 +64,7 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
             input_digest,
             &prior_state_digest,
             delta,
+            &mut Vec::with_capacity(1024),
         );
         let mut accepted_events = Vec::with_capacity(state.accepted_events.len() + 1);
         accepted_events.extend_from_slice(&state.accepted_events);
@@ -121,14 +126,23 @@ impl Decision {
     }
 }
 
-/// Runs every check of `reduce` against a State given as body + history view.
+/// Runs every check of `reduce` against a State given as body + history view. `prefix`, when
+/// given, is the start of the input digest's preimage as the canonical text the Event and
+/// EvidenceSet were decoded from holds it (hashed instead of encoding them again);
+/// `items_valid`, when given, is whether the body's work-item table is valid (kept up to date
+/// by the caller instead of checked again).
 pub(crate) fn evaluate(
     body: &StateBody,
     history: &(impl HistoryView + ?Sized),
     event: &Event,
     evidence_set: &[Evidence],
+    prefix: Option<InputPrefix<'_>>,
+    items_valid: Option<bool>,
 ) -> Decision {
-    let input_digest = input_digest(&body.protocol_version, event, evidence_set);
+    let input_digest = match prefix {
+        Some(prefix) => input_digest_from_prefix(&body.protocol_version, prefix.bytes()),
+        None => input_digest(&body.protocol_version, event, evidence_set),
+    };
     let reject = |input_digest, error_code| Decision::Reject {
         input_digest,
         error_code,
@@ -152,8 +166,9 @@ pub(crate) fn evaluate(
     if unknown_slot {
         return reject(input_digest, ErrorCode::UnknownEnumValue);
     }
-    let well_formed = validity::state_is_valid(body, history)
-        && validity::event_is_valid(event)
+    let well_formed = validity::state_is_valid_given(body, history, || {
+        items_valid.unwrap_or_else(|| validity::work_items_are_valid(body))
+    }) && validity::event_is_valid(event)
         && validity::evidence_set_is_valid(evidence_set)
         && event.installation_id == body.installation_id
         && event.leader_epoch == body.leader_epoch
@@ -188,6 +203,8 @@ pub(crate) fn evaluate(
 
 /// What committing an acceptance produced besides the next State body.
 pub(crate) struct Commit {
+    /// Indexes of the work items the acceptance replaced.
+    pub changed_items: Vec<usize>,
     /// The history record to append.
     pub entry: AcceptedEvent,
     /// Obligations emitted.
@@ -211,7 +228,7 @@ impl Commit {
 
 /// Applies an accepted delta to `body` (the prior State's body, which becomes the next one),
 /// brings `encoding` (of the prior body) in line with it, and computes the result identity and
-/// digest.
+/// digest (its preamble written into `scratch`, a reused buffer).
 pub(crate) fn commit(
     body: &mut StateBody,
     encoding: &mut BodyEncoding,
@@ -219,13 +236,14 @@ pub(crate) fn commit(
     input_digest: String,
     prior_state_digest: &str,
     delta: Delta,
+    scratch: &mut Vec<u8>,
 ) -> Commit {
     let delta::Applied {
         changed_items,
         obligations,
         audit_facts: kind_facts,
     } = delta.apply(body);
-    encoding.refresh(body, changed_items);
+    encoding.refresh(body, changed_items.iter().copied());
     let event_id = &event.event_id;
     let mut audit_facts = Vec::with_capacity(kind_facts.len() + 1);
     audit_facts.push(format!("accepted:{}:{}", event_id.kind(), event_id.value()));
@@ -234,17 +252,21 @@ pub(crate) fn commit(
         IdentityKind::Result,
         format!("{}:accepted", event_id.value()),
     );
-    let result_digest = result_digest(&ResultBinding {
-        result_id: &result_id,
-        event_id,
-        input_digest: &input_digest,
-        prior_state_digest,
-        next: body,
-        next_encoding: encoding,
-        obligations: &obligations,
-        audit_facts: &audit_facts,
-    });
+    let result_digest = result_digest(
+        &ResultBinding {
+            result_id: &result_id,
+            event_id,
+            input_digest: &input_digest,
+            prior_state_digest,
+            next: body,
+            next_encoding: encoding,
+            obligations: &obligations,
+            audit_facts: &audit_facts,
+        },
+        scratch,
+    );
     Commit {
+        changed_items,
         entry: AcceptedEvent {
             event_id: event_id.clone(),
             result_id,

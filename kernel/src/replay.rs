@@ -15,6 +15,7 @@
 pub mod checkpoint;
 
 use crate::canonical::{Canonical, EMPTY_REPLAY_PREFIX_DIGEST};
+use crate::decode::InputPrefix;
 use crate::json::write::Fields;
 use crate::live::{AcceptedRecord, LiveState, Verdict};
 use crate::model::event::write_evidence_set;
@@ -275,7 +276,13 @@ impl Replayer {
                 variant: entry.result.variant().as_str(),
             });
         };
-        let record = reproduce(&mut self.live, index, &entry.event, &entry.evidence_set)?;
+        let record = reproduce(
+            &mut self.live,
+            index,
+            &entry.event,
+            &entry.evidence_set,
+            None,
+        )?;
         let field = record_mismatch(&record, &recorded.record())
             .or_else(|| (&recorded.state.body != self.live.body()).then_some(MismatchField::State))
             .or_else(|| {
@@ -291,7 +298,9 @@ impl Replayer {
 
     /// Applies a compact entry in O(State body).
     pub fn apply_compact(&mut self, entry: &CompactEntry) -> Result<(), ReplayError> {
-        let record = self.live.apply_recorded_at(self.applied.len(), entry)?;
+        let record = self
+            .live
+            .apply_recorded_at(self.applied.len(), entry, None)?;
         self.applied.push(record.result_digest);
         Ok(())
     }
@@ -316,8 +325,9 @@ fn reproduce(
     index: usize,
     event: &Event,
     evidence_set: &[Evidence],
+    prefix: Option<InputPrefix<'_>>,
 ) -> Result<AcceptedRecord, ReplayError> {
-    match live.apply(event, evidence_set) {
+    match live.apply_from(event, evidence_set, prefix) {
         Verdict::Accepted(record) => Ok(record),
         Verdict::NoOp { .. } => Err(ReplayError::NotReproduced {
             index,
@@ -335,16 +345,29 @@ impl LiveState {
     /// accepted and equal to the recorded one. Errors name the entry by the revision it was
     /// recorded at. On error the live state must be discarded (it may have advanced).
     pub fn apply_recorded(&mut self, entry: &CompactEntry) -> Result<AcceptedRecord, ReplayError> {
+        self.apply_recorded_from(entry, None)
+    }
+
+    /// [`apply_recorded`](Self::apply_recorded) of an entry decoded from canonical text that
+    /// holds `prefix`, the start of its input digest's preimage
+    /// ([`InputPrefix`](crate::decode::InputPrefix)): the same answer, without encoding the
+    /// entry's Event and EvidenceSet again.
+    pub fn apply_recorded_from(
+        &mut self,
+        entry: &CompactEntry,
+        prefix: Option<InputPrefix<'_>>,
+    ) -> Result<AcceptedRecord, ReplayError> {
         let index = usize::try_from(self.revision()).unwrap_or(usize::MAX);
-        self.apply_recorded_at(index, entry)
+        self.apply_recorded_at(index, entry, prefix)
     }
 
     pub(crate) fn apply_recorded_at(
         &mut self,
         index: usize,
         entry: &CompactEntry,
+        prefix: Option<InputPrefix<'_>>,
     ) -> Result<AcceptedRecord, ReplayError> {
-        let record = reproduce(self, index, &entry.event, &entry.evidence_set)?;
+        let record = reproduce(self, index, &entry.event, &entry.evidence_set, prefix)?;
         match record_mismatch(&record, &entry.result) {
             Some(field) => Err(ReplayError::Mismatch { index, field }),
             None => Ok(record),

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use valp_kernel::decode::DecodeError;
+use valp_kernel::decode::{DecodeError, EntrySpans, InputPrefix};
 use valp_kernel::live::LiveState;
 use valp_kernel::replay::ReplayError;
 
@@ -395,16 +395,18 @@ impl<M: Machine> Journal<M> {
     fn apply_line(
         &mut self,
         line: &ChainLine,
-        decoded: Option<M::Entry>,
+        decoded: Option<(M::Entry, EntrySpans)>,
     ) -> Result<(), StoreError> {
         self.anchor.check_line(line)?;
+        let spans = decoded.as_ref().map(|(_, spans)| *spans);
         let entry = decoded_entry::<M>(&self.path, line, decoded)?;
         let (event, evidence_set) = M::parts(&entry);
         self.guard
             .verify(&self.live, event, evidence_set)
             .map_err(|refusal| guard_failure(&self.path, line, refusal))?;
+        let prefix = spans.and_then(|spans| InputPrefix::of(line.entry_bytes(), &spans));
         self.live
-            .apply_recorded(&entry)
+            .apply_recorded(&entry, prefix)
             .map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
         if let Some(watch) = &mut self.watch.0 {
@@ -713,16 +715,17 @@ enum Read {
     Stopped(Result<usize, StoreError>),
 }
 
-/// A verified line, with its entry if the machine decoded it in the pass that checked the line.
-type Decoded<M> = (ChainLine, Option<<M as Machine>::Entry>);
+/// A verified line, with its entry (and where things are in its text) if the machine decoded it
+/// in the pass that checked the line.
+type Decoded<M> = (ChainLine, Option<(<M as Machine>::Entry, EntrySpans)>);
 
 /// The next line, with its entry if the machine decoded it in the pass that checked the line.
 fn next_decoded<M: Machine>(reader: &mut ChainReader) -> Result<Option<Decoded<M>>, StoreError> {
     let mut decoded = None;
     let line = reader.next_line_reading(&mut |text| {
-        let (entry, taken) = M::decode_entry_prefix(text)?;
-        decoded = Some(entry);
-        Some(taken)
+        let (entry, spans) = M::decode_entry_prefix(text)?;
+        decoded = Some((entry, spans));
+        Some(spans.len())
     })?;
     Ok(line.map(|line| (line, decoded)))
 }
@@ -732,10 +735,10 @@ fn next_decoded<M: Machine>(reader: &mut ChainReader) -> Result<Option<Decoded<M
 fn decoded_entry<M: Machine>(
     path: &Path,
     line: &ChainLine,
-    decoded: Option<M::Entry>,
+    decoded: Option<(M::Entry, EntrySpans)>,
 ) -> Result<M::Entry, StoreError> {
     match decoded {
-        Some(entry) => Ok(entry),
+        Some((entry, _)) => Ok(entry),
         None => M::decode_entry(&line.entry()).map_err(|error| decode_failure(path, line, &error)),
     }
 }

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use valp_kernel::canonical::Canonical;
 use valp_kernel::decode::{
-    DecodeError, decode_compact_entry, decode_compact_entry_prefix, decode_genesis_root,
+    DecodeError, EntrySpans, InputPrefix, decode_compact_entry, decode_compact_entry_spans,
+    decode_genesis_root,
 };
 use valp_kernel::installation::{
     InstallationEntry, InstallationEvent, InstallationGenesis, InstallationLive,
@@ -45,17 +46,23 @@ pub trait Machine: Sized + std::fmt::Debug {
     /// Decodes line N's payload.
     fn decode_entry(value: &Value) -> Result<Self::Entry, DecodeError>;
     /// Decodes line N's payload straight from the text that starts with its canonical form,
-    /// returning it and how many bytes it took, in the pass that checks the line; `None` for
-    /// anything [`Machine::decode_entry`] must judge (which then names the error). By default
-    /// nothing is decoded this way.
-    fn decode_entry_prefix(text: &str) -> Option<(Self::Entry, usize)> {
+    /// returning it and where things are in that text (how many bytes it took, where its input
+    /// digest's preimage starts), in the pass that checks the line; `None` for anything
+    /// [`Machine::decode_entry`] must judge (which then names the error). By default nothing is
+    /// decoded this way.
+    fn decode_entry_prefix(text: &str) -> Option<(Self::Entry, EntrySpans)> {
         let _ = text;
         None
     }
     /// Starts from a genesis, refusing anything but the legal empty state.
     fn start(genesis: &Self::Genesis) -> Result<Self, ReplayError>;
-    /// Applies a recorded entry with replay semantics.
-    fn apply_recorded(&mut self, entry: &Self::Entry) -> Result<AcceptedRecord, ReplayError>;
+    /// Applies a recorded entry with replay semantics; `prefix` is the start of its input
+    /// digest's preimage as the line holds it, when it was decoded from the line's text.
+    fn apply_recorded(
+        &mut self,
+        entry: &Self::Entry,
+        prefix: Option<InputPrefix<'_>>,
+    ) -> Result<AcceptedRecord, ReplayError>;
     /// Keeps from now on only what verifying further entries needs, not the history (a journal
     /// opened only to be verified, the one at `journal`, which it may read back); machines whose
     /// history is small keep it.
@@ -103,16 +110,20 @@ impl Machine for LiveState {
         decode_compact_entry(value)
     }
 
-    fn decode_entry_prefix(text: &str) -> Option<(CompactEntry, usize)> {
-        decode_compact_entry_prefix(text)
+    fn decode_entry_prefix(text: &str) -> Option<(CompactEntry, EntrySpans)> {
+        decode_compact_entry_spans(text)
     }
 
     fn start(genesis: &GenesisRoot) -> Result<Self, ReplayError> {
         Ok(Replayer::from_genesis(genesis)?.into_live())
     }
 
-    fn apply_recorded(&mut self, entry: &CompactEntry) -> Result<AcceptedRecord, ReplayError> {
-        Self::apply_recorded(self, entry)
+    fn apply_recorded(
+        &mut self,
+        entry: &CompactEntry,
+        prefix: Option<InputPrefix<'_>>,
+    ) -> Result<AcceptedRecord, ReplayError> {
+        Self::apply_recorded_from(self, entry, prefix)
     }
 
     fn forget_history(&mut self, journal: &Path) {
@@ -178,7 +189,11 @@ impl Machine for InstallationLive {
         Self::from_genesis(genesis)
     }
 
-    fn apply_recorded(&mut self, entry: &InstallationEntry) -> Result<AcceptedRecord, ReplayError> {
+    fn apply_recorded(
+        &mut self,
+        entry: &InstallationEntry,
+        _prefix: Option<InputPrefix<'_>>,
+    ) -> Result<AcceptedRecord, ReplayError> {
         Self::apply_recorded(self, entry)
     }
 

@@ -7,6 +7,13 @@
 //! unknown member, a wrong type, an unknown vocabulary value, an empty identity, a `null` in an
 //! optional slot) it says nothing, and the caller takes the general path (parse, then decode),
 //! which names the error: every refusal is the one it always was.
+//!
+//! It also says where the input digest's preimage is in that text ([`EntrySpans::input`]): a
+//! compact entry's canonical text starts `{"event":…,"evidence_set":[…]`, which is what the
+//! input digest hashes before `,"protocol_version":…}` when those bytes are exactly the ones
+//! encoding the decoded Event and EvidenceSet gives. They are not when the evidence is not in
+//! canonical (sorted) order or an empty id list is written out (`"required_work_item_ids":[]`,
+//! which encoding omits): then there is no span and the kernel encodes the input, as before.
 
 use crate::json::strict::Strict;
 use crate::live::AcceptedRecord;
@@ -16,6 +23,59 @@ use crate::model::{
     Open, WakeReason,
 };
 use crate::replay::{COMPACT_ENTRY_SCHEMA, CompactEntry};
+
+/// Where things are in the canonical text a compact entry was decoded from (only
+/// [`decode_compact_entry_spans`] makes one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntrySpans {
+    len: usize,
+    input: Option<usize>,
+}
+
+impl EntrySpans {
+    /// How many bytes the entry's text takes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the text is empty (never, for a decoded entry).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `Some(n)`: the text's first `n` bytes, `{"event":…,"evidence_set":[…]`, are exactly the
+    /// bytes encoding the decoded Event and EvidenceSet gives at the start of the input digest's
+    /// preimage; `None` when encoding would give other bytes.
+    pub fn input(&self) -> Option<usize> {
+        self.input
+    }
+}
+
+/// The start of an input digest's preimage, `{"event":…,"evidence_set":[…]`, taken from the
+/// canonical text an entry was decoded from, for
+/// [`LiveState::apply_recorded_from`](crate::live::LiveState::apply_recorded_from): hashing
+/// these bytes gives the digest encoding the entry's Event and EvidenceSet gives, without
+/// encoding them. Made only from an [`EntrySpans`] and the text it was decoded from.
+#[derive(Debug, Clone, Copy)]
+pub struct InputPrefix<'a>(&'a [u8]);
+
+impl<'a> InputPrefix<'a> {
+    /// The prefix of `text`, the entry's text `spans` was decoded from (exactly its bytes);
+    /// `None` when that text does not hold the prefix as encoding would give it (see
+    /// [`EntrySpans::input`]) or `text` is not as long as the entry.
+    pub fn of(text: &'a [u8], spans: &EntrySpans) -> Option<Self> {
+        (text.len() == spans.len)
+            .then_some(())
+            .and(spans.input)
+            .and_then(|end| text.get(..end))
+            .map(Self)
+    }
+
+    /// The bytes.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+}
 
 /// The compact entry `bytes` (without a trailing LF) is the canonical text of, if it is one.
 pub fn decode_compact_entry_canonical(bytes: &[u8]) -> Option<CompactEntry> {
@@ -28,20 +88,41 @@ pub fn decode_compact_entry_canonical(bytes: &[u8]) -> Option<CompactEntry> {
 /// a reader that decodes a journal line's entry in the pass that checks the line, see
 /// [`parse_canonical_lazy`](crate::json::strict::parse_canonical_lazy)).
 pub fn decode_compact_entry_prefix(text: &str) -> Option<(CompactEntry, usize)> {
+    decode_compact_entry_spans(text).map(|(entry, spans)| (entry, spans.len))
+}
+
+/// [`decode_compact_entry_prefix`], saying also where the input digest's preimage starts in
+/// `text` ([`EntrySpans`]).
+pub fn decode_compact_entry_spans(text: &str) -> Option<(CompactEntry, EntrySpans)> {
     let mut parser = Strict::new(text);
-    let entry = compact_entry(&mut parser)?;
-    Some((entry, parser.pos()))
+    let (entry, input) = compact_entry(&mut parser, text.as_bytes())?;
+    let spans = EntrySpans {
+        len: parser.pos(),
+        input,
+    };
+    Some((entry, spans))
 }
 
 /// Objects here nest a few levels deep, far below the parser's limit.
 const DEPTH: usize = 1;
 
-fn compact_entry(parser: &mut Strict<'_>) -> Option<CompactEntry> {
+/// The entry, and where its `evidence_set` ends when encoding its Event and EvidenceSet gives
+/// the bytes of `text` up to there.
+fn compact_entry(parser: &mut Strict<'_>, text: &[u8]) -> Option<(CompactEntry, Option<usize>)> {
     let (mut event, mut evidence_set, mut result, mut schema) = (None, None, None, false);
+    let (mut event_as_encoded, mut evidence_end) = (false, None);
     parser.members(DEPTH, |parser, key, _| {
         match &*key {
-            "event" => event = Some(event_of(parser)?),
-            "evidence_set" => evidence_set = Some(list(parser, evidence)?),
+            "event" => {
+                let (decoded, as_encoded) = event_of(parser)?;
+                event = Some(decoded);
+                event_as_encoded = as_encoded;
+            }
+            "evidence_set" => {
+                let (decoded, sorted) = evidence_list(parser, text)?;
+                evidence_set = Some(decoded);
+                evidence_end = sorted.then_some(parser.pos());
+            }
             "result" => result = Some(record(parser)?),
             "schema_version" => schema = parser.string()? == COMPACT_ENTRY_SCHEMA,
             _ => return None,
@@ -49,11 +130,30 @@ fn compact_entry(parser: &mut Strict<'_>) -> Option<CompactEntry> {
         Some(())
     })?;
     schema.then_some(())?;
-    Some(CompactEntry {
+    let entry = CompactEntry {
         event: event?,
         evidence_set: evidence_set?,
         result: result?,
-    })
+    };
+    // Keys are strictly ascending and all four are there, so `event` is the first member and
+    // `evidence_set` the second: the text up to the set's end is `{"event":…,"evidence_set":[…]`.
+    Some((entry, evidence_end.filter(|_| event_as_encoded)))
+}
+
+/// An EvidenceSet, and whether its elements' texts are in the order encoding sorts them in
+/// (ascending canonical bytes; every element's text is its canonical form, as decoded).
+fn evidence_list(parser: &mut Strict<'_>, text: &[u8]) -> Option<(Vec<Evidence>, bool)> {
+    let mut items = Vec::new();
+    let (mut previous, mut sorted) = (0..0, true);
+    parser.items(DEPTH, |parser, _| {
+        let start = parser.pos();
+        items.push(evidence(parser)?);
+        let span = start..parser.pos();
+        sorted &= previous.is_empty() || text.get(previous.clone()) <= text.get(span.clone());
+        previous = span;
+        Some(())
+    })?;
+    Some((items, sorted))
 }
 
 fn owned(parser: &mut Strict<'_>) -> Option<String> {
@@ -137,8 +237,11 @@ struct Members {
     schema: bool,
 }
 
-fn event_of(parser: &mut Strict<'_>) -> Option<Event> {
+/// The Event, and whether encoding it gives its text back (not when an empty id list is written
+/// out: encoding omits it).
+fn event_of(parser: &mut Strict<'_>) -> Option<(Event, bool)> {
     let mut required = Members::default();
+    let mut as_encoded = true;
     // Every optional slot starts empty; the mandatory six are filled in below.
     let mut event = Event::new(
         Identity::unset(IdentityKind::Event),
@@ -172,9 +275,15 @@ fn event_of(parser: &mut Strict<'_>) -> Option<Event> {
             "leader_epoch" => required.leader_epoch = Some(parser.integer()?),
             "next_intent_version" => event.next_intent_version = Some(parser.integer()?),
             "redirect_id" => event.redirect_id = Some(id(parser)?),
-            "required_work_item_ids" => event.required_work_item_ids = list(parser, id)?,
+            "required_work_item_ids" => {
+                event.required_work_item_ids = list(parser, id)?;
+                as_encoded &= !event.required_work_item_ids.is_empty();
+            }
             "schema_version" => required.schema = parser.string()? == EVENT_SCHEMA,
-            "superseded_work_item_ids" => event.superseded_work_item_ids = list(parser, id)?,
+            "superseded_work_item_ids" => {
+                event.superseded_work_item_ids = list(parser, id)?;
+                as_encoded &= !event.superseded_work_item_ids.is_empty();
+            }
             "suspension_epoch" => event.suspension_epoch = Some(parser.integer()?),
             "suspension_id" => event.suspension_id = Some(id(parser)?),
             "task_id" => required.task_id = Some(id(parser)?),
@@ -196,5 +305,5 @@ fn event_of(parser: &mut Strict<'_>) -> Option<Event> {
     event.task_id = required.task_id?;
     event.kind = required.kind?;
     event.expected_revision = required.expected_revision?;
-    Some(event)
+    Some((event, as_encoded))
 }

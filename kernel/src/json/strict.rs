@@ -335,7 +335,7 @@ impl<'a> Strict<'a> {
 /// the end). Eight bytes at a time while none of them is one (the classic "has a zero byte" and
 /// "has a byte below n" word tests, exact for whether a word holds such a byte), then byte by
 /// byte to the exact one.
-fn run_end(bytes: &[u8], mut pos: usize) -> usize {
+pub(crate) fn run_end(bytes: &[u8], mut pos: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
     let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS;

@@ -9,6 +9,7 @@
 //! gives them and checks in debug builds that the order is strictly ascending, so a typed writer
 //! cannot silently produce non-canonical bytes.
 
+use super::strict::run_end;
 use super::value::{Number, Value};
 
 /// A value the canonical writer cannot encode.
@@ -78,34 +79,45 @@ const NEEDS_ESCAPE: [bool; 256] = {
 
 /// Appends a JSON string literal.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    out.reserve(text.len() + 2);
+    emit_str(text, |bytes| out.extend_from_slice(bytes));
+}
+
+/// Hands the bytes of the JSON string literal of `text` to `emit`, in pieces (for a hash fed
+/// without a buffer); [`write_str`] appends the same bytes.
+pub(crate) fn emit_str(text: &str, mut emit: impl FnMut(&[u8])) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
+    emit(b"\"");
     let mut run_start = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        if !NEEDS_ESCAPE[usize::from(byte)] {
-            continue;
-        }
-        out.extend_from_slice(&bytes[run_start..index]);
+    loop {
+        // The next byte that needs escaping, found eight bytes at a time.
+        let index = run_end(bytes, run_start);
+        let Some(&byte) = bytes.get(index) else {
+            break;
+        };
+        emit(&bytes[run_start..index]);
         run_start = index + 1;
         match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0x0f)]);
-            }
+            b'"' => emit(b"\\\""),
+            b'\\' => emit(b"\\\\"),
+            b'\n' => emit(b"\\n"),
+            b'\r' => emit(b"\\r"),
+            b'\t' => emit(b"\\t"),
+            0x08 => emit(b"\\b"),
+            0x0c => emit(b"\\f"),
+            _ => emit(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0x0f)],
+            ]),
         }
     }
-    out.extend_from_slice(&bytes[run_start..]);
-    out.push(b'"');
+    emit(&bytes[run_start..]);
+    emit(b"\"");
 }
 
 /// Appends a decimal integer.
@@ -232,5 +244,48 @@ impl<'o> Fields<'o> {
     /// Closes the object.
     pub fn end(self) {
         self.out.push(b'}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `write_str` as the byte-at-a-time loop it replaced wrote it.
+    fn one_byte_at_a_time(text: &str) -> Vec<u8> {
+        let mut out = vec![b'"'];
+        for &byte in text.as_bytes() {
+            match byte {
+                b'"' => out.extend_from_slice(b"\\\""),
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0c => out.extend_from_slice(b"\\f"),
+                byte if byte < 0x20 => out.extend_from_slice(format!("\\u{byte:04x}").as_bytes()),
+                byte => out.push(byte),
+            }
+        }
+        out.push(b'"');
+        out
+    }
+
+    #[test]
+    fn write_str_escapes_every_byte_where_it_stands_in_runs_of_any_length() {
+        let specials = [
+            "\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{7f}", "é", "\u{2028}", " ",
+        ];
+        for len in 0..20 {
+            let plain = "a".repeat(len);
+            for special in specials {
+                for at in 0..=len {
+                    let text = format!("{}{special}{}", &plain[..at], &plain[at..]);
+                    let mut out = Vec::new();
+                    write_str(&mut out, &text);
+                    assert_eq!(out, one_byte_at_a_time(&text), "{text:?}");
+                }
+            }
+        }
     }
 }

@@ -34,7 +34,8 @@ use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::canonical::{Canonical, digest_text, raw_digest};
+use crate::canonical::{digest_text, raw_digest};
+use crate::json::write::emit_str;
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 
 /// Bytes of an event key.
@@ -80,11 +81,16 @@ pub(crate) struct LeanIndex {
     len: usize,
 }
 
-/// The 96-bit key of an event id.
-fn key_of(event_id: &Identity, scratch: &mut Vec<u8>) -> Key {
-    scratch.clear();
-    event_id.write_canonical(scratch);
-    let hash: [u8; 32] = Sha256::digest(&scratch[..]).into();
+/// The 96-bit key of an event id: its canonical form `{"kind":…,"value":…}` hashed as it is
+/// written, without a buffer.
+fn key_of(event_id: &Identity) -> Key {
+    let mut hasher = Sha256::new();
+    hasher.update(b"{\"kind\":");
+    emit_str(event_id.kind().as_str(), |bytes| hasher.update(bytes));
+    hasher.update(b",\"value\":");
+    emit_str(event_id.value(), |bytes| hasher.update(bytes));
+    hasher.update(b"}");
+    let hash: [u8; 32] = hasher.finalize().into();
     let mut key = [0; KEY_LEN];
     key.copy_from_slice(&hash[..KEY_LEN]);
     key
@@ -96,6 +102,12 @@ pub(crate) fn derived_result_id(event_id: &Identity) -> Identity {
         IdentityKind::Result,
         format!("{}:accepted", event_id.value()),
     )
+}
+
+/// Whether `result_id` is [`derived_result_id`] of `event_id` (without building it).
+fn is_derived_result_id(result_id: &Identity, event_id: &Identity) -> bool {
+    result_id.is(IdentityKind::Result)
+        && result_id.value().strip_suffix(":accepted") == Some(event_id.value())
 }
 
 impl LeanIndex {
@@ -118,9 +130,8 @@ impl LeanIndex {
             digests,
             len: 0,
         };
-        let mut scratch = Vec::new();
         for entry in entries {
-            index.push(entry, &mut scratch)?;
+            index.push(entry, false)?;
         }
         Some(index)
     }
@@ -144,11 +155,13 @@ impl LeanIndex {
 
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
     /// indexed before (the first position is kept, as the full index does), `None` (and nothing
-    /// indexed) when it cannot be held exactly.
-    pub(crate) fn push(&mut self, entry: &AcceptedEvent, scratch: &mut Vec<u8>) -> Option<bool> {
+    /// indexed) when it cannot be held exactly. `known_new`: the caller has just looked the id up
+    /// and not found it (an event the kernel accepted: a key found would have made it a
+    /// duplicate), so it is not looked up again.
+    pub(crate) fn push(&mut self, entry: &AcceptedEvent, known_new: bool) -> Option<bool> {
         let input = raw_digest(&entry.input_digest)?;
         let result = raw_digest(&entry.result_digest)?;
-        if entry.result_id != derived_result_id(&entry.event_id) {
+        if !is_derived_result_id(&entry.result_id, &entry.event_id) {
             return None;
         }
         let position = u32::try_from(self.len).ok()?;
@@ -164,8 +177,8 @@ impl LeanIndex {
             }
         }
         self.len += 1;
-        let key = key_of(&entry.event_id, scratch);
-        if self.position(&key).is_some() {
+        let key = key_of(&entry.event_id);
+        if !known_new && self.position(&key).is_some() {
             return Some(false);
         }
         self.tail.insert(key, position);
@@ -209,7 +222,7 @@ impl LeanIndex {
 
     /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
-        let position = self.position(&key_of(event_id, &mut Vec::with_capacity(64)))?;
+        let position = self.position(&key_of(event_id))?;
         let position = usize::try_from(position).ok()?;
         let chunks = match &self.digests {
             Digests::Held(chunks) => chunks,
@@ -293,7 +306,30 @@ mod tests {
     }
 
     #[test]
+    fn an_event_key_hashes_the_canonical_form_of_the_id() {
+        for value in [
+            "e1",
+            "a\"b\\c",
+            "ctl\u{1}\n\t",
+            "é\u{2028}",
+            &"x".repeat(100),
+        ] {
+            let id = Identity::new(IdentityKind::Event, value).unwrap();
+            let hash: [u8; 32] = Sha256::digest(
+                crate::canonical::Canonical::canonical_bytes(&id)
+                    .strip_suffix(b"\n")
+                    .unwrap(),
+            )
+            .into();
+            assert_eq!(key_of(&id)[..], hash[..KEY_LEN], "{value:?}");
+        }
+    }
+
+    #[test]
     fn declines_what_it_cannot_hold_exactly() {
+        let mut other_kind = accepted("a", 1, 2);
+        other_kind.result_id = Identity::new(IdentityKind::Event, "a:accepted").unwrap();
+        assert!(LeanIndex::from_entries(&[other_kind]).is_none());
         let mut odd_result = accepted("a", 1, 2);
         odd_result.result_id = Identity::new(IdentityKind::Result, "b:accepted").unwrap();
         assert!(LeanIndex::from_entries(&[odd_result]).is_none());
@@ -303,6 +339,18 @@ mod tests {
         let mut short = accepted("a", 1, 2);
         short.result_digest.pop();
         assert!(LeanIndex::from_entries(&[short]).is_none());
+    }
+
+    #[test]
+    fn ids_known_new_are_indexed_as_looked_up_ones() {
+        let entries = entries(TAIL + 500);
+        let looked_up = LeanIndex::from_entries(&entries).unwrap();
+        let mut known = LeanIndex::from_entries(&[]).unwrap();
+        for entry in &entries {
+            assert_eq!(known.find(&entry.event_id), None);
+            assert_eq!(known.push(entry, true), Some(true));
+        }
+        assert_eq!(known.to_parts(), looked_up.to_parts());
     }
 
     #[test]

@@ -158,10 +158,27 @@ mod tests {
 
     #[test]
     fn equals_sha256_at_every_length_and_split() {
-        let data: Vec<u8> = (0..300_u32).map(|n| (n * 7 + 3).to_le_bytes()[0]).collect();
-        for length in [0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 128, 129, 300] {
+        // Many blocks in one update, and splits inside them.
+        let data: Vec<u8> = (0..2_500_u32)
+            .map(|n| (n * 7 + 3).to_le_bytes()[0])
+            .collect();
+        for length in [
+            0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 128, 129, 300, 1_024, 1_090, 2_500,
+        ] {
             let expected: [u8; 32] = Sha256::digest(&data[..length]).into();
-            for split in [0, 1, 31, 63, 64, 65, length / 2, length] {
+            for split in [
+                0,
+                1,
+                31,
+                63,
+                64,
+                65,
+                1_023,
+                1_024,
+                1_025,
+                length / 2,
+                length,
+            ] {
                 let split = split.min(length);
                 let mut midstate = Midstate::new();
                 midstate.update(&data[..split]);

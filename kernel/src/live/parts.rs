@@ -13,6 +13,7 @@ use super::lean::{LeanIndex, Recall};
 use super::{HistoryIndex, Kept, LiveState, Midstate};
 use crate::model::StateBody;
 use crate::reduce::digests::BodyEncoding;
+use crate::reduce::validity::work_items_are_valid;
 
 /// Bytes of one key record of [`LeanParts::keys`]: the 12-byte key and its position (4 bytes,
 /// big-endian).
@@ -130,6 +131,7 @@ impl LiveState {
         }
         let encoding = BodyEncoding::new(&parts.body);
         Ok(Self {
+            items_valid: work_items_are_valid(&parts.body),
             body: parts.body,
             history: HistoryIndex {
                 kept: Kept::Lean(lean),

@@ -4,7 +4,7 @@ use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text, sha256_digest};
-use crate::json::write::Fields;
+use crate::json::write::{Fields, write_str};
 use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
@@ -25,6 +25,21 @@ pub(crate) fn input_digest(
     fields.end();
     out.push(b'\n');
     sha256_digest(&out)
+}
+
+/// [`input_digest`] of the Event and EvidenceSet whose canonical bytes `{"event":…,
+/// "evidence_set":[…]` (sorted) are `prefix`: hashes them as they are, then the rest of the
+/// preimage (`,"protocol_version":…}` and the LF). Equal to `input_digest` exactly when
+/// `prefix` is what encoding the two gives ([`InputPrefix`](crate::decode::InputPrefix)).
+pub(crate) fn input_digest_from_prefix(protocol_version: &str, prefix: &[u8]) -> String {
+    let mut tail = Vec::with_capacity(protocol_version.len() + 24);
+    tail.extend_from_slice(b",\"protocol_version\":");
+    write_str(&mut tail, protocol_version);
+    tail.extend_from_slice(b"}\n");
+    let mut hasher = Sha256::new();
+    Update::update(&mut hasher, prefix);
+    Update::update(&mut hasher, &tail);
+    digest_text(&hasher.finalize().into())
 }
 
 /// The canonical tail of a State body (everything after `{"accepted_events":[…]`), kept in
@@ -108,11 +123,12 @@ pub(crate) struct ResultBinding<'a> {
 /// `state` is the compact `{protocol_version, installation_id, leader_epoch, task_id, revision,
 /// status}` when the next State has no work items, suspension or control, and otherwise the full
 /// next State with an empty `accepted_events` (the new history record, which contains this very
-/// digest, cannot be part of it). Both shapes are the reference kernel's.
-pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
+/// digest, cannot be part of it). Both shapes are the reference kernel's. `out` is a buffer to
+/// write the preamble into (cleared first; a caller applying many events reuses one).
+pub(crate) fn result_digest(binding: &ResultBinding<'_>, out: &mut Vec<u8>) -> String {
     let next = binding.next;
-    let mut out = Vec::with_capacity(1024);
-    let state = write_result_preamble(&mut out, &binding.parts());
+    out.clear();
+    let state = write_result_preamble(out, &binding.parts());
     if next.work_items.is_empty() && next.suspension.is_none() && next.control.is_none() {
         let mut compact = Fields::begin(state);
         compact.canonical("installation_id", &next.installation_id);
@@ -123,12 +139,12 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>) -> String {
         compact.canonical("task_id", &next.task_id);
         compact.end();
         out.extend_from_slice(RESULT_DIGEST_SUFFIX);
-        return sha256_digest(&out);
+        return sha256_digest(out);
     }
     state.extend_from_slice(STATE_HISTORY_OPEN);
     state.push(b']');
     let mut hasher = Sha256::new();
-    Update::update(&mut hasher, &out);
+    Update::update(&mut hasher, out);
     binding.next_encoding.feed(&mut hasher);
     Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
     digest_text(&hasher.finalize().into())

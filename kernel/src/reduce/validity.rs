@@ -43,6 +43,37 @@ where
 
 /// `_state_is_valid`: the State is well formed for this protocol version.
 pub(crate) fn state_is_valid(body: &StateBody, history: &(impl HistoryView + ?Sized)) -> bool {
+    state_is_valid_given(body, history, || work_items_are_valid(body))
+}
+
+/// The work-item table's part of `_state_is_valid`: every item well formed for the task, and
+/// no two with the same id.
+pub(crate) fn work_items_are_valid(body: &StateBody) -> bool {
+    body.work_items
+        .iter()
+        .all(|item| work_item_is_valid(item, &body.task_id))
+        && all_unique(body.work_items.iter().map(|item| &item.work_item_id))
+}
+
+/// [`work_items_are_valid`] of a body whose table was valid before the items at `changed` were
+/// replaced (the table's length never changes): only those are checked, and the ids again.
+pub(crate) fn work_items_still_valid(body: &StateBody, changed: &[usize]) -> bool {
+    let replaced_valid = changed.iter().all(|&index| {
+        body.work_items
+            .get(index)
+            .is_some_and(|item| work_item_is_valid(item, &body.task_id))
+    });
+    changed.is_empty()
+        || (replaced_valid && all_unique(body.work_items.iter().map(|item| &item.work_item_id)))
+}
+
+/// [`state_is_valid`], with the work-item table's part given by `items_valid` (asked only when
+/// the other checks pass, so that a caller that keeps it up to date need not recompute it).
+pub(crate) fn state_is_valid_given(
+    body: &StateBody,
+    history: &(impl HistoryView + ?Sized),
+    items_valid: impl FnOnce() -> bool,
+) -> bool {
     let Some(status) = body.status.known() else {
         return false;
     };
@@ -54,16 +85,12 @@ pub(crate) fn state_is_valid(body: &StateBody, history: &(impl HistoryView + ?Si
         && non_negative(body.revision)
         && revision_matches
         && (body.revision != 0 || status == TaskStatus::Published)
-        && body
-            .work_items
-            .iter()
-            .all(|item| work_item_is_valid(item, &body.task_id))
         && body.suspension.as_ref().is_none_or(|suspension| {
             status == TaskStatus::Executing && suspension_is_valid(suspension, body)
         })
         && body.control.as_ref().is_none_or(control_is_valid)
         && history.is_well_formed()
-        && all_unique(body.work_items.iter().map(|item| &item.work_item_id))
+        && items_valid()
 }
 
 fn attempt_is_valid(attempt: &Attempt) -> bool {

@@ -45,6 +45,9 @@ pub const TASK: &str = "task-1";
 /// Environment variable that turns the bench binary into the memory probe (see [`probe_open`]).
 const PROBE_ENV: &str = "VALP_STORE_BENCH_PROBE_ROOT";
 
+/// With [`PROBE_ENV`]: the probe verifies the task as `valp verify` does instead of opening it.
+const PROBE_VERIFY_ENV: &str = "VALP_STORE_BENCH_PROBE_VERIFY";
+
 /// The seeded walk over a task with `work_items` items (never terminates).
 pub fn walk(work_items: usize) -> Walk {
     Walk::new(WalkConfig {
@@ -360,7 +363,13 @@ pub fn run_probe_if_asked() -> bool {
     let root = ControlRoot::open(Path::new(&root), Arc::new(OsStorage)).unwrap();
     let (rss_before, _) = memory_kib();
     let started = Instant::now();
-    let journal = root.open_task(TASK, Access::ReadOnly).unwrap();
+    // With `VALP_STORE_BENCH_PROBE_VERIFY` set, what `valp verify` does with the task instead
+    // (`--toggle-collect='*verify_task_dir*'` counts only that).
+    let journal = if std::env::var_os(PROBE_VERIFY_ENV).is_some() {
+        root.verify_task_dir(&root.layout().task_dir(TASK)).unwrap()
+    } else {
+        root.open_task(TASK, Access::ReadOnly).unwrap()
+    };
     let open = started.elapsed();
     let (rss_after, peak_after) = memory_kib();
     println!(
