@@ -31,6 +31,7 @@
 //! further appends until the journal is reopened.
 
 pub(crate) mod append;
+mod pipeline;
 pub(crate) mod recall;
 mod rejections;
 pub(crate) mod repair;
@@ -55,6 +56,7 @@ use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
+pub use pipeline::Proposal;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
 pub use resume::{LineBinding, ReadAfter, read_entries_after};
 
@@ -585,21 +587,25 @@ impl<M: Machine> Journal<M> {
         self.tip.recorded_at
     }
 
-    fn append_file(&mut self) -> Result<&mut File, StoreError> {
-        if self.appender.is_none() {
-            let file = OpenOptions::new()
+    /// The file opened for appending, taken out of the handle: put it back after a successful
+    /// write (a failed one leaves the handle without it). A failure to open it poisons the
+    /// handle.
+    fn take_append_file(&mut self) -> Result<File, StoreError> {
+        let file = match self.appender.take() {
+            Some(file) => Ok(file),
+            None => OpenOptions::new()
                 .append(true)
                 .open(&self.path)
                 .map_err(|source| StoreError::Precommit {
                     path: self.path.clone(),
                     operation: "open",
                     source,
-                })?;
-            self.appender = Some(file);
+                }),
+        };
+        if let Err(error) = &file {
+            self.poisoned = Some(error.to_string());
         }
-        self.appender
-            .as_mut()
-            .ok_or_else(|| StoreError::Invalid("journal file not open".to_owned()))
+        file
     }
 }
 
