@@ -154,10 +154,10 @@ impl Journal<LiveState> {
     /// **Durability.** As for [`Journal::append_batch`], per batch: when a write or sync fails,
     /// its error is returned, nothing of the failed batch or of the one judged after it is
     /// acknowledged, and the handle is poisoned (its State is ahead of the file). A crash
-    /// leaves the acknowledged entries and a prefix of the (at most one) batch being written
-    /// after them, whose complete lines are entries the kernel accepted: kept by the next open,
-    /// a torn last line quarantined and cut; the head names an acknowledged line or a later
-    /// one. A refusal by the store's own rules ends the run: the entries accepted before it are
+    /// keeps every acknowledged entry; beyond them the file may hold at most two batches, the
+    /// one whose acknowledgement was on its way and a prefix of the one being written after
+    /// it, whose complete lines are entries the kernel accepted: kept by the next open, a torn
+    /// last line quarantined and cut; the head names an acknowledged line or a later one. A refusal by the store's own rules ends the run: the entries accepted before it are
     /// written, synced and acknowledged, then the refusal is returned.
     pub fn append_pipelined(
         &mut self,
