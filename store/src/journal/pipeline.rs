@@ -148,8 +148,9 @@ impl Journal<LiveState> {
     /// on the next (see the module documentation): the bulk writes of `valp demo`. The
     /// proposals are moved into their entries, not copied.
     ///
-    /// `acknowledge` is called with each batch's answers, in order, once every accepted entry
-    /// of that batch (and of the batches before it) is durable, and never before.
+    /// `acknowledge` is called with each batch's answers (when it has any), in order, once
+    /// every accepted entry of that batch (and of the batches before it) is durable, and never
+    /// before.
     ///
     /// **Durability.** As for [`Journal::append_batch`], per batch: when a write or sync fails,
     /// its error is returned, nothing of the failed batch or of the one judged after it is
@@ -260,7 +261,9 @@ impl Journal<LiveState> {
                     Ok(Ok(done)) => {
                         self.snapshots.rebuild |= done.snapshot_missed;
                         spare = done.entries;
-                        acknowledge(done.answers);
+                        if !done.answers.is_empty() {
+                            acknowledge(done.answers);
+                        }
                     }
                     Ok(Err(error)) => return Err(error),
                     Err(_) => return Err(self.writer_stopped()),
