@@ -158,7 +158,8 @@ impl Journal<LiveState> {
     /// keeps every acknowledged entry; beyond them the file may hold at most two batches, the
     /// one whose acknowledgement was on its way and a prefix of the one being written after
     /// it, whose complete lines are entries the kernel accepted: kept by the next open, a torn
-    /// last line quarantined and cut; the head names an acknowledged line or a later one. A refusal by the store's own rules ends the run: the entries accepted before it are
+    /// last line quarantined and cut; the head names an acknowledged line or a later one. A
+    /// refusal by the store's own rules ends the run: the entries accepted before it are
     /// written, synced and acknowledged, then the refusal is returned.
     pub fn append_pipelined(
         &mut self,
@@ -172,9 +173,8 @@ impl Journal<LiveState> {
         self.follow(self.reader()?, Some(&lock))?;
         self.guard.start_batch()?;
         let outcome = self.run_pipeline(proposals.into_iter(), batch.max(1), &mut acknowledge);
-        if outcome.is_ok() {
-            LiveState::settled(self);
-        }
+        // As after `append_batch`, also after a refusal (a poisoned handle writes nothing).
+        LiveState::settled(self);
         self.guard.end_batch();
         drop(lock);
         outcome
