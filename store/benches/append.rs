@@ -14,6 +14,9 @@
 //!   walk per iteration (one lock, one `write`, one `fdatasync`, one head rewrite), on disk;
 //!   throughput in entries per second (issue 20's bulk-append target: >= 50,000 entries/s).
 //!   The steps are generated before each timed call.
+//! - `append_batch/pipelined/<N>wi`: `Journal::append_pipelined` of [`PIPELINED`] batches of
+//!   [`BATCH`] per iteration (the kernel's work on a batch overlapping the writing and
+//!   `fdatasync` of the one before), the same journals' growth otherwise.
 //!
 //! Criterion reports means; before each benchmark the output also prints p50/p90/p99/p99.9/max
 //! of [`APPENDS`] consecutive calls timed one by one, and the first call on a fresh handle
@@ -146,6 +149,32 @@ fn bench_append(c: &mut Criterion) {
     group.finish();
 }
 
+/// Batches per `append_pipelined` call.
+const PIPELINED: usize = 8;
+
+/// Appends the walk's next `PIPELINED * BATCH` steps with `Journal::append_pipelined` and
+/// returns how long it took.
+fn timed_pipelined(journal: &mut Journal, walk: &mut Walk) -> Duration {
+    let steps: Vec<_> = walk
+        .by_ref()
+        .take(PIPELINED * BATCH)
+        .map(|step| (step.event, step.evidence_set))
+        .collect();
+    let mut accepted = 0;
+    let started = Instant::now();
+    journal
+        .append_pipelined(steps, BATCH, |answers| {
+            accepted += answers
+                .iter()
+                .filter(|answer| matches!(answer, Appended::Accepted { .. }))
+                .count();
+        })
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(accepted, PIPELINED * BATCH, "a walk step was not accepted");
+    elapsed
+}
+
 /// Appends the walk's next [`BATCH`] steps in one batch and returns how long
 /// `Journal::append_batch` took.
 fn timed_batch(journal: &mut Journal, walk: &mut Walk) -> Duration {
@@ -168,6 +197,9 @@ fn timed_batch(journal: &mut Journal, walk: &mut Walk) -> Duration {
     elapsed
 }
 
+/// A way of appending: the bench name, entries per timed call, and the timed call.
+type Appender = (&'static str, usize, fn(&mut Journal, &mut Walk) -> Duration);
+
 fn bench_append_batch(c: &mut Criterion) {
     let disk = scratch_temp();
     describe_filesystem(disk.path());
@@ -175,33 +207,36 @@ fn bench_append_batch(c: &mut Criterion) {
     group
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(8))
-        .throughput(Throughput::Elements(BATCH as u64));
-    for (name, work_items) in [("durable/0wi", 0), ("durable/20wi", WORK_ITEMS)] {
-        if !selected(&format!("append_batch/{name}")) {
-            continue;
-        }
-        let (mut journal, mut walk) =
-            fresh_journal(&disk.path().join(name.replace('/', "-")), work_items);
-        // 20 batches when benchmarking, 1 under `cargo test --benches`.
-        let samples: Vec<Duration> = (0..(scaled(APPENDS) / 100).max(1))
-            .map(|_| timed_batch(&mut journal, &mut walk))
-            .collect();
-        let total: Duration = samples.iter().sum();
-        let entries = u32::try_from(samples.len() * BATCH).unwrap();
-        eprintln!(
-            "{}; {:.0} entries/s over {} batches of {BATCH}",
-            Percentiles::of(&samples).line(&format!("append_batch/{name}")),
-            f64::from(entries) / total.as_secs_f64(),
-            samples.len(),
-        );
-        group.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                (0..iters)
-                    .map(|_| timed_batch(&mut journal, &mut walk))
-                    .sum()
+        .measurement_time(Duration::from_secs(8));
+    let appenders: [Appender; 2] = [
+        ("durable", BATCH, timed_batch),
+        ("pipelined", PIPELINED * BATCH, timed_pipelined),
+    ];
+    for (mode, per_call, timed) in appenders {
+        for (items, work_items) in [("0wi", 0), ("20wi", WORK_ITEMS)] {
+            let name = format!("{mode}/{items}");
+            if !selected(&format!("append_batch/{name}")) {
+                continue;
+            }
+            let (mut journal, mut walk) =
+                fresh_journal(&disk.path().join(name.replace('/', "-")), work_items);
+            // 20 batches' worth when benchmarking, 1 call under `cargo test --benches`.
+            let samples: Vec<Duration> = (0..(scaled(APPENDS) * BATCH / 100 / per_call).max(1))
+                .map(|_| timed(&mut journal, &mut walk))
+                .collect();
+            let total: Duration = samples.iter().sum();
+            let entries = u32::try_from(samples.len() * per_call).unwrap();
+            eprintln!(
+                "{}; {:.0} entries/s over {} calls of {per_call}",
+                Percentiles::of(&samples).line(&format!("append_batch/{name}")),
+                f64::from(entries) / total.as_secs_f64(),
+                samples.len(),
+            );
+            group.throughput(Throughput::Elements(per_call as u64));
+            group.bench_function(&name, |b| {
+                b.iter_custom(|iters| (0..iters).map(|_| timed(&mut journal, &mut walk)).sum());
             });
-        });
+        }
     }
     group.finish();
 }

@@ -12,7 +12,9 @@
 //! batches (default 8) of 1,024 walk steps first, then appends them with
 //! `Journal::append_batch`, one call per batch, and prints the entries appended and the wall
 //! time, and how long the thread was on a CPU (the wait for a core on a loaded machine
-//! aside). Under callgrind, `--toggle-collect='*append_batch*'` counts only the appends
+//! aside). With `VALP_STORE_PROFILE_PIPELINED` set it appends them with one
+//! `Journal::append_pipelined` call instead, and also prints the CPU time of all threads (the
+//! writer's included). Under callgrind, `--toggle-collect='*append_batch*'` counts only the appends
 //! (ARCHITECTURE.md, "Bulk append on disk").
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -65,34 +67,68 @@ fn profile_appends(work_items: usize, batches: usize) {
     let steps: Vec<Vec<_>> = (0..batches)
         .map(|_| walk.by_ref().take(BATCH).collect())
         .collect();
+    let pipelined = std::env::var_os("VALP_STORE_PROFILE_PIPELINED").is_some();
     let cpu_before = cpu_ns();
+    let process_before = process_cpu_ms();
     let started = Instant::now();
-    for batch in &steps {
-        let answers = journal
-            .append_batch(
-                batch
-                    .iter()
-                    .map(|step| (&step.event, step.evidence_set.as_slice())),
-            )
+    if pipelined {
+        let proposals = steps
+            .into_iter()
+            .flatten()
+            .map(|step| (step.event, step.evidence_set));
+        journal
+            .append_pipelined(proposals, BATCH, |answers| {
+                assert!(
+                    answers
+                        .iter()
+                        .all(|answer| matches!(answer, Appended::Accepted { .. }))
+                );
+            })
             .unwrap();
-        assert!(
-            answers
-                .iter()
-                .all(|answer| matches!(answer, Appended::Accepted { .. }))
-        );
+    } else {
+        for batch in &steps {
+            let answers = journal
+                .append_batch(
+                    batch
+                        .iter()
+                        .map(|step| (&step.event, step.evidence_set.as_slice())),
+                )
+                .unwrap();
+            assert!(
+                answers
+                    .iter()
+                    .all(|answer| matches!(answer, Appended::Accepted { .. }))
+            );
+        }
     }
     let elapsed = started.elapsed();
     let cpu = cpu_ns()
         .zip(cpu_before)
         .map(|(after, before)| after - before);
+    let process = process_cpu_ms()
+        .zip(process_before)
+        .map(|(after, before)| after - before);
     let entries = batches * BATCH;
     let wall_ms = elapsed.as_secs_f64() * 1e3;
     println!(
-        "{entries} entries over {work_items} work items in {wall_ms:.1} ms ({:.0} entries/s); \
-         on CPU {} ms",
+        "{entries} entries over {work_items} work items{} in {wall_ms:.1} ms ({:.0} entries/s); \
+         calling thread on CPU {} ms, all threads {} ms",
+        if pipelined { ", pipelined," } else { "" },
         as_f64(u64::try_from(entries).unwrap()) / elapsed.as_secs_f64(),
         cpu.map_or_else(|| "?".to_owned(), |ns| format!("{:.1}", as_f64(ns) / 1e6)),
+        process.map_or_else(|| "?".to_owned(), |ms| ms.to_string()),
     );
+}
+
+/// Milliseconds the whole process has run on a CPU, user and system (`/proc/self/stat`, in
+/// clock ticks of 10 ms), threads that ended included; `None` where it is missing.
+fn process_cpu_ms() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after_name = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some((user + system) * 10)
 }
 
 /// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`), to tell the

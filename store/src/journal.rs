@@ -33,7 +33,8 @@
 //! further appends until the journal is reopened.
 
 pub(crate) mod append;
-mod pipeline;
+mod append_pipelined;
+mod read_ahead;
 pub(crate) mod recall;
 mod rejections;
 pub(crate) mod repair;
@@ -58,8 +59,9 @@ use crate::lock::{DEFAULT_LOCK_TIMEOUT, LockGuard};
 use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
+pub use append_pipelined::Proposal;
 #[doc(hidden)]
-pub use pipeline::set_read_ahead_threshold;
+pub use read_ahead::set_read_ahead_threshold;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
 pub use resume::{LineBinding, ReadAfter, read_entries_after};
 
@@ -417,7 +419,7 @@ impl<M: Machine> Journal<M> {
 
     /// Verifies and applies the lines `lines` gives, in order, up to the end or the first
     /// error (where reading stops, see [`Journal::stop`]).
-    fn apply_lines(&mut self, lines: &mut pipeline::Lines<'_, M>) -> Read {
+    fn apply_lines(&mut self, lines: &mut read_ahead::Lines<'_, M>) -> Read {
         let mut applied = 0;
         loop {
             let (line, decoded) = match lines() {
@@ -485,9 +487,9 @@ impl<M: Machine> Journal<M> {
     ) -> Result<usize, StoreError> {
         let left = std::fs::metadata(&self.path)
             .map_or(0, |file| file.len().saturating_sub(reader.offset()));
-        let (read, mut reader) = if pipeline::pays(left) {
+        let (read, mut reader) = if read_ahead::pays(left) {
             let path = self.path.clone();
-            pipeline::read_ahead::<M, _>(&path, reader, |lines| self.apply_lines(lines))?
+            read_ahead::read_ahead::<M, _>(&path, reader, |lines| self.apply_lines(lines))?
         } else {
             let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader));
             (read, reader)
@@ -612,21 +614,25 @@ impl<M: Machine> Journal<M> {
         self.tip.recorded_at
     }
 
-    fn append_file(&mut self) -> Result<&mut File, StoreError> {
-        if self.appender.is_none() {
-            let file = OpenOptions::new()
+    /// The file opened for appending, taken out of the handle: put it back after a successful
+    /// write (a failed one leaves the handle without it). A failure to open it poisons the
+    /// handle.
+    fn take_append_file(&mut self) -> Result<File, StoreError> {
+        let file = match self.appender.take() {
+            Some(file) => Ok(file),
+            None => OpenOptions::new()
                 .append(true)
                 .open(&self.path)
                 .map_err(|source| StoreError::Precommit {
                     path: self.path.clone(),
                     operation: "open",
                     source,
-                })?;
-            self.appender = Some(file);
+                }),
+        };
+        if let Err(error) = &file {
+            self.poisoned = Some(error.to_string());
         }
-        self.appender
-            .as_mut()
-            .ok_or_else(|| StoreError::Invalid("journal file not open".to_owned()))
+        file
     }
 }
 

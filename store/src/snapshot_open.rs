@@ -17,7 +17,9 @@
 //! **When one is written** (writers only, after the head names the line): after an append when
 //! [`snapshot::due`] says so, after an open that replayed that many lines or refused a snapshot,
 //! and when a writing handle is dropped with at least [`ON_CLOSE`] entries since the newest one
-//! (bulk writers such as `valp demo` end with one). A snapshot that cannot be written is a
+//! (bulk writers such as `valp demo` end with one); a pipelined append takes the State at a
+//! batch's end when one is due there and its writer thread writes it once that batch is durable
+//! and anchored ([`Pending`]). A snapshot that cannot be written is a
 //! [`Warning::SnapshotNotWritten`], never a failed append. A writer that writes a snapshot
 //! keeps from then on the lean idempotency index instead of the accepted-event history, as an
 //! open from that snapshot would (`live().history()` is then empty; the few readers that need
@@ -32,6 +34,7 @@ use valp_kernel::live::{KEY_RECORD, LiveState};
 
 use crate::chain::{ChainLine, ChainReader};
 use crate::error::StoreError;
+use crate::io::Storage;
 use crate::journal::recall::JournalRecall;
 use crate::journal::{Access, Journal, Tip, Warning};
 use crate::snapshot::{self, Snapshot};
@@ -278,13 +281,30 @@ fn write_warned(journal: &mut Journal<LiveState>) {
 pub(crate) fn write_now(journal: &mut Journal<LiveState>) -> Result<Option<PathBuf>, StoreError> {
     let seq = journal.len();
     let anchored = journal.head().is_some_and(|head| head.seq >= seq);
+    if !anchored {
+        return Ok(None);
+    }
+    let Some(mut snapshot) = capture(journal, seq) else {
+        return Ok(None);
+    };
+    snapshot.entry_digest.clone_from(&journal.tip.digest);
+    snapshot.length = journal.tip.offset;
+    let path = snapshot::write(journal.storage.as_ref(), journal.dir(), &snapshot)?;
+    journal.snapshots.newest = seq;
+    journal.snapshots.rebuild = false;
+    Ok(Some(path))
+}
+
+/// The snapshot of a writing handle that uses snapshots, at its State's revision `seq`, not yet
+/// bound to its line (`entry_digest` and `length` are left empty); `None` when none may be
+/// written.
+fn capture(journal: &mut Journal<LiveState>, seq: u64) -> Option<Snapshot> {
     if !journal.snapshots.used
         || journal.access != Access::Write
         || journal.poisoned.is_some()
         || seq == 0
-        || !anchored
     {
-        return Ok(None);
+        return None;
     }
     // From here on the handle holds what an open from this snapshot would: the lean index
     // (with the digests) instead of the history. Then each later snapshot copies the index
@@ -294,20 +314,54 @@ pub(crate) fn write_now(journal: &mut Journal<LiveState>) -> Result<Option<PathB
     if journal.live.keeps_history() {
         journal.live.forget_history();
     }
-    let Some(parts) = journal.live().to_parts() else {
-        return Ok(None);
-    };
-    let snapshot = Snapshot {
+    Some(Snapshot {
         seq,
-        entry_digest: journal.tip.digest.clone(),
-        length: journal.tip.offset,
-        parts,
+        entry_digest: String::new(),
+        length: 0,
+        parts: journal.live().to_parts()?,
         guard: journal.guard().done().parts(),
-    };
-    let path = snapshot::write(journal.storage.as_ref(), journal.dir(), &snapshot)?;
+    })
+}
+
+/// A snapshot of a writing handle's State at `seq` taken before the line at `seq` is durable
+/// (by a pipelined append, see [`Journal::append_pipelined`]), to be written by
+/// [`Pending::write`] once that line is durable and the head names it.
+pub(crate) struct Pending {
+    snapshot: Snapshot,
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+}
+
+/// A [`Pending`] snapshot at `seq` (the handle's State's revision) when one is due there, as
+/// [`settled`] would write it; counted as the newest from now on (a failed write sets
+/// `snapshots.rebuild`, see [`Journal::append_pipelined`]).
+pub(crate) fn take_due(journal: &mut Journal<LiveState>, seq: u64) -> Option<Pending> {
+    if !journal.snapshots.rebuild && !snapshot::due(journal.snapshots.newest, seq) {
+        return None;
+    }
+    let snapshot = capture(journal, seq)?;
     journal.snapshots.newest = seq;
     journal.snapshots.rebuild = false;
-    Ok(Some(path))
+    Some(Pending {
+        snapshot,
+        storage: Arc::clone(&journal.storage),
+        dir: journal.dir().to_owned(),
+    })
+}
+
+impl Pending {
+    /// The line it is for.
+    pub(crate) fn seq(&self) -> u64 {
+        self.snapshot.seq
+    }
+
+    /// Writes it bound to its line: the line's `entry_digest` and the journal's length through
+    /// it.
+    pub(crate) fn write(mut self, entry_digest: &str, length: u64) -> Result<PathBuf, StoreError> {
+        entry_digest.clone_into(&mut self.snapshot.entry_digest);
+        self.snapshot.length = length;
+        snapshot::write(self.storage.as_ref(), &self.dir, &self.snapshot)
+    }
 }
 
 impl Journal<LiveState> {

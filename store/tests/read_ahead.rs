@@ -1,4 +1,4 @@
-//! Reading a journal ahead on a second thread (`journal/pipeline.rs`) gives exactly what reading
+//! Reading a journal ahead on a second thread (`journal/read_ahead.rs`) gives exactly what reading
 //! it on the calling thread gives: the same State and count on a long journal (open, verify,
 //! refresh), and on a journal damaged in the middle the same error (code and message, naming
 //! the same line), the same recovery plan (entries and bytes kept) and nothing applied after

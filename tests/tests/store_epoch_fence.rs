@@ -416,6 +416,41 @@ fn the_ledger_is_read_incrementally_and_an_unreadable_one_fails_closed() {
 }
 
 #[test]
+fn a_pipelined_append_to_a_fenced_task_acknowledges_nothing_and_returns_the_fence() {
+    let lab = Lab::new();
+    let mut history = History::new(9, 3);
+    let mut journal = fenced_task(&lab, &mut history, 5);
+    let bytes = std::fs::read(journal.path()).unwrap();
+    let proposals: Vec<_> = (5..12)
+        .map(|index| {
+            let step = history.step(index);
+            (step.event.clone(), step.evidence_set.clone())
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    let error = journal
+        .append_pipelined(proposals, 3, |answers| acknowledged.push(answers))
+        .unwrap_err();
+    assert_eq!(error.code(), StoreCode::EpochFenced);
+    assert_eq!(error.to_string(), fenced_message(journal.path(), 1, 2));
+    assert!(acknowledged.is_empty(), "{acknowledged:?}");
+    assert_eq!(std::fs::read(journal.path()).unwrap(), bytes);
+    assert_eq!(journal.len(), 5);
+    // The refusal is logged once, for the first proposal; the run stopped there.
+    let logged = rejections(&journal);
+    assert_eq!(logged.len(), 1);
+    assert_eq!(logged[0]["error_code"], "VALP-E-EPOCH-FENCED");
+    assert_eq!(
+        logged[0]["event"]["event_id"]["value"],
+        history.step(5).event.event_id.value()
+    );
+    // The handle is not poisoned: nothing was written; it refuses again for the fence alone.
+    let step = history.step(5).clone();
+    let again = journal.append(&step.event, &step.evidence_set).unwrap_err();
+    assert_eq!(again.to_string(), fenced_message(journal.path(), 1, 2));
+}
+
+#[test]
 fn a_batch_reads_the_ledger_once_when_it_starts() {
     let lab = Lab::new();
     lab.select();

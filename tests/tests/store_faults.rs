@@ -631,3 +631,113 @@ fn blobs_are_content_addressed_and_checked() {
     expected.sort();
     assert_eq!(found, expected);
 }
+
+/// Fails the `fdatasync` of one file (told by its inode) once `allowed` of them succeeded; every
+/// other operation is the operating system's.
+#[derive(Debug, Default)]
+struct SyncFailsAfter {
+    inode: std::sync::atomic::AtomicU64,
+    allowed: std::sync::atomic::AtomicUsize,
+}
+
+impl SyncFailsAfter {
+    fn arm(&self, path: &Path, allowed: usize) {
+        use std::sync::atomic::Ordering;
+        self.allowed.store(allowed, Ordering::SeqCst);
+        self.inode
+            .store(std::fs::metadata(path).unwrap().ino(), Ordering::SeqCst);
+    }
+}
+
+impl Storage for SyncFailsAfter {
+    fn append(&self, file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+        valp_store::io::OsStorage.append(file, bytes)
+    }
+
+    fn sync(&self, file: &std::fs::File) -> std::io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if file.metadata()?.ino() == self.inode.load(Ordering::SeqCst)
+            && self
+                .allowed
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                    left.checked_sub(1)
+                })
+                .is_err()
+        {
+            return Err(std::io::Error::other("injected journal sync failure"));
+        }
+        valp_store::io::OsStorage.sync(file)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        valp_store::io::OsStorage.rename(from, to)
+    }
+
+    fn link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        valp_store::io::OsStorage.link(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        valp_store::io::OsStorage.sync_dir(dir)
+    }
+}
+
+#[test]
+fn a_failed_sync_in_a_pipelined_append_acknowledges_nothing_of_its_batch_and_poisons() {
+    // Batches of 4 after 3 entries: batch 1 (entries 4-7) is synced and acknowledged, the sync
+    // of batch 2 (8-11) fails while batch 3 (12-15) is judged: neither is acknowledged, the
+    // handle is poisoned, and the file keeps what was written (batch 2's lines, not known to
+    // be durable) with the head at batch 1's end.
+    let temp = tempfile::tempdir().unwrap();
+    let storage = Arc::new(SyncFailsAfter::default());
+    let root = init_root_with(temp.path(), Arc::clone(&storage) as Arc<dyn Storage>);
+    let path = journal_path(&root);
+    let mut history = History::new(23, WORK_ITEMS);
+    let mut journal = create_journal(&root, &mut history, 3);
+    let proposals: Vec<_> = (3..15)
+        .map(|index| {
+            let step = history.step(index);
+            (step.event.clone(), step.evidence_set.clone())
+        })
+        .collect();
+    storage.arm(&path, 1);
+    let mut acknowledged = Vec::new();
+    let error = journal
+        .append_pipelined(proposals.clone(), 4, |answers| acknowledged.push(answers))
+        .unwrap_err();
+    assert_eq!(error.code(), StoreCode::DurabilityUnknownOrCommitted);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "VALP-E-DURABILITY-UNKNOWN-OR-COMMITTED: {}: sync failed after the write began \
+             (what was written, entry 8 for a journal, may or may not be on disk; reopen to \
+             find out): injected journal sync failure",
+            path.display()
+        )
+    );
+    let seqs: Vec<Vec<u64>> = acknowledged
+        .iter()
+        .map(|answers| {
+            answers
+                .iter()
+                .map(|answer| match answer {
+                    valp_store::Appended::Accepted { seq, .. } => *seq,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(seqs, [[4, 5, 6, 7]]);
+    let (event, evidence_set) = &proposals[8];
+    let refused = journal.append(event, evidence_set).unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::Poisoned { path: poisoned, .. } if poisoned == &path),
+        "{refused:?}"
+    );
+    drop(journal);
+    let reopened = open_task(&root, Access::ReadOnly).unwrap();
+    assert_eq!(reopened.warnings(), []);
+    assert_eq!(reopened.len(), 11);
+    assert_eq!(reopened.head().unwrap().seq, 7);
+    assert_eq!(reopened.live().to_state(), history.state_after(11));
+}

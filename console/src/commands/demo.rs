@@ -15,7 +15,8 @@ use super::CommandError;
 use crate::cli::DemoArgs;
 use valp_view::sanitize::display_text;
 
-/// Entries the demo appends per batch (one `fdatasync` each).
+/// Entries the demo appends per batch (one `fdatasync` each), and the most proposals the walk
+/// chooses ahead of the store.
 const DEMO_BATCH: usize = 1024;
 
 /// Accepted entries of the seeded task when `--entries` is not given (without `--console`).
@@ -67,35 +68,39 @@ pub(super) fn run(
     // selection then activates): after a rotation a task of epoch 1 would be fenced from birth,
     // and the store refuses appends to a fenced task.
     let active = root.ledger_read_only()?.live().state().active_epoch;
-    let mut walk = Walk::for_task_at(
+    let walk = Walk::for_task_at(
         config,
         root.installation().installation_id.clone(),
         active.max(1),
         task,
     );
     let mut journal = root.create_task(walk.genesis())?;
-    let mut left = entries;
-    while left > 0 {
-        // One `fdatasync` per batch (the store's bulk append): a crash loses at most the batch
-        // in flight, never an entry of an earlier one.
-        let steps: Vec<_> = walk.by_ref().take(left.min(DEMO_BATCH)).collect();
-        if steps.is_empty() {
-            break;
-        }
-        left -= steps.len();
-        let answers = journal.append_batch(
-            steps
-                .iter()
-                .map(|step| (&step.event, step.evidence_set.as_slice())),
-        )?;
-        if let Some(other) = answers
-            .iter()
-            .find(|answer| !matches!(answer, Appended::Accepted { .. }))
-        {
-            return Err(CommandError::Usage(format!(
-                "the demo history was not accepted: {other:?}"
-            )));
-        }
+    // The walk chooses its proposals (running a kernel of its own) on a thread of its own,
+    // beside the store's pipelined append (the kernel on this thread, the writing and one
+    // `fdatasync` per batch on the store's writer): a crash loses at most the batches not yet
+    // acknowledged, never an entry of an earlier one.
+    let mut refused = None;
+    std::thread::scope(|scope| {
+        let (steps, proposals) = std::sync::mpsc::sync_channel(DEMO_BATCH);
+        scope.spawn(move || {
+            for step in walk.take(entries) {
+                if steps.send((step.event, step.evidence_set)).is_err() {
+                    break;
+                }
+            }
+        });
+        journal.append_pipelined(proposals, DEMO_BATCH, |answers| {
+            if refused.is_none() {
+                refused = answers
+                    .into_iter()
+                    .find(|answer| !matches!(answer, Appended::Accepted { .. }));
+            }
+        })
+    })?;
+    if let Some(other) = refused {
+        return Err(CommandError::Usage(format!(
+            "the demo history was not accepted: {other:?}"
+        )));
     }
     writeln!(
         out,

@@ -1,12 +1,19 @@
 //! Appending proposals under the lock: one, or a batch made durable with one `fdatasync`.
 
+use std::fs::File;
+use std::path::Path;
+
+use valp_kernel::canonical::Canonical;
 use valp_kernel::live::{AcceptedRecord, Verdict};
 use valp_kernel::{ErrorCode, Evidence, Identity};
 
 use crate::chain::encode_line_into;
+use crate::clock::Timestamp;
 use crate::error::{StoreCode, StoreError};
+use crate::head::Anchor;
+use crate::io::Storage;
 use crate::journal::rejections::{self, Rejection};
-use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip};
+use crate::journal::{Access, Journal, LOCK_FILE, REJECTIONS_FILE, Tip, Warning};
 use crate::lock::LockGuard;
 use crate::machine::{Guard, Machine, Refusal};
 
@@ -41,10 +48,97 @@ pub enum Appended {
 
 /// The lines of a batch accepted in memory and not yet written: their bytes and the tip after
 /// the last of them.
-struct Batch {
+pub(super) struct Batch {
     lines: Vec<u8>,
     first_seq: u64,
-    tip: Tip,
+    pub(super) tip: Tip,
+}
+
+impl Batch {
+    /// An empty batch after `tip`, with room for about `entries` lines.
+    pub(super) fn after(tip: Tip, entries: usize) -> Self {
+        // About a kilobyte per line (a task of 20 work items), so one batch of `valp demo`
+        // grows its buffer a few times at most.
+        Self::reusing(tip, Vec::with_capacity(entries.saturating_mul(1024)))
+    }
+
+    /// An empty batch after `tip` whose lines go to `lines` (emptied first; a buffer kept
+    /// from an earlier batch, see [`Batch::into_buffer`]).
+    pub(super) fn reusing(tip: Tip, mut lines: Vec<u8>) -> Self {
+        lines.clear();
+        Self {
+            lines,
+            first_seq: tip.next_seq,
+            tip,
+        }
+    }
+
+    /// The tip after the batch's last line, and its buffer for the next batch.
+    pub(super) fn into_buffer(self) -> (Tip, Vec<u8>) {
+        (self.tip, self.lines)
+    }
+
+    /// Encodes `entry`, recorded at `recorded_at`, as the next line, chained to the tip.
+    pub(super) fn push(&mut self, recorded_at: Timestamp, entry: &impl Canonical) {
+        let seq = self.tip.next_seq;
+        let start = self.lines.len();
+        let digest = encode_line_into(
+            &mut self.lines,
+            seq,
+            Some(&self.tip.digest),
+            Some(recorded_at),
+            entry,
+        );
+        self.tip = Tip {
+            next_seq: seq + 1,
+            digest,
+            offset: self.tip.offset + (self.lines.len() - start) as u64,
+            recorded_at: Some(recorded_at),
+        };
+    }
+
+    /// Whether no line was added.
+    pub(super) fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Writes the lines at the end of `file` (`path`) with one `write` and one `fdatasync`,
+    /// then rewrites the head at the last of them (a failed head rewrite is a warning: the
+    /// entries are durable and acknowledged). The error of a failed write or sync is the
+    /// append's ([`StoreError::UnknownOrCommitted`]).
+    pub(super) fn write_synced(
+        &self,
+        storage: &dyn Storage,
+        file: &mut File,
+        path: &Path,
+        anchor: &mut Anchor,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<(), StoreError> {
+        crate::io::append_line(storage, file, path, self.first_seq, &self.lines)?;
+        // The entries are durable: from here on they are acknowledged whatever happens to the
+        // head.
+        anchor.advance_after_append(
+            storage,
+            self.tip.next_seq - 1,
+            &self.tip.digest,
+            self.tip.offset,
+            warnings,
+        );
+        Ok(())
+    }
+}
+
+/// What the guard and the kernel made of one proposal.
+pub(super) enum Judged {
+    /// Accepted at `seq`: the State advanced and the guard observed it.
+    Accepted {
+        /// Its line's sequence number.
+        seq: u64,
+        /// The accepted Result without its State.
+        record: AcceptedRecord,
+    },
+    /// Answered without an entry: a duplicate or the kernel's refusal (logged).
+    Answered(Appended),
 }
 
 impl<M: Machine> Journal<M> {
@@ -105,13 +199,7 @@ impl<M: Machine> Journal<M> {
         M::Event: 'a,
     {
         let proposals = proposals.into_iter();
-        let mut batch = Batch {
-            // About a kilobyte per line (a task of 20 work items), so one batch of `valp demo`
-            // grows its buffer a few times at most.
-            lines: Vec::with_capacity(proposals.size_hint().0.saturating_mul(1024)),
-            first_seq: self.tip.next_seq,
-            tip: self.tip.clone(),
-        };
+        let mut batch = Batch::after(self.tip.clone(), proposals.size_hint().0);
         let mut answers = Vec::with_capacity(proposals.size_hint().0);
         for (event, evidence_set) in proposals {
             match self.propose(event, evidence_set, &mut batch) {
@@ -126,14 +214,31 @@ impl<M: Machine> Journal<M> {
         Ok(answers)
     }
 
-    /// Judges one proposal (the guard, then the kernel) and, when accepted, adds its line to
-    /// `batch`. A refusal by the guard is logged and returned as the error.
+    /// Judges one proposal and, when accepted, adds its line to `batch`.
     fn propose(
         &mut self,
         event: &M::Event,
         evidence_set: &[Evidence],
         batch: &mut Batch,
     ) -> Result<Appended, StoreError> {
+        Ok(match self.judge(event, evidence_set, batch.tip.next_seq)? {
+            Judged::Accepted { seq, record } => {
+                let entry = M::entry(event, evidence_set, record.clone());
+                batch.push(self.clock.now(), &entry);
+                Appended::Accepted { seq, record }
+            }
+            Judged::Answered(answer) => answer,
+        })
+    }
+
+    /// Judges one proposal (the guard, then the kernel) as the entry at `seq` if accepted.
+    /// A refusal by the guard is logged and returned as the error.
+    pub(super) fn judge(
+        &mut self,
+        event: &M::Event,
+        evidence_set: &[Evidence],
+        seq: u64,
+    ) -> Result<Judged, StoreError> {
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
             // A refusal by the store's own rules writes nothing to the journal and is logged
@@ -178,34 +283,17 @@ impl<M: Machine> Journal<M> {
         }
         Ok(match self.live.apply(event, evidence_set) {
             Verdict::Accepted(record) => {
-                let seq = batch.tip.next_seq;
-                let entry = M::entry(event, evidence_set, record.clone());
-                let recorded_at = self.clock.now();
-                let start = batch.lines.len();
-                let digest = encode_line_into(
-                    &mut batch.lines,
-                    seq,
-                    Some(&batch.tip.digest),
-                    Some(recorded_at),
-                    &entry,
-                );
-                batch.tip = Tip {
-                    next_seq: seq + 1,
-                    digest,
-                    offset: batch.tip.offset + (batch.lines.len() - start) as u64,
-                    recorded_at: Some(recorded_at),
-                };
                 self.guard.observe(seq, event, evidence_set);
-                Appended::Accepted { seq, record }
+                Judged::Accepted { seq, record }
             }
             Verdict::NoOp {
                 prior_result_id,
                 prior_result_digest,
                 ..
-            } => Appended::Duplicate {
+            } => Judged::Answered(Appended::Duplicate {
                 prior_result_id,
                 prior_result_digest,
-            },
+            }),
             Verdict::Rejected {
                 error_code, prior, ..
             } => {
@@ -226,7 +314,7 @@ impl<M: Machine> Journal<M> {
                         reason: reason.clone(),
                     },
                 )?;
-                Appended::Rejected { error_code, reason }
+                Judged::Answered(Appended::Rejected { error_code, reason })
             }
         })
     }
@@ -235,42 +323,30 @@ impl<M: Machine> Journal<M> {
     /// head at its last line. Any failure poisons the handle: the kernel already advanced the
     /// in-memory State.
     fn write(&mut self, batch: Batch) -> Result<(), StoreError> {
-        if batch.lines.is_empty() {
+        if batch.is_empty() {
             return Ok(());
         }
-        let storage = std::sync::Arc::clone(&self.storage);
-        let path = self.path.clone();
-        let file = match self.append_file() {
-            Ok(file) => file,
-            Err(error) => {
-                self.poisoned = Some(error.to_string());
-                return Err(error);
-            }
-        };
-        let written =
-            crate::io::append_line(storage.as_ref(), file, &path, batch.first_seq, &batch.lines);
-        if let Err(error) = written {
-            self.poisoned = Some(error.to_string());
-            self.appender = None;
-            return Err(error);
-        }
-        self.tip = batch.tip;
-        // The entries are durable: from here on they are acknowledged whatever happens to the
-        // head.
-        self.anchor.advance_after_append(
+        let mut file = self.take_append_file()?;
+        let written = batch.write_synced(
             self.storage.as_ref(),
-            self.tip.next_seq - 1,
-            &self.tip.digest,
-            self.tip.offset,
+            &mut file,
+            &self.path,
+            &mut self.anchor,
             &mut self.warnings,
         );
+        if let Err(error) = written {
+            self.poisoned = Some(error.to_string());
+            return Err(error);
+        }
+        self.appender = Some(file);
+        self.tip = batch.tip;
         M::settled(self);
         Ok(())
     }
 
     /// Refuses to append when the file is shorter than what this handle verified: it was cut
     /// under us, and a line appended now would not chain to what is left.
-    fn check_not_shortened(&mut self) -> Result<(), StoreError> {
+    pub(super) fn check_not_shortened(&mut self) -> Result<(), StoreError> {
         let checked = self
             .anchor
             .check_not_shortened(self.tip.offset, self.tip.next_seq - 1);

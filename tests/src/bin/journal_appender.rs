@@ -8,6 +8,9 @@
 //! - `append ROOT SEED WORK_ITEMS LIMIT`: opens the journal for writing (repairing a torn tail),
 //!   prints `ready <len>`, then appends the walk steps that follow, one by one, printing
 //!   `acked <seq>` after each accepted (durable) append; stops after LIMIT appends.
+//! - `append-pipelined ROOT SEED WORK_ITEMS BATCH LIMIT`: the same with one
+//!   `Journal::append_pipelined` of LIMIT steps in batches of BATCH, printing `acked <seq>` for
+//!   each entry of a batch once the store acknowledges the batch.
 //! - `contend ROOT SEED WORK_ITEMS PROPOSALS PROCESS`: opens the journal, prints `ready`, waits
 //!   for a line on stdin, then makes PROPOSALS proposals. Each takes the revision `r` the
 //!   journal had at this writer's last append and proposes, at random (seeded by the number
@@ -45,6 +48,14 @@ fn main() -> ExitCode {
             append(
                 open(root)?,
                 History::new(number(seed)?, number(items)?),
+                number(limit)?,
+            )
+        })(),
+        ["append-pipelined", root, seed, items, batch, limit] => (|| {
+            append_pipelined(
+                open(root)?,
+                History::new(number(seed)?, number(items)?),
+                number(batch)?,
                 number(limit)?,
             )
         })(),
@@ -117,6 +128,32 @@ fn append(mut journal: Journal, mut history: History, limit: usize) -> Result<()
         }
     }
     Ok(())
+}
+
+fn append_pipelined(
+    mut journal: Journal,
+    mut history: History,
+    batch: usize,
+    limit: usize,
+) -> Result<(), String> {
+    let start = len(&journal)?;
+    say(&format!("ready {start}"))?;
+    let proposals = (start..start + limit).map(|index| {
+        let step = history.step(index);
+        (step.event.clone(), step.evidence_set.clone())
+    });
+    let mut said = Ok(());
+    journal
+        .append_pipelined(proposals, batch, |answers| {
+            for answer in answers {
+                said = said.clone().and_then(|()| match answer {
+                    Appended::Accepted { seq, .. } => say(&format!("acked {seq}")),
+                    other => Err(format!("a walk step was not accepted: {other:?}")),
+                });
+            }
+        })
+        .map_err(text)?;
+    said
 }
 
 fn contend(

@@ -1,0 +1,109 @@
+//! `Journal::append_pipelined`: the same journal, byte for byte, as `append_batch` of the same
+//! proposals in the same batches, with the same answers, head and snapshots; each batch
+//! acknowledged in order.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use valp_kernel::walk::{Walk, WalkConfig};
+use valp_kernel::{Evidence, Identity, IdentityKind};
+use valp_store::clock::{FixedClock, Timestamp};
+use valp_store::io::OsStorage;
+use valp_store::{Appended, ControlRoot, snapshot};
+
+/// Proposals per batch.
+const BATCH: usize = 256;
+
+fn root_in(dir: &Path) -> ControlRoot {
+    let id = Identity::new(IdentityKind::Installation, "inst-1").unwrap();
+    let clock = FixedClock::new(Timestamp::from_millis(1_796_042_096_789));
+    ControlRoot::init(&dir.join(".valp"), id, Arc::new(OsStorage))
+        .unwrap()
+        .with_clock(Arc::new(clock))
+}
+
+/// The snapshot file names of task `task-1` of `root`.
+fn snapshot_names(root: &ControlRoot) -> Vec<String> {
+    snapshot::list(&root.layout().task_dir("task-1"))
+        .unwrap()
+        .into_iter()
+        .map(|(_, path)| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_pipelined_append_writes_what_append_batch_writes() {
+    let mut walk = Walk::new(WalkConfig {
+        seed: 7,
+        work_items: 3,
+        may_terminate: false,
+    });
+    let mut proposals: Vec<(valp_kernel::Event, Vec<Evidence>)> = walk
+        .by_ref()
+        .take(2_600)
+        .map(|step| (step.event, step.evidence_set))
+        .collect();
+    // A duplicate and a stale revision in the middle: answered, not written.
+    let mut stale = proposals[5].0.clone();
+    stale.event_id = Identity::new(IdentityKind::Event, "stale").unwrap();
+    proposals.insert(1_000, proposals[3].clone());
+    proposals.insert(1_500, (stale, Vec::new()));
+
+    let plain_dir = tempfile::tempdir().unwrap();
+    let plain_root = root_in(plain_dir.path());
+    let mut plain = plain_root.create_task(walk.genesis()).unwrap();
+    let mut expected = Vec::new();
+    for batch in proposals.chunks(BATCH) {
+        expected.extend(
+            plain
+                .append_batch(
+                    batch
+                        .iter()
+                        .map(|(event, evidence)| (event, evidence.as_slice())),
+                )
+                .unwrap(),
+        );
+    }
+
+    let piped_dir = tempfile::tempdir().unwrap();
+    let piped_root = root_in(piped_dir.path());
+    let mut piped = piped_root.create_task(walk.genesis()).unwrap();
+    let mut acknowledged: Vec<Vec<Appended>> = Vec::new();
+    piped
+        .append_pipelined(proposals, BATCH, |answers| acknowledged.push(answers))
+        .unwrap();
+
+    assert_eq!(acknowledged.len(), 2_602_usize.div_ceil(BATCH));
+    assert!(
+        acknowledged[..acknowledged.len() - 1]
+            .iter()
+            .all(|answers| answers.len() == BATCH)
+    );
+    assert_eq!(acknowledged.concat(), expected);
+    assert!(matches!(expected[1_000], Appended::Duplicate { .. }));
+    assert!(matches!(expected[1_500], Appended::Rejected { .. }));
+    assert_eq!(piped.len(), 2_600);
+    assert_eq!(piped.head(), plain.head());
+    assert_eq!(piped.warnings(), plain.warnings());
+    assert_eq!(
+        std::fs::read(piped.path()).unwrap(),
+        std::fs::read(plain.path()).unwrap()
+    );
+    // The same snapshots, taken at the same batch ends, byte for byte.
+    let names = snapshot_names(&piped_root);
+    assert_eq!(names, snapshot_names(&plain_root));
+    assert!(names.len() >= 2, "{names:?}");
+    let folder = |root: &ControlRoot| root.layout().task_dir("task-1").join("snapshots");
+    for name in &names {
+        for file in [name.clone(), name.replace(".json", ".index")] {
+            assert_eq!(
+                std::fs::read(folder(&piped_root).join(&file)).unwrap(),
+                std::fs::read(folder(&plain_root).join(&file)).unwrap(),
+                "{file}"
+            );
+        }
+    }
+    assert_eq!(piped.live().state_digest(), plain.live().state_digest());
+}
