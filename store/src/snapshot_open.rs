@@ -56,8 +56,9 @@ pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreErro
     };
     for (_, path) in candidates {
         match usable(journal, &path) {
-            Ok((snapshot, line)) => {
+            Ok((snapshot, line, deferred)) => {
                 start_from(journal, snapshot, &line)?;
+                journal.snapshots.unchecked = deferred.then_some(path);
                 return Ok(true);
             }
             Err(reason) => refuse(journal, path, reason),
@@ -66,14 +67,26 @@ pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreErro
     Ok(false)
 }
 
-/// The snapshot at `path` and its line, if it may be used for `journal`; why not otherwise.
-fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainLine), String> {
+/// The snapshot at `path`, its line, and whether its index file's check was deferred, if it
+/// may be used for `journal`; why not otherwise.
+fn usable(
+    journal: &Journal<LiveState>,
+    path: &Path,
+) -> Result<(Snapshot, ChainLine, bool), String> {
     // A reader never writes a snapshot, so it need not hold the index's digests: 16 bytes per
-    // entry instead of 80, an event seen again read back from the journal (`recall`).
-    let snapshot = if journal.access == Access::Write {
-        snapshot::load(path)?
+    // entry instead of 80, an event seen again read back from the journal (`recall`). One
+    // that defers the index file's check does so only when no line follows the snapshot.
+    let (snapshot, deferred) = if journal.access == Access::Write {
+        (snapshot::load(path)?, false)
+    } else if journal.snapshots.defer_index {
+        let unchecked = snapshot::load_keys_unchecked(path)?;
+        if at_tip(journal, &unchecked) {
+            (unchecked, true)
+        } else {
+            (snapshot::load_keys(path)?, false)
+        }
     } else {
-        snapshot::load_keys(path)?
+        (snapshot::load_keys(path)?, false)
     };
     check_binding(journal, &snapshot)?;
     let (line, _) = bound_line(journal.path(), snapshot.seq, snapshot.length)?;
@@ -95,7 +108,44 @@ fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainL
             snapshot.parts.body.revision, snapshot.parts.history_len, snapshot.seq
         ));
     }
-    Ok((snapshot, line))
+    Ok((snapshot, line, deferred))
+}
+
+/// Whether `snapshot` is bound to the journal's last line: the head anchor names its seq and
+/// the file ends where its line does (no line would be applied after it).
+fn at_tip(journal: &Journal<LiveState>, snapshot: &Snapshot) -> bool {
+    journal.head().is_some_and(|head| head.seq == snapshot.seq)
+        && std::fs::metadata(journal.path()).is_ok_and(|meta| meta.len() == snapshot.length)
+}
+
+/// Before a line is applied to a handle that read its snapshot's index file unchecked
+/// ([`History::KeptIndexDeferred`](crate::journal::History::KeptIndexDeferred)): loads the
+/// snapshot again with the index file checked against its digest and rebuilds the State from
+/// it (no line was applied since, so it is the same State), or refuses to go on. Nothing for
+/// any other handle.
+pub(crate) fn check_deferred(journal: &mut Journal<LiveState>) -> Result<(), StoreError> {
+    let Some(path) = journal.snapshots.unchecked.take() else {
+        return Ok(());
+    };
+    let seq = journal.len();
+    let refused = |reason: String| StoreError::SnapshotMismatch {
+        path: path.clone(),
+        seq,
+        reason: format!(
+            "{reason}, found before a line was applied to a handle that read it unchecked"
+        ),
+    };
+    let snapshot = snapshot::load_keys(&path).map_err(&refused)?;
+    if snapshot.seq != seq || snapshot.entry_digest != journal.tip.digest {
+        return Err(refused(format!(
+            "it is bound to seq {}, the handle stands at seq {seq}",
+            snapshot.seq
+        )));
+    }
+    let recall = Arc::new(JournalRecall::new(journal.path().to_owned()));
+    journal.live = LiveState::from_parts_recalling(snapshot.parts, recall)
+        .map_err(|error| refused(format!("it does not rebuild: {error}")))?;
+    Ok(())
 }
 
 /// Refuses a snapshot that is newer than the head anchor or names another line at its seq.
@@ -165,14 +215,7 @@ pub(crate) fn bound_line(
         }
         window = window.saturating_mul(4);
     };
-    let prior = decode_canonical(&bytes)
-        .ok()
-        .and_then(|value| {
-            value
-                .as_object()
-                .and_then(|members| members.get("prior_entry_digest"))
-                .and_then(|prior| prior.as_str().map(str::to_owned))
-        })
+    let prior = prior_named(&bytes)
         .ok_or_else(|| not_there("the bytes there are not a chain line".to_owned()))?;
     let mut reader = ChainReader::resume(path, start, seq, &prior, false)
         .map_err(|error| not_there(error.to_string()))?;
@@ -184,6 +227,17 @@ pub(crate) fn bound_line(
             seq + 1
         )),
     }
+}
+
+/// The `prior_entry_digest` the journal line `bytes` names (read, not verified: the caller
+/// verifies the line chained to it); `None` when the bytes are not such a line.
+pub(crate) fn prior_named(bytes: &[u8]) -> Option<String> {
+    decode_canonical(bytes).ok().and_then(|value| {
+        value
+            .as_object()
+            .and_then(|members| members.get("prior_entry_digest"))
+            .and_then(|prior| prior.as_str().map(str::to_owned))
+    })
 }
 
 /// Continues `journal` from `snapshot`, whose line is `line`.
