@@ -1,5 +1,8 @@
 //! `valp demo`: a task with a seeded legal history, written through the store (with
-//! `--console`, only when `--entries` asks for it: the console's demo is the live plan).
+//! `--console`, only when `--entries` asks for it: the console's demo is the live plan). It
+//! ends with the task folder's `correction-fold.json` ([`fold_cache`]) bound to the last line,
+//! folded batch by batch as the lines are written, so the first `valp task status` or console
+//! on the root folds no line from the genesis.
 
 use std::io::Write;
 use std::path::Path;
@@ -13,6 +16,8 @@ use valp_store::{Access, Appended, ControlRoot};
 
 use super::CommandError;
 use crate::cli::DemoArgs;
+use valp_runtime::audit::fold::Fold;
+use valp_runtime::audit::fold_cache;
 use valp_view::sanitize::display_text;
 
 /// Entries the demo appends per batch (one `fdatasync` each).
@@ -75,6 +80,7 @@ pub(super) fn run(
     );
     let mut journal = root.create_task(walk.genesis())?;
     let mut left = entries;
+    let mut fold = Fold::genesis();
     while left > 0 {
         // One `fdatasync` per batch (the store's bulk append): a crash loses at most the batch
         // in flight, never an entry of an earlier one.
@@ -96,6 +102,18 @@ pub(super) fn run(
                 "the demo history was not accepted: {other:?}"
             )));
         }
+        // The batch just written, folded while it is in the page cache: the fold holds what
+        // the file does (the open and the newest rounds), never the whole history.
+        fold.advance_keeping(journal.path(), Some(fold_cache::NEWEST_ROUNDS))?;
+    }
+    // A derived cache: without it the first fold reads the whole journal, nothing else.
+    if let Err(error) = fold_cache::write(journal.dir(), &args.task, &fold) {
+        writeln!(
+            out,
+            "note: {} not written: {}",
+            super::shown(&fold_cache::path(journal.dir())),
+            display_text(&error.to_string())
+        )?;
     }
     writeln!(
         out,
