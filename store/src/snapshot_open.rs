@@ -14,6 +14,15 @@
 //! ([`recall`](crate::journal::recall)), as for `valp verify`. A snapshot is never trusted beyond what these checks bind: `valp verify` replays
 //! every journal from the genesis and compares each snapshot with the State it rebuilt.
 //!
+//! **A handle to show** ([`ControlRoot::open_task_to_show`](crate::ControlRoot::open_task_to_show),
+//! `valp task status`) uses a snapshot with no line after it (the head names its seq and the
+//! file ends at its line) with the index file's keys read but the file not yet checked against
+//! its digest: what it shows is the snapshot's State, which the snapshot's own digest and its
+//! binding cover, and the index serves only idempotency when a line is applied. Before the first
+//! line is applied ([`check_deferred`]) the snapshot is loaded again with its index file checked
+//! and the State rebuilt from it, or the handle stops with the mismatch; with lines after the
+//! snapshot the file is checked at the open, as for any reader.
+//!
 //! **When one is written** (writers only, after the head names the line): after an append when
 //! [`snapshot::due`] says so, after an open that replayed that many lines or refused a snapshot,
 //! and when a writing handle is dropped with at least [`ON_CLOSE`] entries since the newest one
