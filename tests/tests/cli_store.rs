@@ -119,10 +119,9 @@ fn demo_verify_export_import_round_trip() {
     assert_eq!(verified.code, Some(0));
     // (Columns are as wide as the longest name: the demo's `demo-1/correction-fold.json`.)
     assert!(
-        verified
-            .stdout
-            .lines()
-            .any(|line| line.split_whitespace().eq(["journal", "demo-1", "60", "ok"])),
+        verified.stdout.lines().any(|line| line
+            .split_whitespace()
+            .eq(["journal", "demo-1", "60", "ok"])),
         "{}",
         verified.stdout
     );
