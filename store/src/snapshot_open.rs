@@ -65,11 +65,16 @@ pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreErro
     };
     for (_, path) in candidates {
         match usable(journal, &path) {
-            Ok((snapshot, line, deferred)) => {
-                start_from(journal, snapshot, &line)?;
-                journal.snapshots.unchecked = deferred.then_some(path);
-                return Ok(true);
-            }
+            Ok((snapshot, line, deferred)) => match start_from(journal, snapshot, &line) {
+                Ok(()) => {
+                    journal.snapshots.unchecked = deferred.then_some(path);
+                    return Ok(true);
+                }
+                // Keys read unchecked may not even make an index (a file that would not have
+                // had its digest): refused, as the check would have refused it.
+                Err(error) if deferred => refuse(journal, path, error.to_string()),
+                Err(error) => return Err(error),
+            },
             Err(reason) => refuse(journal, path, reason),
         }
     }
@@ -262,9 +267,8 @@ fn start_from(
         let recall = Arc::new(JournalRecall::new(journal.path().to_owned()));
         LiveState::from_parts_recalling(snapshot.parts, recall)
     };
-    let rebuilt = rebuilt.map_err(|error| {
-        StoreError::Invalid(format!("a checked snapshot does not rebuild: {error}"))
-    })?;
+    let rebuilt = rebuilt
+        .map_err(|error| StoreError::Invalid(format!("the snapshot does not rebuild: {error}")))?;
     journal.live = rebuilt;
     journal.guard = guard;
     journal.tip = Tip {

@@ -6,8 +6,9 @@
 //!   moved under the handle is refused, never answered short.
 //! - `ControlRoot::open_task_to_show` (`valp task status`): from a snapshot at the last line the
 //!   index file is not checked at the open, but before any line is applied (a refresh), and a
-//!   file that does not match then stops the handle; with lines after the snapshot it is
-//!   checked at the open as for any reader.
+//!   file that does not match then stops the handle (keys that make no index at all refuse the
+//!   snapshot at the open); with lines after the snapshot it is checked at the open as for any
+//!   reader.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -326,4 +327,37 @@ fn a_handle_to_show_checks_the_index_file_at_the_open_when_lines_follow_the_snap
     );
     assert_eq!(shown.len(), 303);
     assert_eq!(shown.live().body(), reader(&root).live().body());
+}
+
+#[test]
+fn a_handle_to_show_refuses_a_snapshot_whose_unchecked_keys_make_no_index() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = root_with(temp.path(), 300);
+    let dir = root.layout().task_dir("task-1");
+    let (_, newest) = snapshot::list(&dir).unwrap().into_iter().next().unwrap();
+    let index = snapshot::index_path(&newest);
+    let mut bytes = std::fs::read(&index).unwrap();
+    // The first two 16-byte key records swapped: the keys are no longer in order.
+    let (first, second) = (bytes[..16].to_vec(), bytes[16..32].to_vec());
+    bytes[..16].copy_from_slice(&second);
+    bytes[16..32].copy_from_slice(&first);
+    std::fs::write(&index, &bytes).unwrap();
+    let shown = root.open_task_to_show("task-1").unwrap();
+    assert_eq!(
+        shown.warnings(),
+        [Warning::SnapshotRefused {
+            path: newest,
+            reason: "the snapshot does not rebuild: the idempotency index is not well formed: \
+                     its keys are not strictly increasing"
+                .to_owned()
+        }]
+    );
+    assert_eq!(shown.len(), 300);
+    assert_eq!(
+        shown.live().body(),
+        root.open_task_with_history("task-1", Access::ReadOnly)
+            .unwrap()
+            .live()
+            .body()
+    );
 }
