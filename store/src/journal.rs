@@ -34,6 +34,7 @@
 
 pub(crate) mod append;
 mod append_pipelined;
+mod newest;
 mod read_ahead;
 pub(crate) mod recall;
 mod rejections;
@@ -228,6 +229,11 @@ pub(crate) enum History {
     /// Kept, replaying every line from the genesis whatever snapshots there are (`valp
     /// recover`'s plan judges the whole journal).
     KeptFromGenesis,
+    /// [`History::Kept`] for a reader that shows the State at the tip (`valp task status`):
+    /// from a snapshot with no line after it, the index file's keys are read but the file is
+    /// checked against its digest only before a line is applied
+    /// ([`snapshot_open`](crate::snapshot_open)'s deferred index).
+    KeptIndexDeferred,
 }
 
 /// An open, verified journal; a task journal unless `M` says otherwise.
@@ -269,6 +275,12 @@ pub(crate) struct Snapshots {
     pub(crate) newest: u64,
     /// A snapshot was refused: write one at the next chance.
     pub(crate) rebuild: bool,
+    /// A reader's open may defer checking the index file of a snapshot with no line after it
+    /// ([`History::KeptIndexDeferred`]).
+    pub(crate) defer_index: bool,
+    /// The snapshot whose index file this handle read without checking it: checked (and the
+    /// State rebuilt from it) before the first line is applied.
+    pub(crate) unchecked: Option<PathBuf>,
     /// Snapshots refused by this open, moved to `quarantine/` by a writer once the open
     /// succeeded.
     pub(crate) refused: Vec<PathBuf>,
@@ -376,8 +388,9 @@ impl<M: Machine> Journal<M> {
             damage: None,
             snapshots: Snapshots {
                 used: anchoring == Anchoring::Required
-                    && history == History::Kept
+                    && matches!(history, History::Kept | History::KeptIndexDeferred)
                     && watch.0.is_none(),
+                defer_index: history == History::KeptIndexDeferred,
                 ..Snapshots::default()
             },
             watch,
@@ -400,6 +413,7 @@ impl<M: Machine> Journal<M> {
         decoded: Option<(M::Entry, EntrySpans)>,
     ) -> Result<(), StoreError> {
         self.anchor.check_line(line)?;
+        M::before_apply(self)?;
         let spans = decoded.as_ref().map(|(_, spans)| *spans);
         let entry = decoded_entry::<M>(&self.path, line, decoded)?;
         let (event, evidence_set) = M::parts(&entry);

@@ -94,6 +94,11 @@ pub trait Machine: Sized + std::fmt::Debug {
     /// Called when a handle is dropped (task journals: a writer leaves a snapshot of where it
     /// got to); nothing by default.
     fn closing(_journal: &mut Journal<Self>) {}
+    /// Called before each line is applied (task journals: a snapshot index whose check was
+    /// deferred is checked first); nothing by default.
+    fn before_apply(_journal: &mut Journal<Self>) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 impl Machine for LiveState {
@@ -168,6 +173,10 @@ impl Machine for LiveState {
 
     fn closing(journal: &mut Journal<Self>) {
         crate::snapshot_open::closing(journal);
+    }
+
+    fn before_apply(journal: &mut Journal<Self>) -> Result<(), StoreError> {
+        crate::snapshot_open::check_deferred(journal)
     }
 }
 

@@ -338,8 +338,8 @@ impl ControlRoot {
         Ok(())
     }
 
-    /// Opens and verifies the journal of `task_id`.
-    pub fn open_task(&self, task_id: &str, access: Access) -> Result<Journal, StoreError> {
+    /// The folder of task `task_id`, if it holds a journal.
+    fn task_journal_dir(&self, task_id: &str) -> Result<PathBuf, StoreError> {
         let dir = self.layout.task_dir(task_id);
         if !dir.join(JOURNAL_FILE).is_file() {
             return Err(StoreError::Invalid(format!(
@@ -347,6 +347,12 @@ impl ControlRoot {
                 self.layout.root().display()
             )));
         }
+        Ok(dir)
+    }
+
+    /// Opens and verifies the journal of `task_id`.
+    pub fn open_task(&self, task_id: &str, access: Access) -> Result<Journal, StoreError> {
+        let dir = self.task_journal_dir(task_id)?;
         self.clocked(Journal::open_guarded(
             &dir,
             &self.layout.quarantine_dir(),
@@ -365,13 +371,7 @@ impl ControlRoot {
         task_id: &str,
         access: Access,
     ) -> Result<Journal, StoreError> {
-        let dir = self.layout.task_dir(task_id);
-        if !dir.join(JOURNAL_FILE).is_file() {
-            return Err(StoreError::Invalid(format!(
-                "no task {task_id:?} in {}",
-                self.layout.root().display()
-            )));
-        }
+        let dir = self.task_journal_dir(task_id)?;
         self.clocked(Journal::open_with(
             &dir,
             &self.layout.quarantine_dir(),
@@ -407,6 +407,49 @@ impl ControlRoot {
         self.open_task_dir_anchored(dir, access, Anchoring::Required)
     }
 
+    /// [`ControlRoot::open_task`] read-only, to show the State at the tip (`valp task status`):
+    /// opened from a snapshot bound to the last line, the snapshot's index file is read (its
+    /// keys) but checked against its digest only before a line is applied to the handle (a
+    /// refresh that finds new lines; a handle that finds it does not match refuses to go on),
+    /// so such an open reads 16 bytes per entry and hashes none instead of reading and hashing
+    /// 80. Everything shown of the State comes from the checked snapshot; only the
+    /// idempotency index, which a State shown is not asked, waits for its check.
+    pub fn open_task_to_show(&self, task_id: &str) -> Result<Journal, StoreError> {
+        self.open_task_dir_to_show(&self.task_journal_dir(task_id)?)
+    }
+
+    /// [`ControlRoot::open_task_to_show`] for a task folder (as listed by
+    /// [`ControlRoot::task_dirs`]).
+    pub fn open_task_dir_to_show(&self, dir: &Path) -> Result<Journal, StoreError> {
+        self.open_reader(
+            dir,
+            self.task_guard().in_task(dir),
+            crate::journal::History::KeptIndexDeferred,
+            crate::journal::Watch(None),
+        )
+    }
+
+    /// A read-only open of the task journal in `dir`, its head anchor required, with `guard`,
+    /// keeping `history`, calling `watch` with every verified line.
+    fn open_reader(
+        &self,
+        dir: &Path,
+        guard: TaskGuard,
+        history: crate::journal::History,
+        watch: crate::journal::Watch<LiveState>,
+    ) -> Result<Journal, StoreError> {
+        self.clocked(Journal::open_with(
+            dir,
+            &self.layout.quarantine_dir(),
+            Arc::clone(&self.storage),
+            Access::ReadOnly,
+            Anchoring::Required,
+            guard,
+            history,
+            watch,
+        ))
+    }
+
     /// Opens the journal in a task folder read-only to verify it (as [`verify`](crate::verify)
     /// does), holding the lean idempotency index instead of the history: memory stays at 16
     /// bytes per entry (an event seen again is read back from the journal). The journal's `live().history()` is empty.
@@ -420,16 +463,12 @@ impl ControlRoot {
         dir: &Path,
         watch: crate::journal::Watch<LiveState>,
     ) -> Result<Journal, StoreError> {
-        self.clocked(Journal::open_with(
+        self.open_reader(
             dir,
-            &self.layout.quarantine_dir(),
-            Arc::clone(&self.storage),
-            Access::ReadOnly,
-            Anchoring::Required,
             self.task_guard(),
             crate::journal::History::Forgotten,
             watch,
-        ))
+        )
     }
 
     /// [`ControlRoot::open_task_dir`] with the head anchor required or not.

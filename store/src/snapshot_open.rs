@@ -14,6 +14,15 @@
 //! ([`recall`](crate::journal::recall)), as for `valp verify`. A snapshot is never trusted beyond what these checks bind: `valp verify` replays
 //! every journal from the genesis and compares each snapshot with the State it rebuilt.
 //!
+//! **A handle to show** ([`ControlRoot::open_task_to_show`](crate::ControlRoot::open_task_to_show),
+//! `valp task status`) uses a snapshot with no line after it (the head names its seq and the
+//! file ends at its line) with the index file's keys read but the file not yet checked against
+//! its digest: what it shows is the snapshot's State, which the snapshot's own digest and its
+//! binding cover, and the index serves only idempotency when a line is applied. Before the first
+//! line is applied ([`check_deferred`]) the snapshot is loaded again with its index file checked
+//! and the State rebuilt from it, or the handle stops with the mismatch; with lines after the
+//! snapshot the file is checked at the open, as for any reader.
+//!
 //! **When one is written** (writers only, after the head names the line): after an append when
 //! [`snapshot::due`] says so, after an open that replayed that many lines or refused a snapshot,
 //! and when a writing handle is dropped with at least [`ON_CLOSE`] entries since the newest one
@@ -59,24 +68,42 @@ pub(crate) fn resume(journal: &mut Journal<LiveState>) -> Result<bool, StoreErro
     };
     for (_, path) in candidates {
         match usable(journal, &path) {
-            Ok((snapshot, line)) => {
-                start_from(journal, snapshot, &line)?;
-                return Ok(true);
-            }
+            Ok((snapshot, line, deferred)) => match start_from(journal, snapshot, &line) {
+                Ok(()) => {
+                    journal.snapshots.unchecked = deferred.then_some(path);
+                    return Ok(true);
+                }
+                // Keys read unchecked may not even make an index (a file that would not have
+                // had its digest): refused, as the check would have refused it.
+                Err(error) if deferred => refuse(journal, path, error.to_string()),
+                Err(error) => return Err(error),
+            },
             Err(reason) => refuse(journal, path, reason),
         }
     }
     Ok(false)
 }
 
-/// The snapshot at `path` and its line, if it may be used for `journal`; why not otherwise.
-fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainLine), String> {
+/// The snapshot at `path`, its line, and whether its index file's check was deferred, if it
+/// may be used for `journal`; why not otherwise.
+fn usable(
+    journal: &Journal<LiveState>,
+    path: &Path,
+) -> Result<(Snapshot, ChainLine, bool), String> {
     // A reader never writes a snapshot, so it need not hold the index's digests: 16 bytes per
-    // entry instead of 80, an event seen again read back from the journal (`recall`).
-    let snapshot = if journal.access == Access::Write {
-        snapshot::load(path)?
+    // entry instead of 80, an event seen again read back from the journal (`recall`). One
+    // that defers the index file's check does so only when no line follows the snapshot.
+    let (snapshot, deferred) = if journal.access == Access::Write {
+        (snapshot::load(path)?, false)
+    } else if journal.snapshots.defer_index {
+        let unchecked = snapshot::load_keys_unchecked(path)?;
+        if at_tip(journal, &unchecked) {
+            (unchecked, true)
+        } else {
+            (snapshot::load_keys(path)?, false)
+        }
     } else {
-        snapshot::load_keys(path)?
+        (snapshot::load_keys(path)?, false)
     };
     check_binding(journal, &snapshot)?;
     let (line, _) = bound_line(journal.path(), snapshot.seq, snapshot.length)?;
@@ -98,7 +125,44 @@ fn usable(journal: &Journal<LiveState>, path: &Path) -> Result<(Snapshot, ChainL
             snapshot.parts.body.revision, snapshot.parts.history_len, snapshot.seq
         ));
     }
-    Ok((snapshot, line))
+    Ok((snapshot, line, deferred))
+}
+
+/// Whether `snapshot` is bound to the journal's last line: the head anchor names its seq and
+/// the file ends where its line does (no line would be applied after it).
+fn at_tip(journal: &Journal<LiveState>, snapshot: &Snapshot) -> bool {
+    journal.head().is_some_and(|head| head.seq == snapshot.seq)
+        && std::fs::metadata(journal.path()).is_ok_and(|meta| meta.len() == snapshot.length)
+}
+
+/// Before a line is applied to a handle that read its snapshot's index file unchecked
+/// ([`History::KeptIndexDeferred`](crate::journal::History::KeptIndexDeferred)): loads the
+/// snapshot again with the index file checked against its digest and rebuilds the State from
+/// it (no line was applied since, so it is the same State), or refuses to go on. Nothing for
+/// any other handle.
+pub(crate) fn check_deferred(journal: &mut Journal<LiveState>) -> Result<(), StoreError> {
+    let Some(path) = journal.snapshots.unchecked.take() else {
+        return Ok(());
+    };
+    let seq = journal.len();
+    let refused = |reason: String| StoreError::SnapshotMismatch {
+        path: path.clone(),
+        seq,
+        reason: format!(
+            "{reason}, found before a line was applied to a handle that read it unchecked"
+        ),
+    };
+    let snapshot = snapshot::load_keys(&path).map_err(&refused)?;
+    if snapshot.seq != seq || snapshot.entry_digest != journal.tip.digest {
+        return Err(refused(format!(
+            "it is bound to seq {}, the handle stands at seq {seq}",
+            snapshot.seq
+        )));
+    }
+    let recall = Arc::new(JournalRecall::new(journal.path().to_owned()));
+    journal.live = LiveState::from_parts_recalling(snapshot.parts, recall)
+        .map_err(|error| refused(format!("it does not rebuild: {error}")))?;
+    Ok(())
 }
 
 /// Refuses a snapshot that is newer than the head anchor or names another line at its seq.
@@ -168,14 +232,7 @@ pub(crate) fn bound_line(
         }
         window = window.saturating_mul(4);
     };
-    let prior = decode_canonical(&bytes)
-        .ok()
-        .and_then(|value| {
-            value
-                .as_object()
-                .and_then(|members| members.get("prior_entry_digest"))
-                .and_then(|prior| prior.as_str().map(str::to_owned))
-        })
+    let prior = prior_named(&bytes)
         .ok_or_else(|| not_there("the bytes there are not a chain line".to_owned()))?;
     let mut reader = ChainReader::resume(path, start, seq, &prior, false)
         .map_err(|error| not_there(error.to_string()))?;
@@ -187,6 +244,17 @@ pub(crate) fn bound_line(
             seq + 1
         )),
     }
+}
+
+/// The `prior_entry_digest` the journal line `bytes` names (read, not verified: the caller
+/// verifies the line chained to it); `None` when the bytes are not such a line.
+pub(crate) fn prior_named(bytes: &[u8]) -> Option<String> {
+    decode_canonical(bytes).ok().and_then(|value| {
+        value
+            .as_object()
+            .and_then(|members| members.get("prior_entry_digest"))
+            .and_then(|prior| prior.as_str().map(str::to_owned))
+    })
 }
 
 /// Continues `journal` from `snapshot`, whose line is `line`.
@@ -202,9 +270,8 @@ fn start_from(
         let recall = Arc::new(JournalRecall::new(journal.path().to_owned()));
         LiveState::from_parts_recalling(snapshot.parts, recall)
     };
-    let rebuilt = rebuilt.map_err(|error| {
-        StoreError::Invalid(format!("a checked snapshot does not rebuild: {error}"))
-    })?;
+    let rebuilt = rebuilt
+        .map_err(|error| StoreError::Invalid(format!("the snapshot does not rebuild: {error}")))?;
     journal.live = rebuilt;
     journal.guard = guard;
     journal.tip = Tip {

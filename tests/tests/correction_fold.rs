@@ -417,3 +417,45 @@ fn a_summarizing_fold_holds_only_the_open_and_newest_rounds_and_agrees_with_the_
         "some walk has more rounds than a summarizing fold holds"
     );
 }
+
+/// `valp demo` ends with the task folder's `correction-fold.json`, folded batch by batch as
+/// the demo wrote the lines: the file of the whole journal's fold (the open and the newest
+/// rounds), bound to the last line, and `valp verify` checks it (a row `ok`).
+#[test]
+fn valp_demo_leaves_the_fold_of_its_journal_and_verify_checks_it() {
+    let project = tempfile::tempdir().unwrap();
+    // 2,500 entries in three batches: ~700 rounds, more than one batch's worth of lines.
+    let demo = valp_in(
+        project.path(),
+        None,
+        &["demo", "--entries", "2500", "--work-items", "4"],
+    )
+    .unwrap();
+    assert_eq!(demo.code, Some(0), "{demo:?}");
+    let dir = project.path().join(".valp/tasks/demo-1");
+    let fold = genesis_fold(&dir);
+    assert_eq!(fold.at().unwrap().seq, 2500);
+    assert!(
+        fold.deriver().opened() > 0,
+        "the walk opens correction rounds"
+    );
+    assert_eq!(
+        std::fs::read(fold_cache::path(&dir)).unwrap(),
+        fold_cache::encode("demo-1", &fold).unwrap()
+    );
+    let verified = valp_in(project.path(), None, &["verify"]).unwrap();
+    assert_eq!(verified.code, Some(0), "{verified:?}");
+    assert!(
+        verified
+            .stdout
+            .lines()
+            .any(|line| line.split_whitespace().eq([
+                "snapshot",
+                "demo-1/correction-fold.json",
+                "2500",
+                "ok"
+            ])),
+        "{}",
+        verified.stdout
+    );
+}

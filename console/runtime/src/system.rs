@@ -19,6 +19,8 @@ mod history;
 mod opening;
 mod shown;
 mod tasks;
+#[cfg(test)]
+mod walk_root;
 mod watched;
 
 use std::path::PathBuf;

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use valp_kernel::frontier::frontier;
 use valp_kernel::{ControlStatus, StateBody};
-use valp_store::{Access, ControlRoot, Journal};
+use valp_store::{ControlRoot, Journal};
 
 use super::CommandError;
 use valp_runtime::adapter::external::{self, Inbox};
@@ -32,12 +32,12 @@ pub(super) fn run(
 ) -> Result<ExitCode, CommandError> {
     let active = root.ledger_read_only()?.live().state().active_epoch;
     let journals = match task {
-        Some(task) => vec![Ok(root.open_task(task, Access::ReadOnly)?)],
+        Some(task) => vec![Ok(root.open_task_to_show(task)?)],
         None => root
             .task_dirs()?
             .iter()
             .map(|dir| {
-                root.open_task_dir(dir, Access::ReadOnly)
+                root.open_task_dir_to_show(dir)
                     .map_err(|error| super::problem_line(&super::task_folder(root, dir), &error))
             })
             .collect(),

@@ -65,7 +65,12 @@ impl Fact {
 
     /// The fact of the task-journal line `seq`, written at `recorded_at`, holding `entry`.
     pub fn of_entry(seq: u64, recorded_at: Option<Timestamp>, entry: &CompactEntry) -> Self {
-        let event = &entry.event;
+        Self::of_event(seq, recorded_at, &entry.event)
+    }
+
+    /// The fact of the task-journal line `seq`, written at `recorded_at`, whose entry records
+    /// `event` (all a fact reads of an entry).
+    pub fn of_event(seq: u64, recorded_at: Option<Timestamp>, event: &valp_kernel::Event) -> Self {
         Self {
             revision: seq,
             recorded_at: recorded_at.map(Timestamp::to_rfc3339),

@@ -79,17 +79,10 @@ impl Fold {
         newest: Option<u64>,
     ) -> Result<Advanced, StoreError> {
         let deriver = &mut self.deriver;
-        let trim = |deriver: &mut Deriver| {
-            if let Some(newest) = newest
-                && deriver.rounds().len() as u64 > newest.saturating_mul(2)
-            {
-                *deriver = deriver.kept(newest);
-            }
-        };
-        trim(deriver);
+        trim(deriver, newest);
         let read = read_entries_after::<LiveState>(path, self.at.as_ref(), |recorded| {
             deriver.push(&Fact::of(&recorded));
-            trim(deriver);
+            trim(deriver, newest);
         });
         match read {
             Ok(ReadAfter::Read { last, entries }) => {
@@ -115,5 +108,34 @@ impl Fold {
                 Err(error)
             }
         }
+    }
+
+    /// Folds in the `facts` of lines a writer just appended after the line folded last, holding
+    /// what [`Fold::advance_keeping`] would: for a writer that knows what it wrote (`valp demo`),
+    /// instead of reading the lines back. The fold names no line of its own until
+    /// [`Fold::bind_written`]: the writer binds it to the last line once it is durable. Nothing
+    /// checks the facts against the journal here; `valp verify` compares the fold written down
+    /// with the fold of the verified lines, and [`Fold::advance`] checks the bound line is in
+    /// the journal.
+    pub fn push_facts(&mut self, facts: impl IntoIterator<Item = Fact>, newest: Option<u64>) {
+        for fact in facts {
+            self.deriver.push(&fact);
+            trim(&mut self.deriver, newest);
+        }
+    }
+
+    /// Binds a fold made by [`Fold::push_facts`] to `last`, the last line it folded.
+    pub fn bind_written(&mut self, last: LineBinding) {
+        self.at = Some(last);
+    }
+}
+
+/// Keeps of `deriver`, when `newest` is given and it holds more than twice as many rounds, only
+/// the open and the newest `newest` rounds.
+fn trim(deriver: &mut Deriver, newest: Option<u64>) {
+    if let Some(newest) = newest
+        && deriver.rounds().len() as u64 > newest.saturating_mul(2)
+    {
+        *deriver = deriver.kept(newest);
     }
 }

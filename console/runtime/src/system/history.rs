@@ -1,15 +1,15 @@
 //! Activity that survives a restart: the lines the console's Activity pane starts with, rebuilt
 //! from a task journal (every accepted event, and whether the Leader proposed it), so a new
 //! console shows the same history the last one did. The journal is the record; this only reads
-//! it (chain-verified, not replayed: [`valp_store::effects::journal_entries`]).
+//! its newest entries back from the tip the console's open handle verified
+//! ([`Journal::newest_entries`]: each line chain-verified and chained to that tip, not
+//! replayed), so a long journal costs what the pane keeps, not what the journal holds.
 //!
 //! Journal lines carry no time yet, so the lines are in journal order per task, tasks in the
 //! order they are read.
 
-use std::path::Path;
-
 use valp_kernel::replay::CompactEntry;
-use valp_store::StoreError;
+use valp_store::{Journal, StoreError};
 
 /// The evidence-id prefix of a Leader's operator-action record (`runtime::control`).
 const OPERATOR_ACTION: &str = "operator-action-";
@@ -34,60 +34,38 @@ pub fn line(task: &str, entry: &CompactEntry) -> String {
     )
 }
 
-/// The last `keep` Activity lines of the task journal in `task_dir`, oldest first (the pane
-/// keeps no more: a long journal is streamed, never held as lines).
-pub fn of_task(task: &str, task_dir: &Path, keep: usize) -> Result<Vec<String>, StoreError> {
-    let mut lines = std::collections::VecDeque::with_capacity(keep.min(1024));
-    valp_store::effects::journal_entries(task_dir, |entry| {
-        if keep == 0 {
-            return;
-        }
-        if lines.len() == keep {
-            lines.pop_front();
-        }
-        lines.push_back(line(task, &entry));
-    })?;
-    Ok(lines.into())
+/// The last `keep` Activity lines of the task `task` whose journal `journal` has open, oldest
+/// first (the pane keeps no more): its newest `keep` entries, read back from the verified tip.
+pub fn of_task(task: &str, journal: &Journal, keep: usize) -> Result<Vec<String>, StoreError> {
+    Ok(journal
+        .newest_entries(keep as u64)?
+        .iter()
+        .map(|recorded| line(task, &recorded.entry))
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-    use std::sync::Arc;
-
-    use valp_kernel::walk::{Walk, WalkConfig};
-    use valp_kernel::{Identity, IdentityKind};
-    use valp_store::ControlRoot;
-    use valp_store::io::OsStorage;
+    use super::super::walk_root::walk_root;
 
     #[test]
     fn every_accepted_entry_is_one_line_in_journal_order() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = ControlRoot::init(
-            temp.path(),
-            Identity::new(IdentityKind::Installation, "inst").unwrap(),
-            Arc::new(OsStorage),
-        )
-        .unwrap();
-        let task = Identity::new(IdentityKind::Task, "t").unwrap();
-        let config = WalkConfig {
-            seed: 3,
-            work_items: 2,
-            may_terminate: false,
-        };
-        let mut walk =
-            Walk::for_task_at(config, root.installation().installation_id.clone(), 1, task);
-        let mut journal = root.create_task(walk.genesis()).unwrap();
+        let mut setup = walk_root(3, 2);
         let mut kinds = Vec::new();
-        for step in walk.by_ref().take(12) {
+        for step in setup.walk.by_ref().take(12) {
             kinds.push(step.event.kind.as_str().to_owned());
-            journal.append(&step.event, &step.evidence_set).unwrap();
+            setup
+                .journal
+                .append(&step.event, &step.evidence_set)
+                .unwrap();
         }
-        let lines = super::of_task("t", journal.dir(), 100).unwrap();
+        let journal = &setup.journal;
+        let lines = super::of_task("t", journal, 100).unwrap();
         assert_eq!(lines.len(), 12);
-        assert_eq!(super::of_task("t", journal.dir(), 5).unwrap(), lines[7..]);
-        assert!(super::of_task("t", journal.dir(), 0).unwrap().is_empty());
+        assert_eq!(super::of_task("t", journal, 5).unwrap(), lines[7..]);
+        assert!(super::of_task("t", journal, 0).unwrap().is_empty());
         for (at, (line, kind)) in lines.iter().zip(&kinds).enumerate() {
             assert!(line.starts_with(&format!("t  {kind}")), "{line}");
             assert!(
@@ -99,5 +77,35 @@ mod tests {
                 "a walk has no operator actions: {line}"
             );
         }
+    }
+
+    /// The lines read back from the tip of a handle opened from a snapshot are the last lines of
+    /// the whole journal streamed from the genesis (what the pane showed before).
+    #[test]
+    fn the_lines_from_the_tip_are_the_last_of_the_whole_journal() {
+        let mut setup = walk_root(5, 3);
+        let steps: Vec<_> = setup.walk.by_ref().take(300).collect();
+        setup
+            .journal
+            .append_batch(
+                steps
+                    .iter()
+                    .map(|step| (&step.event, step.evidence_set.as_slice())),
+            )
+            .unwrap();
+        let dir = setup.journal.dir().to_owned();
+        // The writer leaves a snapshot as it closes.
+        let root = setup.root.clone();
+        drop(setup.journal);
+        let reader = root
+            .open_task_dir(&dir, valp_store::Access::ReadOnly)
+            .unwrap();
+        assert!(reader.live().history().is_empty(), "opened from a snapshot");
+        let mut streamed = Vec::new();
+        valp_store::effects::journal_entries(&dir, |entry| streamed.push(super::line("t", &entry)))
+            .unwrap();
+        assert_eq!(streamed.len(), 300);
+        assert_eq!(super::of_task("t", &reader, 200).unwrap(), streamed[100..]);
+        assert_eq!(super::of_task("t", &reader, 1000).unwrap(), streamed);
     }
 }

@@ -181,14 +181,11 @@ impl Desk {
         if self.history_read.contains(dir) {
             return;
         }
-        let Some(task) = self
-            .journals
-            .get(dir)
-            .map(|journal| journal.live().body().task_id.value().to_owned())
-        else {
+        let Some(journal) = self.journals.get(dir) else {
             return;
         };
-        if let Ok(lines) = super::history::of_task(&task, dir, ACTIVITY_ROWS) {
+        let task = journal.live().body().task_id.value();
+        if let Ok(lines) = super::history::of_task(task, journal, ACTIVITY_ROWS) {
             for line in lines {
                 self.log(&line);
             }
@@ -680,28 +677,12 @@ mod tests {
 
     #[test]
     fn an_unchanged_journal_is_not_built_into_rows_again() {
-        use std::sync::Arc;
-
-        use valp_kernel::walk::{Walk, WalkConfig};
-        use valp_kernel::{Identity, IdentityKind};
-        use valp_store::io::OsStorage;
-
-        let temp = tempfile::tempdir().unwrap();
-        let root = ControlRoot::init(
-            temp.path(),
-            Identity::new(IdentityKind::Installation, "inst").unwrap(),
-            Arc::new(OsStorage),
-        )
-        .unwrap();
-        let task = Identity::new(IdentityKind::Task, "t").unwrap();
-        let config = WalkConfig {
-            seed: 5,
-            work_items: 3,
-            may_terminate: false,
-        };
-        let mut walk =
-            Walk::for_task_at(config, root.installation().installation_id.clone(), 1, task);
-        let mut journal = root.create_task(walk.genesis()).unwrap();
+        let super::super::walk_root::WalkRoot {
+            _temp,
+            root,
+            mut walk,
+            mut journal,
+        } = super::super::walk_root::walk_root(5, 3);
         for step in walk.by_ref().take(4) {
             journal.append(&step.event, &step.evidence_set).unwrap();
         }
