@@ -102,8 +102,9 @@ fn surface_of<'o>(observation: &'o Observation, name: &str) -> &'o valp_runtime:
         .unwrap_or_else(|| panic!("no surface {name} in {:#?}", observation.surfaces))
 }
 
-fn login() -> String {
-    let uid = std::fs::read_to_string("/proc/self/status")
+/// The real user id of this process, as `/proc/self/status` says it.
+fn uid() -> String {
+    std::fs::read_to_string("/proc/self/status")
         .unwrap()
         .lines()
         .find_map(|line| line.strip_prefix("Uid:"))
@@ -111,7 +112,11 @@ fn login() -> String {
         .split_whitespace()
         .next()
         .unwrap()
-        .to_owned();
+        .to_owned()
+}
+
+fn login() -> String {
+    let uid = uid();
     std::fs::read_to_string("/etc/passwd")
         .unwrap()
         .lines()
@@ -446,15 +451,7 @@ fn a_dead_pane_is_unreachable() {
 #[test]
 fn the_default_socket_folder_is_scanned() {
     let temp = tempfile::tempdir().unwrap();
-    let uid = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let uid = uid();
     let folder = temp.path().join(format!("tmux-{uid}"));
     std::fs::create_dir(&folder).unwrap();
     std::fs::write(folder.join("notes.txt"), b"not a socket").unwrap();

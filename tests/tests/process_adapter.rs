@@ -44,8 +44,18 @@ fn request_for(attempt_id: &str, spec: &RunSpec) -> AdapterRequest {
 
 /// A `submit` request of `attempt_id` of `TASK-1:build`, generation 1.
 fn submit_request(attempt_id: &str, payload_digest: &str, expected: Vec<String>) -> AdapterRequest {
+    operation_request(Operation::Submit, attempt_id, payload_digest, expected)
+}
+
+/// An `operation` request of `attempt_id` of `TASK-1:build`, generation 1.
+fn operation_request(
+    operation: Operation,
+    attempt_id: &str,
+    payload_digest: &str,
+    expected: Vec<String>,
+) -> AdapterRequest {
     AdapterRequest::new(
-        Operation::Submit,
+        operation,
         "inst-1",
         1,
         "TASK-1",
@@ -539,17 +549,28 @@ fn prepare_refuses_a_mismatched_request() {
     other.timeout_ms = 2000;
     let request = request_for("attempt-1", &other);
     let root = temp.path().join("runtime/process");
-    assert!(matches!(
-        process::prepare(&root, &request, &spec),
-        Err(ProcessError::Refused(_))
-    ));
+    let refused =
+        |request: &AdapterRequest, spec: &RunSpec| match process::prepare(&root, request, spec) {
+            Err(ProcessError::Refused(reason)) => reason,
+            other => panic!("not refused: {other:?}"),
+        };
+    assert_eq!(
+        refused(&request, &spec),
+        "the request's payload_digest is not the run spec's digest"
+    );
     let mut expects = spec.clone();
     expects.expected_evidence = strings(&["a.txt"]);
     let request = submit_request("attempt-1", &expects.digest(), Vec::new());
-    assert!(matches!(
-        process::prepare(&root, &request, &expects),
-        Err(ProcessError::Refused(_))
-    ));
+    assert_eq!(
+        refused(&request, &expects),
+        "the request and the run spec expect different evidence"
+    );
+    let cancel = operation_request(Operation::Cancel, "attempt-1", &spec.digest(), Vec::new());
+    assert_eq!(
+        refused(&cancel, &spec),
+        "the process adapter runs submit requests, not cancel"
+    );
+    assert!(!root.exists(), "a refused request writes no attempt folder");
     // Preparing the same thing twice is fine; something else in the same folder is not.
     let request = request_for("attempt-1", &spec);
     let dir = process::prepare(&root, &request, &spec).unwrap();

@@ -213,28 +213,46 @@ pub fn prepare(
     request: &AdapterRequest,
     spec: &RunSpec,
 ) -> Result<PathBuf, ProcessError> {
+    check_submit(request, "process")?;
+    spec.validate()
+        .map_err(|error| ProcessError::Refused(format!("run spec: {error}")))?;
+    check_request_names_spec(request, &spec.digest(), &spec.expected_evidence)?;
+    write_folder(process_root, request, &spec.canonical_bytes())
+}
+
+/// Refused unless `request` is valid and a `submit` (the only operation an attempt folder is
+/// prepared for); `adapter` names the adapter in the refusal.
+pub(crate) fn check_submit(request: &AdapterRequest, adapter: &str) -> Result<(), ProcessError> {
     request
         .check()
         .map_err(|error| ProcessError::Refused(error.to_string()))?;
     if request.operation != Operation::Submit {
         return Err(ProcessError::Refused(format!(
-            "the process adapter runs submit requests, not {}",
+            "the {adapter} adapter runs submit requests, not {}",
             request.operation.as_str()
         )));
     }
-    spec.validate()
-        .map_err(|error| ProcessError::Refused(format!("run spec: {error}")))?;
-    if request.payload_digest != spec.digest() {
+    Ok(())
+}
+
+/// Refused unless `request` names the run spec whose digest is `spec_digest` and expects the
+/// same evidence as it (`spec_evidence`): a folder never pairs a request with another spec.
+pub(crate) fn check_request_names_spec(
+    request: &AdapterRequest,
+    spec_digest: &str,
+    spec_evidence: &[String],
+) -> Result<(), ProcessError> {
+    if request.payload_digest != spec_digest {
         return Err(ProcessError::Refused(
             "the request's payload_digest is not the run spec's digest".to_owned(),
         ));
     }
-    if !same_evidence(&request.expected_evidence_refs, &spec.expected_evidence) {
+    if !same_evidence(&request.expected_evidence_refs, spec_evidence) {
         return Err(ProcessError::Refused(
             "the request and the run spec expect different evidence".to_owned(),
         ));
     }
-    write_folder(process_root, request, &spec.canonical_bytes())
+    Ok(())
 }
 
 /// Writes `attempts/<H>/` under `adapter_root` (`<control root>/runtime/<adapter>`) with

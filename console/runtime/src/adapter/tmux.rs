@@ -46,8 +46,8 @@ use std::process::ExitCode;
 
 use valp_kernel::canonical::sha256_digest;
 
-use crate::abi::{AdapterRequest, Operation, attempt_folder};
-use crate::adapter::process::{self, ProcessError, invalid, io_error, same_evidence};
+use crate::abi::{AdapterRequest, attempt_folder};
+use crate::adapter::process::{self, ProcessError, invalid, io_error};
 
 pub mod capture;
 mod channel;
@@ -134,30 +134,13 @@ pub fn prepare(
     request: &AdapterRequest,
     spec: &TmuxSpec,
 ) -> Result<PathBuf, ProcessError> {
-    request
-        .check()
-        .map_err(|error| ProcessError::Refused(error.to_string()))?;
-    if request.operation != Operation::Submit {
-        return Err(ProcessError::Refused(format!(
-            "the tmux adapter runs submit requests, not {}",
-            request.operation.as_str()
-        )));
-    }
+    process::check_submit(request, "tmux")?;
     spec.validate()
         .map_err(|reason| ProcessError::Refused(format!("run spec: {reason}")))?;
     let bytes = spec
         .canonical()
         .map_err(|error| ProcessError::Refused(error.to_string()))?;
-    if request.payload_digest != sha256_digest(&bytes) {
-        return Err(ProcessError::Refused(
-            "the request's payload_digest is not the run spec's digest".to_owned(),
-        ));
-    }
-    if !same_evidence(&request.expected_evidence_refs, &spec.expected_evidence) {
-        return Err(ProcessError::Refused(
-            "the request and the run spec expect different evidence".to_owned(),
-        ));
-    }
+    process::check_request_names_spec(request, &sha256_digest(&bytes), &spec.expected_evidence)?;
     process::write_folder(tmux_root, request, &bytes)
 }
 
@@ -344,6 +327,7 @@ pub fn terminate_orphan(dir: &Path) -> Result<bool, ProcessError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::Operation;
 
     fn spec(cwd: &Path) -> TmuxSpec {
         TmuxSpec {
@@ -364,8 +348,12 @@ mod tests {
     }
 
     fn request(digest: &str, expected: &[&str]) -> AdapterRequest {
+        operation_request(Operation::Submit, digest, expected)
+    }
+
+    fn operation_request(operation: Operation, digest: &str, expected: &[&str]) -> AdapterRequest {
         AdapterRequest::new(
-            Operation::Submit,
+            operation,
             "inst",
             1,
             "t",
@@ -412,6 +400,13 @@ mod tests {
         assert_eq!(
             refused(&request(&digest, &["b.md"]), &spec),
             "the request and the run spec expect different evidence"
+        );
+        assert_eq!(
+            refused(
+                &operation_request(Operation::Observe, &digest, &["a.md"]),
+                &spec
+            ),
+            "the tmux adapter runs submit requests, not observe"
         );
         let mut bad = spec.clone();
         bad.target = Some("%1".to_owned());
