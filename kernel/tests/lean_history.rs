@@ -183,3 +183,18 @@ fn the_key_records_are_the_parts_keys_one_at_a_time() {
     rest.index = valp_kernel::live::LeanParts::default();
     assert_eq!(live.parts_but_index(), rest);
 }
+
+#[test]
+fn a_walk_that_forgets_its_history_takes_the_same_steps() {
+    let mut whole = walk(17);
+    let mut lean = walk(17);
+    assert!(lean.forget_history());
+    for _ in 0..600 {
+        let (kept, forgot) = (whole.step().unwrap(), lean.step().unwrap());
+        assert_eq!(kept.event, forgot.event);
+        assert_eq!(kept.evidence_set, forgot.evidence_set);
+    }
+    assert_eq!(whole.live().state_digest(), lean.live().state_digest());
+    assert_eq!(whole.live().history().len(), 600);
+    assert!(lean.live().history().is_empty() && lean.live().lean_index_bytes().is_some());
+}

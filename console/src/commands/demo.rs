@@ -78,13 +78,16 @@ pub(super) fn run(
     // selection then activates): after a rotation a task of epoch 1 would be fenced from birth,
     // and the store refuses appends to a fenced task.
     let active = root.ledger_read_only()?.live().state().active_epoch;
-    let walk = Walk::for_task_at(
+    let mut walk = Walk::for_task_at(
         config,
         root.installation().installation_id.clone(),
         active.max(1),
         task,
     );
     let mut journal = root.create_task(walk.genesis())?;
+    // The journal's kernel holds what a long history needs; the walk's own need not hold it
+    // twice (~540 bytes per entry).
+    walk.forget_history();
     let times = Arc::new(KeptTimes {
         clock: Arc::clone(root.clock()),
         times: Mutex::default(),
