@@ -26,6 +26,8 @@ use valp_view::sanitize::display_text;
 
 /// How often the runner looks at the adapters' folders when nothing woke it.
 const POLL: Duration = Duration::from_millis(200);
+/// How long the end of a run waits for the observation watcher to have seen every file.
+const CATCH_UP: Duration = Duration::from_secs(10);
 
 pub(super) fn run(
     root: &ControlRoot,
@@ -81,12 +83,7 @@ pub(super) fn run(
     let mut waits = std::collections::BTreeMap::new();
     let mut failed = false;
     loop {
-        for rejection in feed.rows().1.into_iter().rev() {
-            let line = format!("rejected {}: {}", rejection.path, rejection.reason);
-            if reported.insert(line.clone()) {
-                writeln!(out, "{line}")?;
-            }
-        }
+        report_rejections(&feed, &mut reported, out)?;
         let mut in_flight = false;
         let mut broken = Vec::new();
         for (index, driver) in drivers.iter_mut().enumerate() {
@@ -122,8 +119,32 @@ pub(super) fn run(
         // could not see.
         let _ = woken.recv_timeout(POLL);
     }
+    // A file written just before the watcher started may not have been fed yet when a quick
+    // run is already done: every file on disk now is listed before the summary.
+    if !feed.caught_up(CATCH_UP) {
+        writeln!(
+            out,
+            "the observation watcher did not catch up within {CATCH_UP:?}: files written last may not be listed"
+        )?;
+    }
+    report_rejections(&feed, &mut reported, out)?;
     summary(&drivers, &waits, out)?;
     finish(failed, problems.len())
+}
+
+/// Lists the files the feed rejected that were not listed yet (oldest first).
+fn report_rejections(
+    feed: &Feed,
+    reported: &mut std::collections::BTreeSet<String>,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    for rejection in feed.rows().1.into_iter().rev() {
+        let line = format!("rejected {}: {}", rejection.path, rejection.reason);
+        if reported.insert(line.clone()) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
 }
 
 /// One pass over a task (`task`: its id as shown): the effects it owes, then every step it

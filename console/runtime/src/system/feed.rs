@@ -17,8 +17,9 @@
 
 use std::collections::VecDeque;
 use std::path::{Component, Path};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::ingest::{Ingested, Sequencer, WatchConfig, Watcher};
 use valp_view::{ObservationRow, RejectionRow};
@@ -33,11 +34,15 @@ pub struct FeedState {
     pub observations: VecDeque<ObservationRow>,
     /// Newest first.
     pub rejections: VecDeque<RejectionRow>,
+    /// The generation of the last full rescan whose files are all in the rows.
+    rescanned: Option<u64>,
 }
 
 /// A running feed; dropping it stops the watcher.
 pub struct Feed {
     state: Arc<Mutex<FeedState>>,
+    /// Signalled whenever a full rescan has been fed ([`Feed::caught_up`]).
+    rescanned: Arc<Condvar>,
     watcher: Option<Watcher>,
     thread: Option<JoinHandle<()>>,
 }
@@ -57,9 +62,19 @@ impl Feed {
         let (watcher, items) = Watcher::start(config)?;
         let state = Arc::new(Mutex::new(FeedState::default()));
         let shared = Arc::clone(&state);
+        let rescanned = Arc::new(Condvar::new());
+        let signal = Arc::clone(&rescanned);
         let thread = std::thread::spawn(move || {
             let mut sequencer = Sequencer::new();
             for item in items {
+                if let Ingested::Rescanned { generation } = item {
+                    shared
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .rescanned = Some(generation);
+                    signal.notify_all();
+                    continue;
+                }
                 let Some(path) = item.path().map(Path::to_path_buf) else {
                     continue;
                 };
@@ -100,9 +115,34 @@ impl Feed {
         });
         Ok(Self {
             state,
+            rescanned,
             watcher: Some(watcher),
             thread: Some(thread),
         })
+    }
+
+    /// Rescans the whole control root and waits (at most `timeout`) until every file found
+    /// is in the rows; `false` when the time ran out first. The watcher feeds rows as it
+    /// sees files, so a caller about to report what was rejected catches up first: a file
+    /// written just before the feed started is otherwise seen only after the caller is done.
+    pub fn caught_up(&self, timeout: Duration) -> bool {
+        let Some(ticket) = self.watcher.as_ref().map(Watcher::rescan) else {
+            return false;
+        };
+        let deadline = Instant::now() + timeout;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while state.rescanned.is_none_or(|generation| generation < ticket) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .rescanned
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
     }
 
     /// A copy of the rows.
@@ -289,5 +329,22 @@ mod tests {
         ] {
             assert_eq!(is_observation(Path::new(path)), fed, "{path}");
         }
+    }
+
+    #[test]
+    fn a_feed_that_caught_up_holds_every_file_written_before_it_started_and_after() {
+        let root = tempfile::tempdir().unwrap();
+        let inbox = root.path().join("inbox");
+        std::fs::create_dir_all(&inbox).unwrap();
+        std::fs::write(inbox.join("before.json"), b"{not json").unwrap();
+        let feed = Feed::start(root.path(), || true).unwrap();
+        assert!(feed.caught_up(Duration::from_secs(20)));
+        let rejected = |feed: &Feed| -> Vec<String> {
+            feed.rows().1.into_iter().map(|row| row.path).collect()
+        };
+        assert_eq!(rejected(&feed), ["inbox/before.json"]);
+        std::fs::write(inbox.join("after.json"), b"[").unwrap();
+        assert!(feed.caught_up(Duration::from_secs(20)));
+        assert_eq!(rejected(&feed), ["inbox/after.json", "inbox/before.json"]);
     }
 }
