@@ -57,6 +57,17 @@ impl TmuxServer {
             cwd,
         ];
         args.extend_from_slice(command);
+        // tmux creates its socket folder only for `-L`; a test on a fresh machine may be the
+        // first to use `$TMUX_TMPDIR/tmux-<uid>/`, and with `-S` tmux then reports success
+        // although its server could not create the socket. Made as tmux makes it: private.
+        if let Some(folder) = socket.parent() {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(folder)
+                .expect("the socket's folder can be made");
+        }
         let started = tmux_at(socket, &args);
         assert!(
             started.status.success(),
