@@ -52,7 +52,11 @@ impl Cli {
     }
 }
 
-/// `valp hook AGENT …` (parsed on its own first: [`crate::fast_hook`]).
+// `valp hook AGENT …` (parsed on its own first: `crate::fast_hook`).
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Clone, Args)]
 pub struct HookArgs {
     /// The agent calling.
@@ -69,7 +73,11 @@ pub struct HookArgs {
     pub payload: Option<String>,
 }
 
-/// `valp notify codex …` (parsed on its own first: [`crate::fast_hook`]).
+// `valp notify codex …` (parsed on its own first: `crate::fast_hook`).
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Clone, Args)]
 pub struct NotifyArgs {
     /// The agent calling (codex).
@@ -103,7 +111,15 @@ impl ColorChoice {
 }
 
 /// The subcommands.
+///
+/// Every subcommand enum here is `defer`red: clap builds a subcommand's arguments only when that
+/// subcommand is parsed or its help is shown, not all of them for every command line (building
+/// the whole tree was a third of the instructions of a `valp verify` of an empty root). Names,
+/// `about` texts and help output are unchanged, as long as the argument struct of a newtype
+/// variant (`Run(RunArgs)`) has no doc comment: its deferred build would make that the
+/// subcommand's `about` over the variant's own.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Create a control root (`.valp/`) for a new installation.
     ///
@@ -417,7 +433,11 @@ pub enum Command {
     },
 }
 
-/// Options of `valp demo`.
+// Options of `valp demo`.
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Task id of the demo task.
@@ -438,7 +458,11 @@ pub struct DemoArgs {
     pub console: bool,
 }
 
-/// `valp report`.
+// `valp report`.
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The attempt (as `valp task status` shows it, e.g. `TASK:ITEM:a1`).
@@ -473,6 +497,7 @@ pub struct ObserveArgs {
 
 /// `valp leader …`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)] // as `Command`
 pub enum LeaderCommand {
     /// List the observed Leader candidates, one per line (observes only; selects nothing).
     ///
@@ -516,7 +541,11 @@ pub enum LeaderCommand {
     Show,
 }
 
-/// Options of `valp run`.
+// Options of `valp run`.
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The tasks (default: every unfinished task of the active epoch that has a plan).
@@ -532,6 +561,7 @@ pub struct RunArgs {
 
 /// `valp adapter …`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)] // as `Command`
 pub enum AdapterCommand {
     /// The process adapter's supervisor for one attempt: runs the attempt folder's command
     /// without a shell and writes its observations there. valp starts it detached.
@@ -553,6 +583,7 @@ pub enum AdapterCommand {
 
 /// `valp agent …`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)] // as `Command`
 pub enum AgentCommand {
     /// Print the state an agent profile reads from a captured screen, and the rule that
     /// matched: for tuning a profile.
@@ -658,6 +689,7 @@ pub enum AgentCommand {
 
 /// `valp ingest …`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)] // as `Command`
 pub enum IngestCommand {
     /// Read AgentOps `verdict.v2` files as foreign review evidence (never writes anything).
     ///
@@ -682,7 +714,11 @@ pub enum IngestCommand {
     },
 }
 
-/// `valp task explain TASK [--item ID] [--json]`
+// `valp task explain TASK [--item ID] [--json]`
+#[allow(
+    missing_docs,
+    reason = "no doc comment on a subcommand's arguments: see `Command`"
+)]
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// The task.
@@ -698,6 +734,7 @@ pub struct ExplainArgs {
 
 /// `valp task …`
 #[derive(Debug, Subcommand)]
+#[command(defer = true)] // as `Command`
 pub enum TaskCommand {
     /// Where a task stands: status, epoch, control, every work item with its attempt and
     /// frontier position, adapter files that were rejected, and effects. Without a task named,
@@ -757,4 +794,43 @@ pub enum TaskCommand {
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    /// The about texts of a subcommand, as its parent lists it or as its own help shows it.
+    fn about_texts(command: &clap::Command) -> (Option<String>, Option<String>) {
+        (
+            command.get_about().map(ToString::to_string),
+            command.get_long_about().map(ToString::to_string),
+        )
+    }
+
+    /// Every subcommand is deferred: building one (to parse it, or to show its own help) must
+    /// leave the about texts its parent lists as they were; the doc comment of an argument
+    /// struct would replace them.
+    #[test]
+    fn building_a_deferred_subcommand_keeps_its_about_texts() {
+        let mut parents = vec![Cli::command()];
+        let mut checked = 0;
+        while let Some(parent) = parents.pop() {
+            for listed in parent.get_subcommands() {
+                let mut built = listed.clone();
+                built.build();
+                assert_eq!(
+                    about_texts(&built),
+                    about_texts(listed),
+                    "valp … {}",
+                    listed.get_name()
+                );
+                parents.push(listed.clone());
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "only {checked} subcommands");
+    }
 }
