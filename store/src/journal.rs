@@ -63,6 +63,7 @@ use crate::machine::{Guard, Machine, Refusal};
 pub use append::Appended;
 pub use append_pipelined::Proposal;
 #[doc(hidden)]
+pub use digest_checks::set_digest_checks_aside;
 pub use read_ahead::set_read_ahead_threshold;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
 pub use resume::{LineBinding, ReadAfter, read_entries_after};
@@ -575,8 +576,7 @@ impl<M: Machine> Journal<M> {
             .map_or(0, |file| file.len().saturating_sub(reader.offset()));
         let (read, mut reader) = if read_ahead::pays(left) {
             let path = self.path.clone();
-            let chain = self
-                .checks_aside
+            let chain = (self.checks_aside && digest_checks::aside())
                 .then(|| self.live.digest_chain())
                 .flatten();
             read_ahead::read_ahead::<M, _>(&path, reader, |lines| match chain {
