@@ -574,11 +574,15 @@ impl<M: Machine> Journal<M> {
     ) -> Result<usize, StoreError> {
         let left = std::fs::metadata(&self.path)
             .map_or(0, |file| file.len().saturating_sub(reader.offset()));
-        let (read, mut reader) = if read_ahead::pays(left) {
+        let aside = self.checks_aside && digest_checks::aside();
+        let from = if aside {
+            digest_checks::MIN_BYTES
+        } else {
+            read_ahead::MIN_BYTES
+        };
+        let (read, mut reader) = if read_ahead::pays(left, from) {
             let path = self.path.clone();
-            let chain = (self.checks_aside && digest_checks::aside())
-                .then(|| self.live.digest_chain())
-                .flatten();
+            let chain = aside.then(|| self.live.digest_chain()).flatten();
             read_ahead::read_ahead::<M, _>(&path, reader, |lines| match chain {
                 Some(chain) => digest_checks::check_aside(&path, chain, |checks| {
                     self.apply_lines(lines, Some(checks))
