@@ -14,7 +14,10 @@
 //! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
 //! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
-//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. The anchored line must be there with
+//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. A
+//! verify (history forgotten) does so from 64 KiB and checks the entries' result and State
+//! digests on a third thread ([`digest_checks`]): the same errors, the earliest first. The
+//! anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another
 //! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
 //! line (the remnant of an interrupted append: no LF, or NUL bytes, see
@@ -498,7 +501,7 @@ impl<M: Machine> Journal<M> {
                 Ok(Some(line)) => Ok(Some(line)),
                 Ok(None) => checks
                     .as_deref_mut()
-                    .map_or(Ok(()), |checks| checks.settle())
+                    .map_or(Ok(()), digest_checks::Checks::settle)
                     .map(|()| None),
                 Err(error) => Err(match checks.as_deref_mut() {
                     Some(checks) => checks.earliest(error),

@@ -130,12 +130,14 @@ fn an_intact_journal_verifies_to_the_same_state_either_way() {
     set_read_ahead_threshold(None);
 }
 
+/// A change to the entries at position `k` (and after it).
+type Change = fn(&mut Vec<CompactEntry>, usize);
+
 #[test]
 fn a_wrong_result_digest_is_reported_at_its_line_whatever_fails_after_it() {
     let (_temp, root, _) = journal_of(700, 3, 700);
     let path = journal_path(&root);
     let intact = std::fs::read(&path).unwrap();
-    type Change = fn(&mut Vec<CompactEntry>, usize);
     let cases: [(&str, Change, Option<usize>, &str); 5] = [
         (
             "result digest",
