@@ -15,7 +15,7 @@
 //! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
 //! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. A
-//! verify (history forgotten) does so from 64 KiB and checks the entries' result and State
+//! verify (history forgotten) does so from 256 KiB and checks the entries' result and State
 //! digests on a third thread ([`digest_checks`]): the same errors, the earliest first. The
 //! anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another

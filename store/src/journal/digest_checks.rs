@@ -21,11 +21,11 @@ use valp_kernel::live::{DigestChain, DigestCheck};
 
 use crate::error::StoreError;
 
-/// Bytes left to read from which a verify reads ahead and checks the digests aside: ~60 lines
-/// at 20 work items (measured with `cargo bench -p valp-store --bench verify -- read_ahead`:
-/// at 64 lines the three threads were 15-25 % faster than one, at 16 lines slower; see
-/// ARCHITECTURE.md).
-pub(crate) const MIN_BYTES: u64 = 64 << 10;
+/// Bytes left to read from which a verify reads ahead and checks the digests aside: ~250 lines
+/// at 20 work items (measured with `cargo bench -p valp-store --bench verify -- read_ahead`
+/// run as SCHED_FIFO: at 256 lines the three threads took 12 % less time than one, at 64
+/// lines 22 % more; see ARCHITECTURE.md).
+pub(crate) const MIN_BYTES: u64 = 256 << 10;
 
 /// Checks per batch (with [`IN_FLIGHT`], ~100 checks held at most: ~1 MB at 20 work items;
 /// 32 per batch measured 4 MiB more peak RSS at 10^6 entries than reading ahead alone).
