@@ -67,6 +67,7 @@ pub use append::Appended;
 pub use append_pipelined::Proposal;
 #[doc(hidden)]
 pub use digest_checks::set_digest_checks_aside;
+#[doc(hidden)]
 pub use read_ahead::set_read_ahead_threshold;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
 pub use resume::{LineBinding, ReadAfter, read_entries_after};
@@ -503,10 +504,7 @@ impl<M: Machine> Journal<M> {
                     .as_deref_mut()
                     .map_or(Ok(()), digest_checks::Checks::settle)
                     .map(|()| None),
-                Err(error) => Err(match checks.as_deref_mut() {
-                    Some(checks) => checks.earliest(error),
-                    None => error,
-                }),
+                Err(error) => Err(earliest(checks.as_deref_mut(), error)),
             };
             let (line, decoded) = match read {
                 Ok(Some(line)) => line,
@@ -514,10 +512,7 @@ impl<M: Machine> Journal<M> {
                 Err(error) => return Read::Stopped(self.stop(error, applied)),
             };
             if let Err(error) = self.apply_line(&line, decoded, checks.as_deref_mut()) {
-                let error = match checks.as_deref_mut() {
-                    Some(checks) => checks.earliest(error),
-                    None => error,
-                };
+                let error = earliest(checks.as_deref_mut(), error);
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
@@ -863,6 +858,14 @@ fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreEr
 
 fn replay_failure(path: &Path, line: &ChainLine, error: &ReplayError) -> StoreError {
     replay_failure_at(path, line.seq, line.start, error)
+}
+
+/// `error`, or the earlier failure of a digest check queued before it ([`digest_checks`]).
+fn earliest(checks: Option<&mut digest_checks::Checks>, error: StoreError) -> StoreError {
+    match checks {
+        Some(checks) => checks.earliest(error),
+        None => error,
+    }
 }
 
 /// [`replay_failure`] of the line at `seq`, whose first byte is at `start`.

@@ -23,7 +23,7 @@ use crate::error::StoreError;
 
 /// Bytes left to read from which a verify reads ahead and checks the digests aside: ~250 lines
 /// at 20 work items (measured with `cargo bench -p valp-store --bench verify -- read_ahead`
-/// run as SCHED_FIFO: at 256 lines the three threads took 12 % less time than one, at 64
+/// run as `SCHED_FIFO`: at 256 lines the three threads took 12 % less time than one, at 64
 /// lines 22 % more; see ARCHITECTURE.md).
 pub(crate) const MIN_BYTES: u64 = 256 << 10;
 
