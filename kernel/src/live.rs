@@ -13,6 +13,7 @@
 //! [`LiveState::apply`] runs exactly the checks and rules of [`reduce`](crate::reduce()) (they
 //! share the code) and gives the same Result, minus the copy of the State.
 
+mod deferred;
 mod lean;
 pub(crate) mod midstate;
 mod parts;
@@ -31,11 +32,12 @@ use crate::model::{
     State, StateBody, Variant,
 };
 use crate::reduce::digests::{
-    BodyEncoding, hash_history_entry, history_hash, state_digest_from_parts,
+    BodyEncoding, hash_history_entry, history_hash, result_digest, state_digest_from_parts,
 };
 use crate::reduce::validity::{work_items_are_valid, work_items_still_valid};
 use crate::reduce::{Decision, commit, evaluate};
 
+pub use deferred::{DigestChain, DigestCheck};
 use lean::LeanIndex;
 pub use lean::{KeyRecords, Recall};
 pub use midstate::{Midstate, MidstateError};
@@ -401,6 +403,19 @@ impl LiveState {
         evidence_set: &[Evidence],
         prefix: Option<InputPrefix<'_>>,
     ) -> Verdict {
+        self.apply_checking(event, evidence_set, prefix, None)
+    }
+
+    /// [`apply_from`](Self::apply_from), with the result digest computed (`deferred`: `None`)
+    /// or taken as recorded and its check, with the State digest's, written into a
+    /// [`DigestCheck`] (`deferred`: the check and the recorded result digest).
+    fn apply_checking(
+        &mut self,
+        event: &Event,
+        evidence_set: &[Evidence],
+        prefix: Option<InputPrefix<'_>>,
+        deferred: Option<(&mut DigestCheck, &str)>,
+    ) -> Verdict {
         let decision = evaluate(
             &self.body,
             &self.history,
@@ -410,7 +425,12 @@ impl LiveState {
             Some(self.items_valid),
         );
         decision.settle(|input_digest, delta| {
-            let prior_state_digest = self.state_digest();
+            // A deferred check puts the prior State digest into the preimage when it runs.
+            let prior_state_digest = match deferred {
+                Some(_) => Cow::Borrowed(deferred::PRIOR_PLACEHOLDER),
+                None => Cow::Owned(self.state_digest()),
+            };
+            let scratch = &mut self.scratch;
             let commit = commit(
                 &mut self.body,
                 &mut self.encoding,
@@ -418,7 +438,13 @@ impl LiveState {
                 input_digest,
                 &prior_state_digest,
                 delta,
-                &mut self.scratch,
+                |binding| match deferred {
+                    Some((check, recorded)) => {
+                        check.take_result(binding);
+                        recorded.to_owned()
+                    }
+                    None => result_digest(binding, scratch),
+                },
             );
             // Accepted, so `evaluate` looked the event id up and did not find it.
             self.history

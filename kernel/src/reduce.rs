@@ -64,7 +64,7 @@ pub fn reduce(state: &State, event: &Event, evidence_set: &[Evidence]) -> Outcom
             input_digest,
             &prior_state_digest,
             delta,
-            &mut Vec::with_capacity(1024),
+            |binding| result_digest(binding, &mut Vec::with_capacity(1024)),
         );
         let mut accepted_events = Vec::with_capacity(state.accepted_events.len() + 1);
         accepted_events.extend_from_slice(&state.accepted_events);
@@ -228,7 +228,8 @@ impl Commit {
 
 /// Applies an accepted delta to `body` (the prior State's body, which becomes the next one),
 /// brings `encoding` (of the prior body) in line with it, and computes the result identity and
-/// digest (its preamble written into `scratch`, a reused buffer).
+/// takes the result digest from `digest` (which computes it, see [`result_digest`], or leaves
+/// it to be checked later, see [`DigestCheck`](crate::live::DigestCheck)).
 pub(crate) fn commit(
     body: &mut StateBody,
     encoding: &mut BodyEncoding,
@@ -236,7 +237,7 @@ pub(crate) fn commit(
     input_digest: String,
     prior_state_digest: &str,
     delta: Delta,
-    scratch: &mut Vec<u8>,
+    digest: impl FnOnce(&ResultBinding<'_>) -> String,
 ) -> Commit {
     let delta::Applied {
         changed_items,
@@ -252,19 +253,16 @@ pub(crate) fn commit(
         IdentityKind::Result,
         format!("{}:accepted", event_id.value()),
     );
-    let result_digest = result_digest(
-        &ResultBinding {
-            result_id: &result_id,
-            event_id,
-            input_digest: &input_digest,
-            prior_state_digest,
-            next: body,
-            next_encoding: encoding,
-            obligations: &obligations,
-            audit_facts: &audit_facts,
-        },
-        scratch,
-    );
+    let result_digest = digest(&ResultBinding {
+        result_id: &result_id,
+        event_id,
+        input_digest: &input_digest,
+        prior_state_digest,
+        next: body,
+        next_encoding: encoding,
+        obligations: &obligations,
+        audit_facts: &audit_facts,
+    });
     Commit {
         changed_items,
         entry: AcceptedEvent {

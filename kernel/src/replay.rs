@@ -327,7 +327,13 @@ fn reproduce(
     evidence_set: &[Evidence],
     prefix: Option<InputPrefix<'_>>,
 ) -> Result<AcceptedRecord, ReplayError> {
-    match live.apply_from(event, evidence_set, prefix) {
+    reproduced(index, live.apply_from(event, evidence_set, prefix))
+}
+
+/// The record of an entry re-run by the reducer (entry `index`) if it was accepted; anything
+/// else fails the replay.
+pub(crate) fn reproduced(index: usize, verdict: Verdict) -> Result<AcceptedRecord, ReplayError> {
+    match verdict {
         Verdict::Accepted(record) => Ok(record),
         Verdict::NoOp { .. } => Err(ReplayError::NotReproduced {
             index,

@@ -9,11 +9,13 @@
 //!   event's prior-State digest the same body in another preimage), over the final body of the
 //!   same walk: the per-entry figure above divided by this one is the ratio to the floor.
 //!
-//! - `read_ahead/<way>/<len>`: the same verify with the lines read ahead on a second thread
-//!   (`ahead`, what `verify_entry` does above the threshold) or on the calling thread
-//!   (`inline`, as before the read-ahead), at short and long lengths: where the two cross is the
-//!   threshold (`journal/pipeline.rs`'s `MIN_BYTES`), and at 10^3-10^4 the before/after of the
-//!   read-ahead in one sitting.
+//! - `read_ahead/<way>/<len>`: the same verify with the lines read ahead on a second thread and
+//!   the digests checked on a third (`ahead`, what `verify_entry` does above the threshold),
+//!   read ahead with the digests checked as each line is applied (`ahead_digests_inline`, as
+//!   before `journal/digest_checks.rs`), or everything on the calling thread (`inline`, as
+//!   before the read-ahead), at short and long lengths: where they cross is the threshold
+//!   (`journal/read_ahead.rs`'s `MIN_BYTES`), and at 10^3-10^4 the before/after of each step
+//!   in one sitting.
 //!
 //! The journals are built once before timing (`common::build_journals`) and opened warm.
 
@@ -27,7 +29,7 @@ use common::{TASK, WORK_ITEMS, build_journals, configure_slow, scaled};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha2::{Digest as _, Sha256};
 use valp_kernel::canonical::Canonical;
-use valp_store::journal::set_read_ahead_threshold;
+use valp_store::journal::{set_digest_checks_aside, set_read_ahead_threshold};
 
 fn verify_entry(criterion: &mut Criterion) {
     let lens = [scaled(1_000).max(10), scaled(10_000).max(10)];
@@ -79,18 +81,24 @@ fn read_ahead(criterion: &mut Criterion) {
     for journal in &built {
         let dir = journal.root.layout().task_dir(TASK);
         group.throughput(Throughput::Elements(journal.entries as u64));
-        for (way, threshold) in [("ahead", 0), ("inline", u64::MAX)] {
+        for (way, threshold, aside) in [
+            ("ahead", 0, true),
+            ("ahead_digests_inline", 0, false),
+            ("inline", u64::MAX, true),
+        ] {
             group.bench_with_input(
                 BenchmarkId::new(way, journal.entries),
                 &dir,
                 |bencher, dir| {
                     set_read_ahead_threshold(Some(threshold));
+                    set_digest_checks_aside(aside);
                     bencher.iter(|| {
                         let opened = journal.root.verify_task_dir(dir).unwrap();
                         assert_eq!(opened.len(), journal.entries as u64);
                         opened
                     });
                     set_read_ahead_threshold(None);
+                    set_digest_checks_aside(true);
                 },
             );
         }

@@ -14,7 +14,10 @@
 //! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
 //! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
-//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. The anchored line must be there with
+//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. A
+//! verify (history forgotten) does so from 256 KiB and checks the entries' result and State
+//! digests on a third thread ([`digest_checks`]): the same errors, the earliest first. The
+//! anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another
 //! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
 //! line (the remnant of an interrupted append: no LF, or NUL bytes, see
@@ -34,6 +37,7 @@
 
 pub(crate) mod append;
 mod append_pipelined;
+mod digest_checks;
 mod newest;
 mod read_ahead;
 pub(crate) mod recall;
@@ -61,6 +65,8 @@ use crate::machine::{Guard, Machine, Refusal};
 
 pub use append::Appended;
 pub use append_pipelined::Proposal;
+#[doc(hidden)]
+pub use digest_checks::set_digest_checks_aside;
 #[doc(hidden)]
 pub use read_ahead::set_read_ahead_threshold;
 pub use rejections::{REJECTION_SCHEMA, Rejection};
@@ -180,11 +186,37 @@ pub(crate) type OnLine<M> =
     Box<dyn FnMut(&ChainLine, &<M as Machine>::Entry, &M, &<M as Machine>::Guard) + Send + Sync>;
 
 /// An [`OnLine`] callback, if any.
-pub(crate) struct Watch<M: Machine>(pub(crate) Option<OnLine<M>>);
+pub(crate) struct Watch<M: Machine> {
+    on_line: Option<OnLine<M>>,
+    /// The seqs of the lines at which `on_line` needs the State exactly as verified up to
+    /// there (`valp verify`'s snapshot checks): digest checks left for later are run first.
+    settled_at: Vec<u64>,
+}
+
+impl<M: Machine> Watch<M> {
+    /// No callback.
+    pub(crate) fn none() -> Self {
+        Self::each(None)
+    }
+
+    /// `on_line`, if any, called with every line.
+    pub(crate) fn each(on_line: Option<OnLine<M>>) -> Self {
+        Self {
+            on_line,
+            settled_at: Vec::new(),
+        }
+    }
+
+    /// This watch, given at the lines at `seqs` a State whose every check has run.
+    pub(crate) fn settled_at(mut self, seqs: impl IntoIterator<Item = u64>) -> Self {
+        self.settled_at.extend(seqs);
+        self
+    }
+}
 
 impl<M: Machine> std::fmt::Debug for Watch<M> {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str(if self.0.is_some() {
+        formatter.write_str(if self.on_line.is_some() {
             "Watch(..)"
         } else {
             "Watch(None)"
@@ -264,6 +296,9 @@ pub struct Journal<M: Machine = LiveState> {
     /// and whether one was refused and is to be rebuilt.
     pub(crate) snapshots: Snapshots,
     watch: Watch<M>,
+    /// A verify's open (history forgotten): the digests of lines read ahead are checked on a
+    /// second thread ([`digest_checks`]).
+    checks_aside: bool,
 }
 
 /// A journal handle's use of snapshots.
@@ -330,7 +365,7 @@ impl<M: Machine> Journal<M> {
             anchoring,
             guard,
             History::Kept,
-            Watch(None),
+            Watch::none(),
         )
     }
 
@@ -389,11 +424,12 @@ impl<M: Machine> Journal<M> {
             snapshots: Snapshots {
                 used: anchoring == Anchoring::Required
                     && matches!(history, History::Kept | History::KeptIndexDeferred)
-                    && watch.0.is_none(),
+                    && watch.on_line.is_none(),
                 defer_index: history == History::KeptIndexDeferred,
                 ..Snapshots::default()
             },
             watch,
+            checks_aside: history == History::Forgotten,
         };
         journal.anchor.check_line(&genesis_line)?;
         let reader = if M::resume(&mut journal)? {
@@ -406,12 +442,18 @@ impl<M: Machine> Journal<M> {
         Ok(journal)
     }
 
-    /// Verifies one line against the head, the machine and the guard, and applies it.
+    /// Verifies one line against the head, the machine and the guard, and applies it (its
+    /// digests left to `checks`, when given).
     fn apply_line(
         &mut self,
         line: &ChainLine,
         decoded: Option<(M::Entry, EntrySpans)>,
+        mut checks: Option<&mut digest_checks::Checks>,
     ) -> Result<(), StoreError> {
+        if let Some(checks) = checks.as_deref_mut() {
+            // A check that failed is of an earlier line: its error comes first.
+            checks.poll()?;
+        }
         self.anchor.check_line(line)?;
         M::before_apply(self)?;
         let spans = decoded.as_ref().map(|(_, spans)| *spans);
@@ -421,27 +463,56 @@ impl<M: Machine> Journal<M> {
             .verify(&self.live, event, evidence_set)
             .map_err(|refusal| guard_failure(&self.path, line, refusal))?;
         let prefix = spans.and_then(|spans| InputPrefix::of(line.entry_bytes(), &spans));
-        self.live
-            .apply_recorded(&entry, prefix)
-            .map_err(|error| replay_failure(&self.path, line, &error))?;
+        let applied = match checks.as_deref_mut() {
+            Some(checks) => {
+                let mut pending = checks.take();
+                let applied =
+                    self.live
+                        .apply_recorded_deferring(&entry, prefix, &mut pending.check);
+                checks.queue(pending, line.seq, line.start);
+                applied
+            }
+            None => self.live.apply_recorded(&entry, prefix).map(drop),
+        };
+        applied.map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
-        if let Some(watch) = &mut self.watch.0 {
+        if let Some(watch) = &mut self.watch.on_line {
+            if let Some(checks) = checks
+                && self.watch.settled_at.contains(&line.seq)
+            {
+                checks.settle()?;
+            }
             watch(line, &entry, &self.live, &self.guard);
         }
         Ok(())
     }
 
     /// Verifies and applies the lines `lines` gives, in order, up to the end or the first
-    /// error (where reading stops, see [`Journal::stop`]).
-    fn apply_lines(&mut self, lines: &mut read_ahead::Lines<'_, M>) -> Read {
+    /// error (where reading stops, see [`Journal::stop`]); with `checks`, their digests are
+    /// checked aside, and every check has run (and passed) before this returns the end, and
+    /// before an error, which is the earliest ([`digest_checks`]).
+    fn apply_lines(
+        &mut self,
+        lines: &mut read_ahead::Lines<'_, M>,
+        mut checks: Option<&mut digest_checks::Checks>,
+    ) -> Read {
         let mut applied = 0;
         loop {
-            let (line, decoded) = match lines() {
+            let read = match lines() {
+                Ok(Some(line)) => Ok(Some(line)),
+                Ok(None) => checks
+                    .as_deref_mut()
+                    .map_or(Ok(()), digest_checks::Checks::settle)
+                    .map(|()| None),
+                Err(error) => Err(earliest(checks.as_deref_mut(), error)),
+            };
+            let (line, decoded) = match read {
                 Ok(Some(line)) => line,
                 Ok(None) => return Read::End(applied),
                 Err(error) => return Read::Stopped(self.stop(error, applied)),
             };
-            if let Err(error) = self.apply_line(&line, decoded) {
+            if let Err(error) = self.apply_line(&line, decoded, checks.as_deref_mut()) {
+                let error = earliest(checks.as_deref_mut(), error);
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
@@ -501,11 +572,24 @@ impl<M: Machine> Journal<M> {
     ) -> Result<usize, StoreError> {
         let left = std::fs::metadata(&self.path)
             .map_or(0, |file| file.len().saturating_sub(reader.offset()));
-        let (read, mut reader) = if read_ahead::pays(left) {
-            let path = self.path.clone();
-            read_ahead::read_ahead::<M, _>(&path, reader, |lines| self.apply_lines(lines))?
+        let aside = self.checks_aside && digest_checks::aside();
+        let from = if aside {
+            digest_checks::MIN_BYTES
         } else {
-            let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader));
+            read_ahead::MIN_BYTES
+        };
+        let (read, mut reader) = if read_ahead::pays(left, from) {
+            let path = self.path.clone();
+            let chain = aside.then(|| self.live.digest_chain()).flatten();
+            read_ahead::read_ahead::<M, _>(&path, reader, |lines| match chain {
+                Some(chain) => digest_checks::check_aside(&path, chain, |checks| {
+                    self.apply_lines(lines, Some(checks))
+                })
+                .unwrap_or_else(|error| Read::Stopped(Err(error))),
+                None => self.apply_lines(lines, None),
+            })?
+        } else {
+            let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader), None);
             (read, reader)
         };
         let mut applied = match read {
@@ -773,10 +857,23 @@ fn decode_failure(path: &Path, line: &ChainLine, error: &DecodeError) -> StoreEr
 }
 
 fn replay_failure(path: &Path, line: &ChainLine, error: &ReplayError) -> StoreError {
+    replay_failure_at(path, line.seq, line.start, error)
+}
+
+/// `error`, or the earlier failure of a digest check queued before it ([`digest_checks`]).
+fn earliest(checks: Option<&mut digest_checks::Checks>, error: StoreError) -> StoreError {
+    match checks {
+        Some(checks) => checks.earliest(error),
+        None => error,
+    }
+}
+
+/// [`replay_failure`] of the line at `seq`, whose first byte is at `start`.
+fn replay_failure_at(path: &Path, seq: u64, start: u64, error: &ReplayError) -> StoreError {
     StoreError::Corrupt {
         path: path.to_owned(),
-        line: line.seq + 1,
-        byte: line.start,
+        line: seq + 1,
+        byte: start,
         reason: format!("replay refuses the entry: {error}"),
     }
 }

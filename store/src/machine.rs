@@ -20,7 +20,7 @@ use valp_kernel::installation::{
     decode_installation_entry, decode_installation_genesis,
 };
 use valp_kernel::json::Value;
-use valp_kernel::live::{AcceptedRecord, LiveState, Verdict};
+use valp_kernel::live::{AcceptedRecord, DigestChain, DigestCheck, LiveState, Verdict};
 use valp_kernel::replay::{CompactEntry, GenesisRoot, ReplayError, Replayer};
 use valp_kernel::{Event, Evidence, Identity, Int};
 
@@ -63,6 +63,25 @@ pub trait Machine: Sized + std::fmt::Debug {
         entry: &Self::Entry,
         prefix: Option<InputPrefix<'_>>,
     ) -> Result<AcceptedRecord, ReplayError>;
+    /// A chain to check, in entry order, the digests that
+    /// [`Machine::apply_recorded_deferring`] leaves for later (task journals: the result and
+    /// State digests, the two passes over the State body); `None` (the default): this machine
+    /// checks its digests as it applies, and `apply_recorded_deferring` is not called.
+    fn digest_chain(&self) -> Option<DigestChain> {
+        None
+    }
+    /// [`Machine::apply_recorded`] leaving the digest work to `check`, for the chain
+    /// [`Machine::digest_chain`] gave (the kernel's contract: `check`, when filled, goes to the
+    /// chain in entry order, also when this fails; the earliest failure is the entry's error).
+    fn apply_recorded_deferring(
+        &mut self,
+        entry: &Self::Entry,
+        prefix: Option<InputPrefix<'_>>,
+        check: &mut DigestCheck,
+    ) -> Result<(), ReplayError> {
+        let _ = check;
+        self.apply_recorded(entry, prefix).map(drop)
+    }
     /// Keeps from now on only what verifying further entries needs, not the history (a journal
     /// opened only to be verified, the one at `journal`, which it may read back); machines whose
     /// history is small keep it.
@@ -129,6 +148,19 @@ impl Machine for LiveState {
         prefix: Option<InputPrefix<'_>>,
     ) -> Result<AcceptedRecord, ReplayError> {
         Self::apply_recorded_from(self, entry, prefix)
+    }
+
+    fn digest_chain(&self) -> Option<DigestChain> {
+        Some(Self::digest_chain(self))
+    }
+
+    fn apply_recorded_deferring(
+        &mut self,
+        entry: &CompactEntry,
+        prefix: Option<InputPrefix<'_>>,
+        check: &mut DigestCheck,
+    ) -> Result<(), ReplayError> {
+        Self::apply_recorded_deferring(self, entry, prefix, check)
     }
 
     fn forget_history(&mut self, journal: &Path) {

@@ -321,7 +321,7 @@ pub fn plan<M: Machine>(
         Anchoring::Required,
         guard(),
         crate::journal::History::KeptFromGenesis,
-        crate::journal::Watch(None),
+        crate::journal::Watch::none(),
     )
     .err()
     .map(|error| error.to_string());

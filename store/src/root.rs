@@ -380,7 +380,7 @@ impl ControlRoot {
             Anchoring::Required,
             self.task_guard().in_task(&dir),
             crate::journal::History::KeptFromGenesis,
-            crate::journal::Watch(None),
+            crate::journal::Watch::none(),
         ))
     }
 
@@ -425,7 +425,7 @@ impl ControlRoot {
             dir,
             self.task_guard().in_task(dir),
             crate::journal::History::KeptIndexDeferred,
-            crate::journal::Watch(None),
+            crate::journal::Watch::none(),
         )
     }
 
@@ -454,7 +454,7 @@ impl ControlRoot {
     /// does), holding the lean idempotency index instead of the history: memory stays at 16
     /// bytes per entry (an event seen again is read back from the journal). The journal's `live().history()` is empty.
     pub fn verify_task_dir(&self, dir: &Path) -> Result<Journal, StoreError> {
-        self.verify_task_dir_watched(dir, crate::journal::Watch(None))
+        self.verify_task_dir_watched(dir, crate::journal::Watch::none())
     }
 
     /// [`ControlRoot::verify_task_dir`], calling `watch` with every verified line.

@@ -501,7 +501,7 @@ pub(crate) fn verify_with_snapshots(
                 Box::new(move |line, entry, _, _| observe(line, entry))
             });
             return (
-                root.verify_task_dir_watched(dir, crate::journal::Watch(watch)),
+                root.verify_task_dir_watched(dir, crate::journal::Watch::each(watch)),
                 vec![(folder, 0, Some(error), None)],
             );
         }
@@ -530,7 +530,11 @@ pub(crate) fn verify_with_snapshots(
             }
         }
     });
-    let journal = root.verify_task_dir_watched(dir, crate::journal::Watch(Some(watch)));
+    let settled_at = listed.iter().map(|(seq, _)| *seq).collect::<Vec<_>>();
+    let journal = root.verify_task_dir_watched(
+        dir,
+        crate::journal::Watch::each(Some(watch)).settled_at(settled_at),
+    );
     let checked: Vec<(PathBuf, u64, Option<String>)> = results
         .lock()
         .map(|found| found.clone())

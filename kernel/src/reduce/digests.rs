@@ -87,6 +87,11 @@ impl BodyEncoding {
         }
     }
 
+    /// Appends the tail to `out` (what [`feed`](Self::feed) hashes, as one run of bytes).
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        self.feed(&mut Appending(out));
+    }
+
     /// Feeds the tail into a hasher.
     pub fn feed(&self, hasher: &mut impl Update) {
         hasher.update(&self.head);
@@ -101,6 +106,15 @@ impl BodyEncoding {
             hasher.update(b"]");
         }
         hasher.update(b"}");
+    }
+}
+
+/// A byte sink that appends what it is fed to a buffer.
+struct Appending<'o>(&'o mut Vec<u8>);
+
+impl Update for Appending<'_> {
+    fn update(&mut self, data: &[u8]) {
+        self.0.extend_from_slice(data);
     }
 }
 
@@ -126,9 +140,35 @@ pub(crate) struct ResultBinding<'a> {
 /// digest, cannot be part of it). Both shapes are the reference kernel's. `out` is a buffer to
 /// write the preamble into (cleared first; a caller applying many events reuses one).
 pub(crate) fn result_digest(binding: &ResultBinding<'_>, out: &mut Vec<u8>) -> String {
+    let preimage = write_result_preimage(binding, out);
+    let mut hasher = Sha256::new();
+    Update::update(&mut hasher, out);
+    if preimage.body_follows {
+        binding.next_encoding.feed(&mut hasher);
+    }
+    Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
+    digest_text(&hasher.finalize().into())
+}
+
+/// Where things are in a result digest's preimage as [`write_result_preimage`] wrote it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ResultPreimage {
+    /// Offset of the prior State digest's text (`DIGEST_LEN` bytes).
+    pub prior_at: usize,
+    /// Whether the next State's body tail ([`BodyEncoding::feed`]) follows what was written
+    /// (the full State), or the State was written whole (the compact one).
+    pub body_follows: bool,
+}
+
+/// Writes a result digest's preimage (`out` cleared first) up to where the next State's body
+/// tail follows, or up to [`RESULT_DIGEST_SUFFIX`] when the State is the compact one.
+pub(crate) fn write_result_preimage(
+    binding: &ResultBinding<'_>,
+    out: &mut Vec<u8>,
+) -> ResultPreimage {
     let next = binding.next;
     out.clear();
-    let state = write_result_preamble(out, &binding.parts());
+    let (state, prior_at) = write_result_preamble(out, &binding.parts());
     if next.work_items.is_empty() && next.suspension.is_none() && next.control.is_none() {
         let mut compact = Fields::begin(state);
         compact.canonical("installation_id", &next.installation_id);
@@ -138,16 +178,17 @@ pub(crate) fn result_digest(binding: &ResultBinding<'_>, out: &mut Vec<u8>) -> S
         compact.str("status", next.status.as_str());
         compact.canonical("task_id", &next.task_id);
         compact.end();
-        out.extend_from_slice(RESULT_DIGEST_SUFFIX);
-        return sha256_digest(out);
+        return ResultPreimage {
+            prior_at,
+            body_follows: false,
+        };
     }
     state.extend_from_slice(STATE_HISTORY_OPEN);
     state.push(b']');
-    let mut hasher = Sha256::new();
-    Update::update(&mut hasher, out);
-    binding.next_encoding.feed(&mut hasher);
-    Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
-    digest_text(&hasher.finalize().into())
+    ResultPreimage {
+        prior_at,
+        body_follows: true,
+    }
 }
 
 /// What every result digest binds besides the next State.
@@ -175,26 +216,35 @@ impl ResultBinding<'_> {
 
 /// The members that follow `"state"` in a result digest's preimage (`"variant"` is the last
 /// key), its closing brace and the LF.
-const RESULT_DIGEST_SUFFIX: &[u8] = b",\"variant\":\"accepted\"}\n";
+pub(crate) const RESULT_DIGEST_SUFFIX: &[u8] = b",\"variant\":\"accepted\"}\n";
 
-/// Writes a result digest's preimage up to `"state":` and returns the buffer for the state.
-fn write_result_preamble<'o>(out: &'o mut Vec<u8>, parts: &ResultParts<'_>) -> &'o mut Vec<u8> {
+/// Writes a result digest's preimage up to `"state":` and returns the buffer for the state and
+/// the offset of the prior State digest's text in it.
+fn write_result_preamble<'o>(
+    out: &'o mut Vec<u8>,
+    parts: &ResultParts<'_>,
+) -> (&'o mut Vec<u8>, usize) {
     let mut fields = Fields::begin(out);
     fields.strs("audit_facts", parts.audit_facts);
     fields.canonical("event_id", parts.event_id);
     fields.str("input_digest", parts.input_digest);
     fields.strs("obligations", parts.obligations);
-    fields.str("prior_state_digest", parts.prior_state_digest);
+    let prior = fields.key("prior_state_digest");
+    // After the opening quote; a digest's text is never escaped.
+    let prior_at = prior.len() + 1;
+    write_str(prior, parts.prior_state_digest);
     fields.canonical("result_id", parts.result_id);
     fields.key("state");
-    out
+    (out, prior_at)
 }
 
 /// A result digest whose next State is given as its canonical bytes (with an empty history):
 /// the shape the authority lane's reducer uses.
 pub(crate) fn result_digest_of_state(parts: &ResultParts<'_>, state: &[u8]) -> String {
     let mut out = Vec::with_capacity(1024 + state.len());
-    write_result_preamble(&mut out, parts).extend_from_slice(state);
+    write_result_preamble(&mut out, parts)
+        .0
+        .extend_from_slice(state);
     out.extend_from_slice(RESULT_DIGEST_SUFFIX);
     sha256_digest(&out)
 }

@@ -11,11 +11,12 @@
 //! salvage that keeps the damage), it drops the channel and the reader stops at its next batch.
 //! The reader is handed back when it has reached the end, for what follows the lines (the tail).
 //!
-//! **When.** Only when at least [`MIN_BYTES`] are left to read (a verify or an open of a long
-//! journal, a refresh after a large bulk append): starting the thread, handing the lines over
-//! and the wake-ups cost more than they save on short runs (measured: up to ~1,000 lines at 20
-//! work items reading ahead was slower on this shared machine), so the refreshes of a live
-//! console or driver read on the calling thread.
+//! **When.** Only when at least [`MIN_BYTES`] are left to read (an open of a long journal, a
+//! refresh after a large bulk append): starting the thread, handing the lines over and the
+//! wake-ups cost more than they save on short runs (measured: up to ~1,000 lines at 20 work
+//! items reading ahead was slower on this shared machine), so the refreshes of a live console
+//! or driver read on the calling thread. A verify that also checks the digests aside pays from
+//! far fewer lines ([`digest_checks`](super::digest_checks)'s `MIN_BYTES`).
 
 use std::cell::Cell;
 use std::path::Path;
@@ -51,9 +52,10 @@ pub fn set_read_ahead_threshold(bytes: Option<u64>) {
     THRESHOLD.with(|threshold| threshold.set(bytes));
 }
 
-/// Whether reading `left` more bytes pays for a second thread.
-pub(crate) fn pays(left: u64) -> bool {
-    left >= THRESHOLD.with(Cell::get).unwrap_or(MIN_BYTES)
+/// Whether reading `left` more bytes pays for a second thread, when it pays from `from` bytes
+/// ([`MIN_BYTES`], or less when the digests are also checked aside).
+pub(crate) fn pays(left: u64, from: u64) -> bool {
+    left >= THRESHOLD.with(Cell::get).unwrap_or(from)
 }
 
 /// The source of lines the applying side pulls from: the next line, `Ok(None)` at the end.

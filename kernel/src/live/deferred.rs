@@ -1,0 +1,177 @@
+//! Applying a recorded entry now and checking its digests later: the two SHA-256 passes over
+//! the next State body (its result digest and its State digest, the protocol's floor) need
+//! nothing but bytes, so a verifier may run them elsewhere (another thread) while it applies
+//! the next entries.
+//!
+//! [`LiveState::apply_recorded_deferring`] runs every check of
+//! [`apply_recorded`](LiveState::apply_recorded) but the result digest's: it takes the recorded
+//! result digest as the history record's (chaining on it) and writes into a [`DigestCheck`] the
+//! result digest's preimage (with room for the prior State digest), the next body's encoded tail
+//! and the history midstate after the entry. A [`DigestChain`], started from the State the
+//! entries are applied to ([`LiveState::digest_chain`]) and given the checks **in entry order**,
+//! computes each result digest with the State digest the previous check left, compares it with
+//! the recorded one, and computes the next State digest.
+//!
+//! **Contract.** For every entry sequence, applying with `apply_recorded_deferring` and
+//! checking in order gives exactly what `apply_recorded` gives, entry by entry: the first
+//! failure, from either side, is the inline path's error (same index, same
+//! [`MismatchField`]), and after entries that all pass, the same live state. Within one entry
+//! the inline path compares `result_id`, `input_digest`, `result_digest`, `obligations`,
+//! `audit_facts` in that order: when the applying side fails on `obligations` or `audit_facts`,
+//! it still fills the check (which goes first: a wrong result digest is that entry's error);
+//! when it fails earlier it does not. The applying side chains on recorded digests, so after a
+//! check fails its later answers mean nothing: the caller takes the earliest failure and drops
+//! the state. Pure: no threads here; running checks on another thread is the caller's choice.
+
+use sha2::digest::Update;
+use sha2::{Digest as _, Sha256};
+
+use super::LiveState;
+use super::midstate::Midstate;
+use crate::canonical::{DIGEST_LEN, digest_text, raw_digest};
+use crate::decode::InputPrefix;
+use crate::reduce::digests::{
+    RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, write_result_preimage,
+};
+use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
+
+/// Stands for the prior State digest in a deferred preimage: a digest's length, so that the
+/// check puts the real one in its place.
+pub(super) const PRIOR_PLACEHOLDER: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The digest work of one applied entry, left for a [`DigestChain`] (buffers are reused when a
+/// check is filled again).
+#[derive(Debug, Clone, Default)]
+pub struct DigestCheck {
+    /// The entry's index (its revision before it), for the error.
+    index: usize,
+    /// Whether the entry was applied and this holds its check.
+    filled: bool,
+    /// The recorded result digest; `None` when it is not a digest's text (never equal).
+    recorded: Option<[u8; 32]>,
+    /// The result digest's preimage up to the body tail (or whole but its suffix).
+    preimage: Vec<u8>,
+    shape: ResultPreimage,
+    /// The next State body's encoded tail.
+    body: Vec<u8>,
+    /// The history midstate after the entry (with its recorded result digest).
+    history: Midstate,
+}
+
+impl DigestCheck {
+    /// Whether the last [`LiveState::apply_recorded_deferring`] given this check filled it (to be
+    /// given to the chain next).
+    pub fn is_filled(&self) -> bool {
+        self.filled
+    }
+
+    /// The index of the entry this check is of.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Takes what the result digest binds (called by the commit in place of hashing it).
+    pub(super) fn take_result(&mut self, binding: &ResultBinding<'_>) {
+        self.shape = write_result_preimage(binding, &mut self.preimage);
+        self.body.clear();
+        binding.next_encoding.write_to(&mut self.body);
+    }
+}
+
+/// Runs [`DigestCheck`]s in entry order, carrying the State digest from one to the next.
+#[derive(Debug, Clone)]
+pub struct DigestChain {
+    /// The State digest before the next check's entry.
+    prior: String,
+}
+
+impl DigestChain {
+    /// The State digest the chain has reached (after the last check that passed).
+    pub fn state_digest(&self) -> &str {
+        &self.prior
+    }
+
+    /// Checks one entry's result digest against the recorded one and moves on to its State
+    /// digest; the error is the one the inline path gives for that entry. An unfilled check
+    /// passes (nothing was applied).
+    pub fn check(&mut self, check: &DigestCheck) -> Result<(), ReplayError> {
+        if !check.filled {
+            return Ok(());
+        }
+        let mismatch = ReplayError::Mismatch {
+            index: check.index,
+            field: MismatchField::ResultDigest,
+        };
+        let at = check.shape.prior_at;
+        let (Some(before), Some(after)) = (
+            check.preimage.get(..at),
+            check.preimage.get(at + DIGEST_LEN..),
+        ) else {
+            return Err(mismatch);
+        };
+        let mut hasher = Sha256::new();
+        Update::update(&mut hasher, before);
+        Update::update(&mut hasher, self.prior.as_bytes());
+        Update::update(&mut hasher, after);
+        if check.shape.body_follows {
+            Update::update(&mut hasher, &check.body);
+        }
+        Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
+        let result: [u8; 32] = hasher.finalize().into();
+        if check.recorded != Some(result) {
+            return Err(mismatch);
+        }
+        let mut state = check.history.clone();
+        state.update(b"]");
+        state.update(&check.body);
+        state.update(b"\n");
+        self.prior = digest_text(&state.digest());
+        Ok(())
+    }
+}
+
+impl LiveState {
+    /// A chain to check the entries applied from this State on
+    /// ([`apply_recorded_deferring`](Self::apply_recorded_deferring)); costs one State digest.
+    pub fn digest_chain(&self) -> DigestChain {
+        DigestChain {
+            prior: self.state_digest(),
+        }
+    }
+
+    /// [`apply_recorded_from`](Self::apply_recorded_from) without the result digest's
+    /// comparison and the State digest: those are written into `check`, for a [`DigestChain`]
+    /// to run in entry order (see the module's contract). On error the live state must be
+    /// discarded, and when `check` is still filled it is that entry's first check.
+    pub fn apply_recorded_deferring(
+        &mut self,
+        entry: &CompactEntry,
+        prefix: Option<InputPrefix<'_>>,
+        check: &mut DigestCheck,
+    ) -> Result<(), ReplayError> {
+        check.filled = false;
+        let index = usize::try_from(self.revision()).unwrap_or(usize::MAX);
+        let recorded = entry.result.result_digest.as_str();
+        let verdict = self.apply_checking(
+            &entry.event,
+            &entry.evidence_set,
+            prefix,
+            Some((&mut *check, recorded)),
+        );
+        let record = reproduced(index, verdict)?;
+        let field = record_mismatch(&record, &entry.result);
+        // Compared before the result digest: that entry's error whatever its digest.
+        if let Some(field @ (MismatchField::ResultId | MismatchField::InputDigest)) = field {
+            return Err(ReplayError::Mismatch { index, field });
+        }
+        check.index = index;
+        check.recorded = raw_digest(recorded);
+        check.history.clone_from(&self.history.prefix);
+        check.filled = true;
+        match field {
+            None => Ok(()),
+            Some(field) => Err(ReplayError::Mismatch { index, field }),
+        }
+    }
+}
