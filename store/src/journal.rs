@@ -14,7 +14,7 @@
 //! digest, and re-runs the kernel over every entry ([`Replayer`]) and the guard over the entries
 //! it judges; the State shown is the one replay rebuilt. With more than 1 MiB of lines to
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
-//! them in order ([`pipeline`]): the same lines, errors and stops as reading them in turn. A
+//! them in order ([`read_ahead`]): the same lines, errors and stops as reading them in turn. A
 //! verify (history forgotten) does so from 256 KiB and checks the entries' result and State
 //! digests on a third thread ([`digest_checks`]): the same errors, the earliest first. The
 //! anchored line must be there with
@@ -45,6 +45,7 @@ mod rejections;
 pub(crate) mod repair;
 mod resume;
 
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -190,7 +191,7 @@ pub(crate) struct Watch<M: Machine> {
     on_line: Option<OnLine<M>>,
     /// The seqs of the lines at which `on_line` needs the State exactly as verified up to
     /// there (`valp verify`'s snapshot checks): digest checks left for later are run first.
-    settled_at: Vec<u64>,
+    settled_at: BTreeSet<u64>,
 }
 
 impl<M: Machine> Watch<M> {
@@ -203,7 +204,7 @@ impl<M: Machine> Watch<M> {
     pub(crate) fn each(on_line: Option<OnLine<M>>) -> Self {
         Self {
             on_line,
-            settled_at: Vec::new(),
+            settled_at: BTreeSet::new(),
         }
     }
 
@@ -563,7 +564,7 @@ impl<M: Machine> Journal<M> {
 
     /// Verifies and applies lines from `reader` to the end; deals with what follows them
     /// (repairing a torn tail when `lock` is held). Lines are read ahead on a second thread
-    /// when enough are left ([`pipeline`]); they are applied in the same order, with the same
+    /// when enough are left ([`read_ahead`]); they are applied in the same order, with the same
     /// errors, either way.
     fn follow(
         &mut self,

@@ -28,10 +28,11 @@ use sha2::{Digest as _, Sha256};
 
 use super::LiveState;
 use super::midstate::Midstate;
-use crate::canonical::{DIGEST_LEN, digest_text, raw_digest};
+use crate::canonical::{DIGEST_LEN, raw_digest};
 use crate::decode::InputPrefix;
 use crate::reduce::digests::{
-    RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, write_result_preimage,
+    RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, state_digest_of_tail,
+    write_result_preimage,
 };
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
@@ -122,11 +123,7 @@ impl DigestChain {
         if check.recorded != Some(result) {
             return Err(mismatch);
         }
-        let mut state = check.history.clone();
-        state.update(b"]");
-        state.update(&check.body);
-        state.update(b"\n");
-        self.prior = digest_text(&state.digest());
+        self.prior = state_digest_of_tail(&check.history, &check.body);
         Ok(())
     }
 }

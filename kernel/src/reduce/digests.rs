@@ -279,9 +279,20 @@ pub(crate) fn hash_history_entry(
 /// `digest()` of a State given as its running history hash and its encoded body: the canonical
 /// State is `{"accepted_events":[` + history + `]` + tail.
 pub(crate) fn state_digest_from_parts(history_prefix: &Midstate, body: &BodyEncoding) -> String {
+    state_digest_fed(history_prefix, |hasher| body.feed(hasher))
+}
+
+/// [`state_digest_from_parts`] with the body given as its encoded tail
+/// ([`BodyEncoding::write_to`]).
+pub(crate) fn state_digest_of_tail(history_prefix: &Midstate, tail: &[u8]) -> String {
+    state_digest_fed(history_prefix, |hasher| hasher.update(tail))
+}
+
+/// The State digest from the running history hash, with `feed` giving the body's tail.
+fn state_digest_fed(history_prefix: &Midstate, feed: impl FnOnce(&mut Midstate)) -> String {
     let mut hasher = history_prefix.clone();
     hasher.update(b"]");
-    body.feed(&mut hasher);
+    feed(&mut hasher);
     hasher.update(b"\n");
     digest_text(&hasher.digest())
 }
