@@ -40,6 +40,16 @@ pub fn is_canonical(bytes: &[u8]) -> bool {
     })
 }
 
+/// How many bytes the canonical value at the start of `text` takes, read as the value of a member
+/// of a top-level object (nesting counted from there, as [`parse_canonical_lazy`] counts it for
+/// the member it leaves out); `None` when no canonical value starts there. For a caller that
+/// reads an object's frame by position and only needs one member's value checked.
+pub fn member_value_len(text: &str) -> Option<usize> {
+    let mut parser = Strict::new(text);
+    parser.skip(1)?;
+    Some(parser.pos)
+}
+
 /// How a caller reads one member of a canonical object itself: given the text from the member's
 /// value to the end, it answers how many bytes the value took (it must be a whole canonical
 /// value), or `None` to have it checked without being read.
@@ -391,6 +401,15 @@ mod tests {
                 other => (other, None),
             });
             assert_eq!(split, expected, "{text:?} without {lazy:?}");
+            if let Some((_, Some(range))) =
+                parse_canonical_lazy(text.as_bytes(), lazy, &mut |_| None)
+            {
+                assert_eq!(
+                    member_value_len(&text[range.start..]),
+                    Some(range.len()),
+                    "{text:?}: the length of {lazy:?}"
+                );
+            }
         }
     }
 
