@@ -226,6 +226,48 @@ impl<'a> Strict<'a> {
         }
     }
 
+    /// An object at nesting `depth` whose keys are all among `known` (its keys in ascending
+    /// order, as canonical text orders them, each with what it names): each member is handed to
+    /// `member` as what its key names. Each key is looked for only after the one before, so a
+    /// key that is unknown, out of order or repeated answers `None`, as [`Strict::members`]
+    /// with a caller refusing unknown keys does, comparing each key with a few known ones only.
+    pub(crate) fn known_members<K: Copy>(
+        &mut self,
+        depth: usize,
+        known: &[(&str, K)],
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || !self.eat(b'{') {
+            return None;
+        }
+        if self.eat(b'}') {
+            return Some(());
+        }
+        let mut next = 0;
+        loop {
+            if self.peek() != Some(b'"') {
+                return None;
+            }
+            let key = self.string()?;
+            let found = next
+                + known
+                    .get(next..)?
+                    .iter()
+                    .position(|(name, _)| *name == key)?;
+            next = found + 1;
+            if !self.eat(b':') {
+                return None;
+            }
+            member(self, known[found].1)?;
+            if self.eat(b'}') {
+                return Some(());
+            }
+            if !self.eat(b',') {
+                return None;
+            }
+        }
+    }
+
     /// An array at nesting `depth`, each element read by `item`.
     pub(crate) fn items(
         &mut self,
@@ -279,31 +321,40 @@ impl<'a> Strict<'a> {
         if !self.eat(b'"') {
             return None;
         }
-        let mut out: Option<String> = None;
+        let start = self.pos;
+        self.pos = run_end(self.bytes, start);
+        match self.peek()? {
+            // The common case, kept short: no escape. A run ends at an ASCII byte, so on a
+            // character boundary.
+            b'"' => {
+                let run = self.text.get(start..self.pos)?;
+                self.pos += 1;
+                Some(Cow::Borrowed(run))
+            }
+            b'\\' => self.escaped_string(start).map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string whose text from `start` holds an escape, at `self.pos`.
+    #[cold]
+    fn escaped_string(&mut self, start: usize) -> Option<String> {
+        let mut text = self.text.get(start..self.pos)?.to_owned();
         loop {
-            let run_start = self.pos;
-            self.pos = run_end(self.bytes, self.pos);
-            // A run ends at an ASCII byte, so it ends on a character boundary.
-            let run = self.text.get(run_start..self.pos)?;
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;
-                    return Some(match out {
-                        None => Cow::Borrowed(run),
-                        Some(mut text) => {
-                            text.push_str(run);
-                            Cow::Owned(text)
-                        }
-                    });
+                    return Some(text);
                 }
                 b'\\' => {
                     self.pos += 1;
-                    let text = out.get_or_insert_with(String::new);
-                    text.push_str(run);
                     text.push(self.escape()?);
                 }
                 _ => return None,
             }
+            let run_start = self.pos;
+            self.pos = run_end(self.bytes, run_start);
+            text.push_str(self.text.get(run_start..self.pos)?);
         }
     }
 
@@ -342,9 +393,9 @@ impl<'a> Strict<'a> {
 }
 
 /// Where the run of plain string bytes from `pos` ends: the first `"`, `\\` or C0 control (or
-/// the end). Eight bytes at a time while none of them is one (the classic "has a zero byte" and
-/// "has a byte below n" word tests, exact for whether a word holds such a byte), then byte by
-/// byte to the exact one.
+/// the end). Eight bytes at a time (the classic "has a zero byte" and "has a byte below n" word
+/// tests: a borrow only runs upward, from a byte that is one, so the lowest flagged byte of a
+/// word is exactly the first such byte in it), then byte by byte over the last few.
 pub(crate) fn run_end(bytes: &[u8], mut pos: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
@@ -357,8 +408,10 @@ pub(crate) fn run_end(bytes: &[u8], mut pos: usize) -> usize {
         let quote = has_zero(word ^ (ONES * u64::from(b'"')));
         let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
         let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-        if quote | backslash | control != 0 {
-            break;
+        let flagged = quote | backslash | control;
+        if flagged != 0 {
+            // At most 63 / 8.
+            return pos + (flagged.trailing_zeros() / 8) as usize;
         }
         pos += 8;
     }
@@ -472,6 +525,56 @@ mod tests {
             "[".repeat(MAX_DEPTH + 1),
             "]".repeat(MAX_DEPTH + 1)
         ));
+    }
+
+    #[test]
+    fn a_run_ends_at_the_first_quote_backslash_or_control_byte() {
+        let first = |bytes: &[u8], pos: usize| {
+            (pos..bytes.len())
+                .find(|&at| matches!(bytes[at], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(bytes.len())
+        };
+        // Bytes around the ones that end a run, and bytes that borrow in the word tests.
+        let fillers = [
+            0x20,
+            0x21,
+            0x23,
+            0x5b,
+            0x5d,
+            0x7f,
+            0x80,
+            0xa0,
+            0xff,
+            b'a',
+            0x01 + b'"',
+        ];
+        let enders = [b'"', b'\\', 0, 0x01, 0x1f, b'\n'];
+        for filler in fillers {
+            for len in 0..20 {
+                let plain = vec![filler; len];
+                assert_eq!(run_end(&plain, 0), len);
+                for at in 0..len {
+                    for ender in enders {
+                        for (later_at, later) in
+                            [(len, None), (at + 1, Some(ender)), (at + 1, Some(0))]
+                        {
+                            let mut bytes = plain.clone();
+                            bytes[at] = ender;
+                            if let (Some(later), true) = (later, later_at < len) {
+                                bytes[later_at] = later;
+                            }
+                            for pos in 0..=at {
+                                assert_eq!(
+                                    run_end(&bytes, pos),
+                                    first(&bytes, pos),
+                                    "{bytes:?} from {pos}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
