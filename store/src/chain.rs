@@ -42,7 +42,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
-use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, digest_text};
+use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, digest_text, is_digest};
 use valp_kernel::json::Value;
 use valp_kernel::json::strict::{ReadMember, parse_canonical_bytes, parse_canonical_lazy};
 use valp_kernel::json::write::{Fields, canonical_bytes, write_int, write_str};
@@ -221,6 +221,10 @@ pub struct ChainReader {
     offset: u64,
     next_seq: u64,
     prior: Option<String>,
+    /// Whether `prior` is known to be a digest text (`sha256:` and 64 lowercase hex digits),
+    /// which [`frame`] needs to read a line by position: always after a verified line; after
+    /// [`ChainReader::resume`] only if the prior given is one.
+    prior_is_digest: bool,
     /// Whether a line with `recorded_at` was read (a v1 line may not follow one).
     timed: bool,
     buffer: Vec<u8>,
@@ -238,6 +242,7 @@ impl ChainReader {
             offset: 0,
             next_seq: 0,
             prior: None,
+            prior_is_digest: true,
             timed: false,
             buffer: Vec::with_capacity(4096),
             tail: None,
@@ -262,6 +267,7 @@ impl ChainReader {
         reader.offset = offset;
         reader.next_seq = next_seq;
         reader.prior = Some(prior.to_owned());
+        reader.prior_is_digest = is_digest(prior);
         reader.timed = prior_timed;
         Ok(reader)
     }
@@ -320,6 +326,8 @@ impl ChainReader {
             Some(prior) => prior.clone_from(&line.digest),
             None => self.prior = Some(line.digest.clone()),
         }
+        // A verified line's digest is one: the members path checks it against the computed one.
+        self.prior_is_digest = true;
         self.timed = line.recorded_at.is_some();
         Ok(Some(line))
     }
@@ -373,23 +381,30 @@ impl ChainReader {
     /// The line in the buffer, verified: read by position when it has the one shape of a good
     /// line ([`frame`]), else through its members, which word what is wrong exactly.
     fn verify(&self, start: u64, read: ReadMember<'_>) -> Result<ChainLine, StoreError> {
+        match self.by_position(start, &mut *read) {
+            Some(line) => Ok(line),
+            None => self.verify_members(start, read),
+        }
+    }
+
+    /// The line in the buffer if it has the one shape of a good line ([`frame`]).
+    fn by_position(&self, start: u64, read: ReadMember<'_>) -> Option<ChainLine> {
+        self.prior_is_digest.then_some(())?;
         let bytes = &self.buffer;
         let expected = Expected {
             seq: self.next_seq,
             prior: self.prior.as_deref(),
             timed: self.timed,
         };
-        if let Some(frame) = read_frame(bytes, &expected, &mut *read) {
-            return Ok(ChainLine {
-                seq: self.next_seq,
-                entry: bytes[frame.entry].to_vec(),
-                digest: frame.digest.to_owned(),
-                recorded_at: frame.recorded_at,
-                start,
-                end: start + bytes.len() as u64,
-            });
-        }
-        self.verify_members(start, read)
+        let frame = read_frame(bytes, &expected, read)?;
+        Some(ChainLine {
+            seq: self.next_seq,
+            entry: bytes[frame.entry].to_vec(),
+            digest: frame.digest.to_owned(),
+            recorded_at: frame.recorded_at,
+            start,
+            end: start + bytes.len() as u64,
+        })
     }
 
     /// [`ChainReader::verify`] through the line's members: any line, and the exact wording of
@@ -562,6 +577,7 @@ mod tests {
         reader.buffer = line.to_vec();
         reader.next_seq = seq;
         reader.prior = prior.map(str::to_owned);
+        reader.prior_is_digest = prior.is_none_or(is_digest);
         reader.timed = timed;
         reader
     }
@@ -569,25 +585,26 @@ mod tests {
     /// Reading `line` by position gives a line only where reading it through its members gives
     /// the same line, with the reader's entry `read` (or none).
     fn agrees(reader: &ChainReader) -> bool {
-        let expected = Expected {
-            seq: reader.next_seq,
-            prior: reader.prior.as_deref(),
-            timed: reader.timed,
-        };
         let mut by_reader = |text: &str| member_value_len(text);
         let mut unread = |_: &str| None;
         let reads: [ReadMember<'_>; 2] = [&mut by_reader, &mut unread];
         let mut taken = false;
         for read in reads {
-            let Some(frame) = read_frame(&reader.buffer, &expected, read) else {
+            let Some(line) = reader.by_position(7, read) else {
                 continue;
             };
             taken = true;
-            let line = reader.verify_members(7, &mut |_| None).unwrap();
-            assert_eq!(line.seq, reader.next_seq);
-            assert_eq!(line.entry, reader.buffer[frame.entry]);
-            assert_eq!(line.digest, frame.digest);
-            assert_eq!(line.recorded_at, frame.recorded_at);
+            let expected = reader.verify_members(7, &mut |_| None).unwrap();
+            assert_eq!(
+                (line.seq, &line.entry, &line.digest, line.recorded_at),
+                (
+                    expected.seq,
+                    &expected.entry,
+                    &expected.digest,
+                    expected.recorded_at
+                )
+            );
+            assert_eq!((line.start, line.end), (expected.start, expected.end));
         }
         taken
     }
@@ -689,6 +706,11 @@ mod tests {
             Some(&digest),
             true
         )));
+        // After a resumed prior that is not a digest text: through the members only.
+        let (after_odd_prior, _) = encode_line(4, Some("not a digest"), at, &Entry);
+        let reader = reader_before(&file, &after_odd_prior, 4, Some("not a digest"), true);
+        assert!(!agrees(&reader));
+        assert!(reader.verify_members(7, &mut |_| None).is_ok());
         // Some changes still give a good line (a digit of the entry or of the time, with the
         // digest made right): those were read by position too.
         assert!(taken > 0);

@@ -22,7 +22,7 @@
 use std::ops::Range;
 
 use sha2::{Digest as _, Sha256};
-use valp_kernel::canonical::{DIGEST_LEN, is_digest, raw_digest};
+use valp_kernel::canonical::{DIGEST_LEN, raw_digest};
 use valp_kernel::json::strict::{ReadMember, member_value_len};
 
 use super::{LINE_SCHEMA, UNTIMED_LINE_SCHEMA};
@@ -32,7 +32,9 @@ use crate::clock::Timestamp;
 pub(super) struct Expected<'a> {
     /// The seq the line must have.
     pub seq: u64,
-    /// The prior line's `entry_digest` (`None` before line 0).
+    /// The prior line's `entry_digest` (`None` before line 0): a digest text (`sha256:` and 64
+    /// lowercase hex digits), which needs no escape, so its canonical string is the text in
+    /// quotes. The caller makes sure.
     pub prior: Option<&'a str>,
     /// Whether a line with `recorded_at` was read (a v1 line may not follow one).
     pub timed: bool,
@@ -90,12 +92,10 @@ fn rest_of_frame(rest: &[u8], expected: &Expected<'_>) -> Option<Option<Timestam
     let rest = rest.strip_prefix(br#","prior_entry_digest":"#)?;
     let rest = match expected.prior {
         None => rest.strip_prefix(b"null")?,
-        // A digest needs no escape, so its canonical string is the text in quotes.
-        Some(prior) if is_digest(prior) => rest
+        Some(prior) => rest
             .strip_prefix(b"\"")?
             .strip_prefix(prior.as_bytes())?
             .strip_prefix(b"\"")?,
-        Some(_) => return None,
     };
     let (recorded_at, rest) = match rest.strip_prefix(br#","recorded_at":""#) {
         Some(rest) => {
