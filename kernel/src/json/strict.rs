@@ -293,8 +293,13 @@ impl<'a> Strict<'a> {
 
     /// `-?(0|[1-9][0-9]*)`, not `-0`, within `i128`.
     pub(crate) fn integer(&mut self) -> Option<i128> {
+        /// Up to this many digits the magnitude fits a `u64` (10^18 < 2^63) and is summed as
+        /// it is read; longer ones are parsed as `i128` (which also refuses what does not fit).
+        const SUMMED_DIGITS: usize = 18;
         let start = self.pos;
         let negative = self.eat(b'-');
+        let digits_start = self.pos;
+        let mut magnitude: u64 = 0;
         match self.peek()? {
             b'0' => {
                 self.pos += 1;
@@ -303,7 +308,10 @@ impl<'a> Strict<'a> {
                 }
             }
             b'1'..=b'9' => {
-                while let Some(b'0'..=b'9') = self.peek() {
+                while let Some(digit @ b'0'..=b'9') = self.peek() {
+                    magnitude = magnitude
+                        .wrapping_mul(10)
+                        .wrapping_add(u64::from(digit - b'0'));
                     self.pos += 1;
                 }
             }
@@ -311,6 +319,10 @@ impl<'a> Strict<'a> {
         }
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
+        }
+        if self.pos - digits_start <= SUMMED_DIGITS {
+            let magnitude = i128::from(magnitude);
+            return Some(if negative { -magnitude } else { magnitude });
         }
         self.text.get(start..self.pos)?.parse::<i128>().ok()
     }
@@ -483,6 +495,11 @@ mod tests {
             "01",
             "1.0",
             "1e3",
+            "999999999999999999",
+            "-999999999999999999",
+            "1000000000000000000",
+            "-1000000000000000000",
+            "18446744073709551616",
             "170141183460469231731687303715884105727",
             "170141183460469231731687303715884105728",
             "-170141183460469231731687303715884105728",
