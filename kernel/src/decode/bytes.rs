@@ -107,7 +107,8 @@ pub fn decode_compact_entry_spans(text: &str) -> Option<(CompactEntry, EntrySpan
 const DEPTH: usize = 1;
 
 /// The members an object may have: an enum `$name` of them and `$name::KEYS`, their keys in
-/// canonical (ascending) order, for [`Strict::known_members`] (a test checks the order).
+/// canonical (ascending) order, for [`Strict::known_members`] (a test checks the order, and that
+/// no key needs an escape).
 macro_rules! members {
     ($(#[$doc:meta])* $name:ident { $($member:ident = $key:literal),+ $(,)? }) => {
         $(#[$doc])*
@@ -397,6 +398,13 @@ mod tests {
             keys(EventMember::KEYS),
         ] {
             assert!(keys.windows(2).all(|pair| pair[0] < pair[1]), "{keys:?}");
+            // Written without an escape: the canonical text of each is the key in quotes.
+            assert!(
+                keys.iter().all(|key| key
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte == b'_')),
+                "{keys:?}"
+            );
         }
     }
 }

@@ -227,10 +227,12 @@ impl<'a> Strict<'a> {
     }
 
     /// An object at nesting `depth` whose keys are all among `known` (its keys in ascending
-    /// order, as canonical text orders them, each with what it names): each member is handed to
-    /// `member` as what its key names. Each key is looked for only after the one before, so a
-    /// key that is unknown, out of order or repeated answers `None`, as [`Strict::members`]
-    /// with a caller refusing unknown keys does, comparing each key with a few known ones only.
+    /// order, as canonical text orders them, each with what it names; every key plain ASCII
+    /// that needs no escape, so its canonical text is the key in quotes): each member is handed
+    /// to `member` as what its key names. Each key is looked for, as those bytes, only after
+    /// the one before, so a key that is unknown, out of order, repeated or escaped where the
+    /// writer would not escape answers `None`, as [`Strict::members`] with a caller refusing
+    /// unknown keys does; a key is not read as a string first.
     pub(crate) fn known_members<K: Copy>(
         &mut self,
         depth: usize,
@@ -245,20 +247,17 @@ impl<'a> Strict<'a> {
         }
         let mut next = 0;
         loop {
-            if self.peek() != Some(b'"') {
-                return None;
-            }
-            let key = self.string()?;
+            let rest = self.bytes.get(self.pos..)?;
             let found = next
                 + known
                     .get(next..)?
                     .iter()
-                    .position(|(name, _)| *name == key)?;
+                    .position(|(key, _)| is_key(rest, key))?;
+            let (key, named) = known[found];
             next = found + 1;
-            if !self.eat(b':') {
-                return None;
-            }
-            member(self, known[found].1)?;
+            // `"`, the key, `":`.
+            self.pos += key.len() + 3;
+            member(self, named)?;
             if self.eat(b'}') {
                 return Some(());
             }
@@ -402,6 +401,15 @@ impl<'a> Strict<'a> {
             _ => return None,
         })
     }
+}
+
+/// Whether `text` starts with the member key `key` (which needs no escape) and its colon.
+fn is_key(text: &[u8], key: &str) -> bool {
+    let key = key.as_bytes();
+    text.len() > key.len() + 2
+        && text[0] == b'"'
+        && text[1..=key.len()] == *key
+        && text[key.len() + 1..key.len() + 3] == *b"\":"
 }
 
 /// Where the run of plain string bytes from `pos` ends: the first `"`, `\\` or C0 control (or
