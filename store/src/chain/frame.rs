@@ -72,7 +72,10 @@ pub(super) fn read_frame<'a>(
         .strip_prefix(r#","entry_digest":""#)?
         .strip_suffix('"')?;
     let raw = raw_digest(digest)?;
-    let recorded_at = rest_of_frame(text.get(digest_member.end..)?.as_bytes(), expected)?;
+    let rest = after_prior(text.get(digest_member.end..)?.as_bytes(), expected.prior)?;
+    let (recorded_at, rest) = time_and_schema(rest, expected.timed)?;
+    let digits = rest.strip_prefix(br#","seq":"#)?.strip_suffix(b"}")?;
+    is_seq(digits, expected.seq).then_some(())?;
     let mut hasher = Sha256::new();
     hasher.update(&line[..digest_member.start]);
     hasher.update(&line[digest_member.end..]);
@@ -86,18 +89,22 @@ pub(super) fn read_frame<'a>(
 /// Bytes of `,"entry_digest":"sha256:<64 hex>"`.
 pub(super) const DIGEST_MEMBER_LEN: usize = r#","entry_digest":""#.len() + DIGEST_LEN + 1;
 
-/// The members after `entry_digest` and the closing brace, exactly as the store writes them
-/// after `expected`: the line's `recorded_at` (`None` for a v1 line) if they are.
-fn rest_of_frame(rest: &[u8], expected: &Expected<'_>) -> Option<Option<Timestamp>> {
+/// What follows `prior_entry_digest` as the store writes it after `prior`.
+fn after_prior<'a>(rest: &'a [u8], prior: Option<&str>) -> Option<&'a [u8]> {
     let rest = rest.strip_prefix(br#","prior_entry_digest":"#)?;
-    let rest = match expected.prior {
-        None => rest.strip_prefix(b"null")?,
+    match prior {
+        None => rest.strip_prefix(b"null"),
         Some(prior) => rest
             .strip_prefix(b"\"")?
             .strip_prefix(prior.as_bytes())?
-            .strip_prefix(b"\"")?,
-    };
-    let (recorded_at, rest) = match rest.strip_prefix(br#","recorded_at":""#) {
+            .strip_prefix(b"\""),
+    }
+}
+
+/// The line's `recorded_at` (`None` for a v1 line, which may come only before any timed
+/// line) and what follows its `schema_version`, as the store writes them.
+fn time_and_schema(rest: &[u8], timed: bool) -> Option<(Option<Timestamp>, &[u8])> {
+    match rest.strip_prefix(br#","recorded_at":""#) {
         Some(rest) => {
             let (time, rest) = rest.split_at_checked(TIME_LEN)?;
             // Digits and `-T:.Z` only: its canonical string is the text in quotes.
@@ -105,18 +112,16 @@ fn rest_of_frame(rest: &[u8], expected: &Expected<'_>) -> Option<Option<Timestam
             let rest = rest
                 .strip_prefix(br#"","schema_version":""#)?
                 .strip_prefix(LINE_SCHEMA.as_bytes())?;
-            (Some(time), rest)
+            Some((Some(time), rest.strip_prefix(b"\"")?))
         }
-        None if !expected.timed => {
+        None if !timed => {
             let rest = rest
                 .strip_prefix(br#","schema_version":""#)?
                 .strip_prefix(UNTIMED_LINE_SCHEMA.as_bytes())?;
-            (None, rest)
+            Some((None, rest.strip_prefix(b"\"")?))
         }
-        None => return None,
-    };
-    let digits = rest.strip_prefix(br#"","seq":"#)?.strip_suffix(b"}")?;
-    (is_seq(digits, expected.seq)).then_some(recorded_at)
+        None => None,
+    }
 }
 
 /// Bytes of `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -125,8 +130,7 @@ const TIME_LEN: usize = "YYYY-MM-DDTHH:MM:SS.mmmZ".len();
 /// Whether `digits` is the one decimal spelling of `seq` (no sign, no leading zero).
 fn is_seq(digits: &[u8], seq: u64) -> bool {
     let canonical = match digits {
-        [] => false,
-        [b'0', _, ..] => false,
+        [] | [b'0', _, ..] => false,
         _ => digits.iter().all(u8::is_ascii_digit),
     };
     canonical
