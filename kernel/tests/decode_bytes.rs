@@ -124,4 +124,15 @@ fn shapes_the_general_path_judges_are_left_to_it() {
     let kind = format!("\"kind\":\"{}\"", entry.event.kind.as_str());
     let other = bytes.replacen(&kind, "\"kind\":\"zz_unknown\"", 1);
     assert!(agrees(other.as_bytes()));
+    // A key written with an escape the writer would not use: not canonical, left to the
+    // general path; a key repeated or out of order likewise.
+    let escaped = bytes.replacen("\"kind\":", "\"\\u006bind\":", 1);
+    assert_ne!(escaped, bytes);
+    assert!(!agrees(escaped.as_bytes()));
+    assert_eq!(general(escaped.as_bytes()), None);
+    let repeated = bytes.replacen("{\"kind\":", "{\"kind\":\"event\",\"kind\":", 1);
+    assert_ne!(repeated, bytes);
+    assert!(!agrees(repeated.as_bytes()));
+    let swapped = bytes.replacen("\"evidence_set\":[", "\"evidence_sea\":[", 1);
+    assert!(!agrees(swapped.as_bytes()));
 }

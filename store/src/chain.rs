@@ -42,7 +42,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
-use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, digest_text};
+use valp_kernel::canonical::{Canonical, CanonicalError, decode_canonical, digest_text, is_digest};
 use valp_kernel::json::Value;
 use valp_kernel::json::strict::{ReadMember, parse_canonical_bytes, parse_canonical_lazy};
 use valp_kernel::json::write::{Fields, canonical_bytes, write_int, write_str};
@@ -50,15 +50,16 @@ use valp_kernel::json::write::{Fields, canonical_bytes, write_int, write_str};
 use crate::clock::Timestamp;
 use crate::error::StoreError;
 
+mod frame;
+
+use frame::{DIGEST_MEMBER_LEN, Expected, read_frame};
+
 /// `schema_version` of a journal line (layout 3: with `recorded_at`).
 pub const LINE_SCHEMA: &str = "valp-store-journal.v2";
 /// `schema_version` of a line written before layout 3, without `recorded_at`.
 pub const UNTIMED_LINE_SCHEMA: &str = "valp-store-journal.v1";
 /// How a line without `recorded_at` shows its time.
 pub const UNKNOWN_TIME: &str = "unknown";
-
-/// Bytes of `,"entry_digest":"sha256:<64 hex>"`.
-const DIGEST_MEMBER_LEN: usize = r#","entry_digest":""#.len() + 71 + 1;
 
 /// A line's `recorded_at` as it is shown: the RFC 3339 time, or [`UNKNOWN_TIME`] for a line
 /// written before layout 3 (never a made-up time).
@@ -220,6 +221,10 @@ pub struct ChainReader {
     offset: u64,
     next_seq: u64,
     prior: Option<String>,
+    /// Whether `prior` is known to be a digest text (`sha256:` and 64 lowercase hex digits),
+    /// which [`frame`] needs to read a line by position: always after a verified line; after
+    /// [`ChainReader::resume`] only if the prior given is one.
+    prior_is_digest: bool,
     /// Whether a line with `recorded_at` was read (a v1 line may not follow one).
     timed: bool,
     buffer: Vec<u8>,
@@ -237,6 +242,7 @@ impl ChainReader {
             offset: 0,
             next_seq: 0,
             prior: None,
+            prior_is_digest: true,
             timed: false,
             buffer: Vec::with_capacity(4096),
             tail: None,
@@ -261,6 +267,7 @@ impl ChainReader {
         reader.offset = offset;
         reader.next_seq = next_seq;
         reader.prior = Some(prior.to_owned());
+        reader.prior_is_digest = is_digest(prior);
         reader.timed = prior_timed;
         Ok(reader)
     }
@@ -314,7 +321,13 @@ impl ChainReader {
         };
         self.offset += read as u64;
         self.next_seq += 1;
-        self.prior = Some(line.digest.clone());
+        // The prior's text is kept in place: no allocation per line.
+        match &mut self.prior {
+            Some(prior) => prior.clone_from(&line.digest),
+            None => self.prior = Some(line.digest.clone()),
+        }
+        // A verified line's digest is one: the members path checks it against the computed one.
+        self.prior_is_digest = true;
         self.timed = line.recorded_at.is_some();
         Ok(Some(line))
     }
@@ -365,7 +378,38 @@ impl ChainReader {
         }
     }
 
+    /// The line in the buffer, verified: read by position when it has the one shape of a good
+    /// line ([`frame`]), else through its members, which word what is wrong exactly.
     fn verify(&self, start: u64, read: ReadMember<'_>) -> Result<ChainLine, StoreError> {
+        match self.by_position(start, &mut *read) {
+            Some(line) => Ok(line),
+            None => self.verify_members(start, read),
+        }
+    }
+
+    /// The line in the buffer if it has the one shape of a good line ([`frame`]).
+    fn by_position(&self, start: u64, read: ReadMember<'_>) -> Option<ChainLine> {
+        self.prior_is_digest.then_some(())?;
+        let bytes = &self.buffer;
+        let expected = Expected {
+            seq: self.next_seq,
+            prior: self.prior.as_deref(),
+            timed: self.timed,
+        };
+        let frame = read_frame(bytes, &expected, read)?;
+        Some(ChainLine {
+            seq: self.next_seq,
+            entry: bytes[frame.entry].to_vec(),
+            digest: frame.digest.to_owned(),
+            recorded_at: frame.recorded_at,
+            start,
+            end: start + bytes.len() as u64,
+        })
+    }
+
+    /// [`ChainReader::verify`] through the line's members: any line, and the exact wording of
+    /// what is wrong with it.
+    fn verify_members(&self, start: u64, read: ReadMember<'_>) -> Result<ChainLine, StoreError> {
         let bytes = &self.buffer;
         let (value, entry) = split_line(bytes, read)
             .map_err(|error| self.corrupt(start, format!("not a canonical JSON line: {error}")))?;
@@ -501,5 +545,174 @@ impl ChainReader {
                 format!("schema_version must be {LINE_SCHEMA:?} (or {UNTIMED_LINE_SCHEMA:?})"),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use valp_kernel::json::strict::member_value_len;
+
+    use super::*;
+
+    /// An entry with a nested object, an array, an escape and a non-ASCII character.
+    struct Entry;
+
+    impl Canonical for Entry {
+        fn write_canonical(&self, out: &mut Vec<u8>) {
+            out.extend_from_slice(r#"{"a":[1,-2,"x\ty"],"b":{"c":null},"d":"é"}"#.as_bytes());
+        }
+    }
+
+    /// A reader positioned before `line`, as after the line before it.
+    fn reader_before(
+        file: &Path,
+        line: &[u8],
+        seq: u64,
+        prior: Option<&str>,
+        timed: bool,
+    ) -> ChainReader {
+        let mut reader = ChainReader::open(file).unwrap();
+        reader.buffer = line.to_vec();
+        reader.next_seq = seq;
+        reader.prior = prior.map(str::to_owned);
+        reader.prior_is_digest = prior.is_none_or(is_digest);
+        reader.timed = timed;
+        reader
+    }
+
+    /// Reading `line` by position gives a line only where reading it through its members gives
+    /// the same line, with the reader's entry `read` (or none).
+    fn agrees(reader: &ChainReader) -> bool {
+        let mut by_reader = |text: &str| member_value_len(text);
+        let mut unread = |_: &str| None;
+        let reads: [ReadMember<'_>; 2] = [&mut by_reader, &mut unread];
+        let mut taken = false;
+        for read in reads {
+            let Some(line) = reader.by_position(7, read) else {
+                continue;
+            };
+            taken = true;
+            let expected = reader.verify_members(7, &mut |_| None).unwrap();
+            assert_eq!(
+                (line.seq, &line.entry, &line.digest, line.recorded_at),
+                (
+                    expected.seq,
+                    &expected.entry,
+                    &expected.digest,
+                    expected.recorded_at
+                )
+            );
+            assert_eq!((line.start, line.end), (expected.start, expected.end));
+        }
+        taken
+    }
+
+    /// `preimage` (a line without its `entry_digest` member) with that member put back at `cut`,
+    /// holding the preimage's digest: a line whose digest is right whatever else is wrong.
+    fn with_digest(preimage: &[u8], cut: usize) -> Vec<u8> {
+        let digest = valp_kernel::canonical::sha256_digest(preimage);
+        let mut line = preimage.to_vec();
+        let member = format!(r#","entry_digest":"{digest}""#);
+        line.splice(cut..cut, member.bytes());
+        line
+    }
+
+    /// Every line made from `line` by changing, inserting or removing one byte: of the line
+    /// itself, and of its preimage with the digest then made right again.
+    fn changed(line: &[u8]) -> Vec<Vec<u8>> {
+        let cut = line
+            .windows(16)
+            .position(|window| window == br#","entry_digest":"#)
+            .unwrap();
+        let mut preimage = line.to_vec();
+        preimage.drain(cut..cut + DIGEST_MEMBER_LEN);
+        let mut lines = Vec::new();
+        for (bytes, redigest) in [(line, false), (preimage.as_slice(), true)] {
+            for index in 0..bytes.len() {
+                let moved = |by: isize| {
+                    if index < cut {
+                        cut.saturating_add_signed(by)
+                    } else {
+                        cut
+                    }
+                };
+                let mut each = |changed: Vec<u8>, by: isize| {
+                    lines.push(if redigest {
+                        with_digest(&changed, moved(by).min(changed.len()))
+                    } else {
+                        changed
+                    });
+                };
+                for byte in [
+                    0, b'\n', b' ', b'"', b'\\', b'0', b'1', b'9', b'-', b'a', b'f', b'g', b'z',
+                    b'{', b'}', b'[', b']', b',', b':', b'n', b'.', 0xc3, 0x80,
+                ] {
+                    let mut replaced = bytes.to_vec();
+                    replaced[index] = byte;
+                    each(replaced, 0);
+                    let mut inserted = bytes.to_vec();
+                    inserted.insert(index, byte);
+                    each(inserted, 1);
+                }
+                let mut cut_out = bytes.to_vec();
+                cut_out.remove(index);
+                each(cut_out, -1);
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn a_line_read_by_position_is_the_line_read_through_its_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("journal");
+        std::fs::write(&file, b"").unwrap();
+        let at = Timestamp::from_millis(1_764_000_000_123);
+        let (first, digest) = encode_line(0, None, at, &Entry);
+        let (later, _) = encode_line(10, Some(&digest), at, &Entry);
+        let (untimed, _) = encode_line_at(3, Some(&digest), None, &Entry);
+        let cases = [
+            (first, 0, None, false),
+            (later, 10, Some(digest.as_str()), true),
+            (untimed.clone(), 3, Some(digest.as_str()), false),
+        ];
+        let mut taken = 0;
+        for (line, seq, prior, timed) in cases {
+            // Every line the store writes is read by position.
+            assert!(agrees(&reader_before(&file, &line, seq, prior, timed)));
+            // Not after another line than the one it chains to.
+            let other =
+                Some("sha256:0000000000000000000000000000000000000000000000000000000000000000");
+            for (other_seq, other_prior) in [(seq + 1, prior), (seq, other)] {
+                assert!(!agrees(&reader_before(
+                    &file,
+                    &line,
+                    other_seq,
+                    other_prior,
+                    timed
+                )));
+            }
+            for changed in changed(&line) {
+                taken += usize::from(agrees(&reader_before(&file, &changed, seq, prior, timed)));
+            }
+        }
+        // A v1 line where one may no longer come.
+        assert!(!agrees(&reader_before(
+            &file,
+            &untimed,
+            3,
+            Some(&digest),
+            true
+        )));
+        // After a resumed prior that is not a digest text: through the members only.
+        let (after_odd_prior, _) = encode_line(4, Some("not a digest"), at, &Entry);
+        let reader = reader_before(&file, &after_odd_prior, 4, Some("not a digest"), true);
+        assert!(!agrees(&reader));
+        assert!(reader.verify_members(7, &mut |_| None).is_ok());
+        // Some changes still give a good line (a digit of the entry or of the time, with the
+        // digest made right): those were read by position too.
+        assert!(taken > 0);
     }
 }

@@ -106,26 +106,97 @@ pub fn decode_compact_entry_spans(text: &str) -> Option<(CompactEntry, EntrySpan
 /// Objects here nest a few levels deep, far below the parser's limit.
 const DEPTH: usize = 1;
 
+/// The members an object may have: an enum `$name` of them and `$name::KEYS`, their keys in
+/// canonical (ascending) order, for [`Strict::known_members`] (a test checks the order, and that
+/// no key needs an escape).
+macro_rules! members {
+    ($(#[$doc:meta])* $name:ident { $($member:ident = $key:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        enum $name {
+            $($member),+
+        }
+
+        impl $name {
+            const KEYS: &[(&str, Self)] = &[$(($key, Self::$member)),+];
+        }
+    };
+}
+
+members!(
+    /// A compact entry's members.
+    EntryMember { Event = "event", EvidenceSet = "evidence_set", Result = "result", Schema = "schema_version" }
+);
+members!(
+    /// An identity's members.
+    IdentityMember { Kind = "kind", Value = "value" }
+);
+members!(
+    /// An Evidence's members.
+    EvidenceMember { ContentDigest = "content_digest", EvidenceId = "evidence_id", Schema = "schema_version" }
+);
+members!(
+    /// The members of an accepted Result without its State.
+    RecordMember {
+        AuditFacts = "audit_facts",
+        InputDigest = "input_digest",
+        Obligations = "obligations",
+        ResultDigest = "result_digest",
+        ResultId = "result_id",
+    }
+);
+members!(
+    /// An Event's members.
+    EventMember {
+        AttemptId = "attempt_id",
+        AuthorityEvidenceId = "authority_evidence_id",
+        AuthorityPrincipalId = "authority_principal_id",
+        CancellationScope = "cancellation_scope",
+        ControlReason = "control_reason",
+        DispatchGeneration = "dispatch_generation",
+        DispatchId = "dispatch_id",
+        EventId = "event_id",
+        ExpectedRevision = "expected_revision",
+        InstallationId = "installation_id",
+        IntentVersion = "intent_version",
+        InterruptId = "interrupt_id",
+        Kind = "kind",
+        LeaderEpoch = "leader_epoch",
+        NextIntentVersion = "next_intent_version",
+        RedirectId = "redirect_id",
+        RequiredWorkItemIds = "required_work_item_ids",
+        Schema = "schema_version",
+        SupersededWorkItemIds = "superseded_work_item_ids",
+        SuspensionEpoch = "suspension_epoch",
+        SuspensionId = "suspension_id",
+        TaskId = "task_id",
+        WaitPolicyDigest = "wait_policy_digest",
+        WaitPolicyId = "wait_policy_id",
+        WakeId = "wake_id",
+        WakeReason = "wake_reason",
+        WorkItemId = "work_item_id",
+    }
+);
+
 /// The entry, and where its `evidence_set` ends when encoding its Event and EvidenceSet gives
 /// the bytes of `text` up to there.
 fn compact_entry(parser: &mut Strict<'_>, text: &[u8]) -> Option<(CompactEntry, Option<usize>)> {
     let (mut event, mut evidence_set, mut result, mut schema) = (None, None, None, false);
     let (mut event_as_encoded, mut evidence_end) = (false, None);
-    parser.members(DEPTH, |parser, key, _| {
-        match &*key {
-            "event" => {
+    parser.known_members(DEPTH, EntryMember::KEYS, |parser, member| {
+        match member {
+            EntryMember::Event => {
                 let (decoded, as_encoded) = event_of(parser)?;
                 event = Some(decoded);
                 event_as_encoded = as_encoded;
             }
-            "evidence_set" => {
+            EntryMember::EvidenceSet => {
                 let (decoded, sorted) = evidence_list(parser, text)?;
                 evidence_set = Some(decoded);
                 evidence_end = sorted.then_some(parser.pos());
             }
-            "result" => result = Some(record(parser)?),
-            "schema_version" => schema = parser.string()? == COMPACT_ENTRY_SCHEMA,
-            _ => return None,
+            EntryMember::Result => result = Some(record(parser)?),
+            EntryMember::Schema => schema = parser.string()? == COMPACT_ENTRY_SCHEMA,
         }
         Some(())
     })?;
@@ -172,11 +243,10 @@ fn list<T>(parser: &mut Strict<'_>, item: impl Fn(&mut Strict<'_>) -> Option<T>)
 /// `{"kind","value"}` with a known kind and a non-empty value.
 fn identity(parser: &mut Strict<'_>) -> Option<Identity> {
     let (mut kind, mut value) = (None, None);
-    parser.members(DEPTH, |parser, key, _| {
-        match &*key {
-            "kind" => kind = Some(IdentityKind::from_wire(&parser.string()?)?),
-            "value" => value = Some(owned(parser)?),
-            _ => return None,
+    parser.known_members(DEPTH, IdentityMember::KEYS, |parser, member| {
+        match member {
+            IdentityMember::Kind => kind = Some(IdentityKind::from_wire(&parser.string()?)?),
+            IdentityMember::Value => value = Some(owned(parser)?),
         }
         Some(())
     })?;
@@ -185,12 +255,11 @@ fn identity(parser: &mut Strict<'_>) -> Option<Identity> {
 
 fn evidence(parser: &mut Strict<'_>) -> Option<Evidence> {
     let (mut content_digest, mut evidence_id, mut schema) = (None, None, false);
-    parser.members(DEPTH, |parser, key, _| {
-        match &*key {
-            "content_digest" => content_digest = Some(owned(parser)?),
-            "evidence_id" => evidence_id = Some(identity(parser)?),
-            "schema_version" => schema = parser.string()? == EVIDENCE_SCHEMA,
-            _ => return None,
+    parser.known_members(DEPTH, EvidenceMember::KEYS, |parser, member| {
+        match member {
+            EvidenceMember::ContentDigest => content_digest = Some(owned(parser)?),
+            EvidenceMember::EvidenceId => evidence_id = Some(identity(parser)?),
+            EvidenceMember::Schema => schema = parser.string()? == EVIDENCE_SCHEMA,
         }
         Some(())
     })?;
@@ -205,14 +274,13 @@ fn evidence(parser: &mut Strict<'_>) -> Option<Evidence> {
 fn record(parser: &mut Strict<'_>) -> Option<AcceptedRecord> {
     let (mut audit_facts, mut input_digest, mut obligations) = (None, None, None);
     let (mut result_digest, mut result_id) = (None, None);
-    parser.members(DEPTH, |parser, key, _| {
-        match &*key {
-            "audit_facts" => audit_facts = Some(list(parser, owned)?),
-            "input_digest" => input_digest = Some(owned(parser)?),
-            "obligations" => obligations = Some(list(parser, owned)?),
-            "result_digest" => result_digest = Some(owned(parser)?),
-            "result_id" => result_id = Some(identity(parser)?),
-            _ => return None,
+    parser.known_members(DEPTH, RecordMember::KEYS, |parser, member| {
+        match member {
+            RecordMember::AuditFacts => audit_facts = Some(list(parser, owned)?),
+            RecordMember::InputDigest => input_digest = Some(owned(parser)?),
+            RecordMember::Obligations => obligations = Some(list(parser, owned)?),
+            RecordMember::ResultDigest => result_digest = Some(owned(parser)?),
+            RecordMember::ResultId => result_id = Some(identity(parser)?),
         }
         Some(())
     })?;
@@ -251,50 +319,55 @@ fn event_of(parser: &mut Strict<'_>) -> Option<(Event, bool)> {
         EventKind::RoutingValidationStarted,
         0,
     );
-    parser.members(DEPTH, |parser, key, _| {
+    parser.known_members(DEPTH, EventMember::KEYS, |parser, member| {
         let id = identity;
-        match &*key {
-            "attempt_id" => event.attempt_id = Some(id(parser)?),
-            "authority_evidence_id" => event.authority_evidence_id = Some(id(parser)?),
-            "authority_principal_id" => event.authority_principal_id = Some(id(parser)?),
-            "cancellation_scope" => {
+        match member {
+            EventMember::AttemptId => event.attempt_id = Some(id(parser)?),
+            EventMember::AuthorityEvidenceId => event.authority_evidence_id = Some(id(parser)?),
+            EventMember::AuthorityPrincipalId => {
+                event.authority_principal_id = Some(id(parser)?);
+            }
+            EventMember::CancellationScope => {
                 event.cancellation_scope =
                     Some(Open::<CancellationScope>::from_wire(&parser.string()?));
             }
-            "control_reason" => {
+            EventMember::ControlReason => {
                 event.control_reason = Some(Open::<ControlReason>::from_wire(&parser.string()?));
             }
-            "dispatch_generation" => event.dispatch_generation = Some(parser.integer()?),
-            "dispatch_id" => event.dispatch_id = Some(id(parser)?),
-            "event_id" => required.event_id = Some(id(parser)?),
-            "expected_revision" => required.expected_revision = Some(parser.integer()?),
-            "installation_id" => required.installation_id = Some(id(parser)?),
-            "intent_version" => event.intent_version = Some(parser.integer()?),
-            "interrupt_id" => event.interrupt_id = Some(id(parser)?),
-            "kind" => required.kind = Some(Open::<EventKind>::from_wire(&parser.string()?)),
-            "leader_epoch" => required.leader_epoch = Some(parser.integer()?),
-            "next_intent_version" => event.next_intent_version = Some(parser.integer()?),
-            "redirect_id" => event.redirect_id = Some(id(parser)?),
-            "required_work_item_ids" => {
+            EventMember::DispatchGeneration => {
+                event.dispatch_generation = Some(parser.integer()?);
+            }
+            EventMember::DispatchId => event.dispatch_id = Some(id(parser)?),
+            EventMember::EventId => required.event_id = Some(id(parser)?),
+            EventMember::ExpectedRevision => required.expected_revision = Some(parser.integer()?),
+            EventMember::InstallationId => required.installation_id = Some(id(parser)?),
+            EventMember::IntentVersion => event.intent_version = Some(parser.integer()?),
+            EventMember::InterruptId => event.interrupt_id = Some(id(parser)?),
+            EventMember::Kind => {
+                required.kind = Some(Open::<EventKind>::from_wire(&parser.string()?));
+            }
+            EventMember::LeaderEpoch => required.leader_epoch = Some(parser.integer()?),
+            EventMember::NextIntentVersion => event.next_intent_version = Some(parser.integer()?),
+            EventMember::RedirectId => event.redirect_id = Some(id(parser)?),
+            EventMember::RequiredWorkItemIds => {
                 event.required_work_item_ids = list(parser, id)?;
                 as_encoded &= !event.required_work_item_ids.is_empty();
             }
-            "schema_version" => required.schema = parser.string()? == EVENT_SCHEMA,
-            "superseded_work_item_ids" => {
+            EventMember::Schema => required.schema = parser.string()? == EVENT_SCHEMA,
+            EventMember::SupersededWorkItemIds => {
                 event.superseded_work_item_ids = list(parser, id)?;
                 as_encoded &= !event.superseded_work_item_ids.is_empty();
             }
-            "suspension_epoch" => event.suspension_epoch = Some(parser.integer()?),
-            "suspension_id" => event.suspension_id = Some(id(parser)?),
-            "task_id" => required.task_id = Some(id(parser)?),
-            "wait_policy_digest" => event.wait_policy_digest = Some(owned(parser)?),
-            "wait_policy_id" => event.wait_policy_id = Some(id(parser)?),
-            "wake_id" => event.wake_id = Some(id(parser)?),
-            "wake_reason" => {
+            EventMember::SuspensionEpoch => event.suspension_epoch = Some(parser.integer()?),
+            EventMember::SuspensionId => event.suspension_id = Some(id(parser)?),
+            EventMember::TaskId => required.task_id = Some(id(parser)?),
+            EventMember::WaitPolicyDigest => event.wait_policy_digest = Some(owned(parser)?),
+            EventMember::WaitPolicyId => event.wait_policy_id = Some(id(parser)?),
+            EventMember::WakeId => event.wake_id = Some(id(parser)?),
+            EventMember::WakeReason => {
                 event.wake_reason = Some(Open::<WakeReason>::from_wire(&parser.string()?));
             }
-            "work_item_id" => event.work_item_id = Some(id(parser)?),
-            _ => return None,
+            EventMember::WorkItemId => event.work_item_id = Some(id(parser)?),
         }
         Some(())
     })?;
@@ -306,4 +379,32 @@ fn event_of(parser: &mut Strict<'_>) -> Option<(Event, bool)> {
     event.kind = required.kind?;
     event.expected_revision = required.expected_revision?;
     Some((event, as_encoded))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_keys_are_in_canonical_order() {
+        fn keys<K>(known: &[(&'static str, K)]) -> Vec<&'static str> {
+            known.iter().map(|(key, _)| *key).collect()
+        }
+        for keys in [
+            keys(EntryMember::KEYS),
+            keys(IdentityMember::KEYS),
+            keys(EvidenceMember::KEYS),
+            keys(RecordMember::KEYS),
+            keys(EventMember::KEYS),
+        ] {
+            assert!(keys.windows(2).all(|pair| pair[0] < pair[1]), "{keys:?}");
+            // Written without an escape: the canonical text of each is the key in quotes.
+            assert!(
+                keys.iter().all(|key| key
+                    .bytes()
+                    .all(|byte| byte.is_ascii_lowercase() || byte == b'_')),
+                "{keys:?}"
+            );
+        }
+    }
 }

@@ -40,6 +40,16 @@ pub fn is_canonical(bytes: &[u8]) -> bool {
     })
 }
 
+/// How many bytes the canonical value at the start of `text` takes, read as the value of a member
+/// of a top-level object (nesting counted from there, as [`parse_canonical_lazy`] counts it for
+/// the member it leaves out); `None` when no canonical value starts there. For a caller that
+/// reads an object's frame by position and only needs one member's value checked.
+pub fn member_value_len(text: &str) -> Option<usize> {
+    let mut parser = Strict::new(text);
+    parser.skip(1)?;
+    Some(parser.pos)
+}
+
 /// How a caller reads one member of a canonical object itself: given the text from the member's
 /// value to the end, it answers how many bytes the value took (it must be a whole canonical
 /// value), or `None` to have it checked without being read.
@@ -216,6 +226,47 @@ impl<'a> Strict<'a> {
         }
     }
 
+    /// An object at nesting `depth` whose keys are all among `known` (its keys in ascending
+    /// order, as canonical text orders them, each with what it names; every key plain ASCII
+    /// that needs no escape, so its canonical text is the key in quotes): each member is handed
+    /// to `member` as what its key names. Each key is looked for, as those bytes, only after
+    /// the one before, so a key that is unknown, out of order, repeated or escaped where the
+    /// writer would not escape answers `None`, as [`Strict::members`] with a caller refusing
+    /// unknown keys does; a key is not read as a string first.
+    pub(crate) fn known_members<K: Copy>(
+        &mut self,
+        depth: usize,
+        known: &[(&str, K)],
+        mut member: impl FnMut(&mut Self, K) -> Option<()>,
+    ) -> Option<()> {
+        if depth > MAX_DEPTH || !self.eat(b'{') {
+            return None;
+        }
+        if self.eat(b'}') {
+            return Some(());
+        }
+        let mut next = 0;
+        loop {
+            let rest = self.bytes.get(self.pos..)?;
+            let found = next
+                + known
+                    .get(next..)?
+                    .iter()
+                    .position(|(key, _)| is_key(rest, key))?;
+            let (key, named) = known[found];
+            next = found + 1;
+            // `"`, the key, `":`.
+            self.pos += key.len() + 3;
+            member(self, named)?;
+            if self.eat(b'}') {
+                return Some(());
+            }
+            if !self.eat(b',') {
+                return None;
+            }
+        }
+    }
+
     /// An array at nesting `depth`, each element read by `item`.
     pub(crate) fn items(
         &mut self,
@@ -241,8 +292,13 @@ impl<'a> Strict<'a> {
 
     /// `-?(0|[1-9][0-9]*)`, not `-0`, within `i128`.
     pub(crate) fn integer(&mut self) -> Option<i128> {
+        /// Up to this many digits the magnitude fits a `u64` (10^18 < 2^63) and is summed as
+        /// it is read; longer ones are parsed as `i128` (which also refuses what does not fit).
+        const SUMMED_DIGITS: usize = 18;
         let start = self.pos;
         let negative = self.eat(b'-');
+        let digits_start = self.pos;
+        let mut magnitude: u64 = 0;
         match self.peek()? {
             b'0' => {
                 self.pos += 1;
@@ -251,7 +307,10 @@ impl<'a> Strict<'a> {
                 }
             }
             b'1'..=b'9' => {
-                while let Some(b'0'..=b'9') = self.peek() {
+                while let Some(digit @ b'0'..=b'9') = self.peek() {
+                    magnitude = magnitude
+                        .wrapping_mul(10)
+                        .wrapping_add(u64::from(digit - b'0'));
                     self.pos += 1;
                 }
             }
@@ -259,6 +318,10 @@ impl<'a> Strict<'a> {
         }
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
+        }
+        if self.pos - digits_start <= SUMMED_DIGITS {
+            let magnitude = i128::from(magnitude);
+            return Some(if negative { -magnitude } else { magnitude });
         }
         self.text.get(start..self.pos)?.parse::<i128>().ok()
     }
@@ -269,31 +332,40 @@ impl<'a> Strict<'a> {
         if !self.eat(b'"') {
             return None;
         }
-        let mut out: Option<String> = None;
+        let start = self.pos;
+        self.pos = run_end(self.bytes, start);
+        match self.peek()? {
+            // The common case, kept short: no escape. A run ends at an ASCII byte, so on a
+            // character boundary.
+            b'"' => {
+                let run = self.text.get(start..self.pos)?;
+                self.pos += 1;
+                Some(Cow::Borrowed(run))
+            }
+            b'\\' => self.escaped_string(start).map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string whose text from `start` holds an escape, at `self.pos`.
+    #[cold]
+    fn escaped_string(&mut self, start: usize) -> Option<String> {
+        let mut text = self.text.get(start..self.pos)?.to_owned();
         loop {
-            let run_start = self.pos;
-            self.pos = run_end(self.bytes, self.pos);
-            // A run ends at an ASCII byte, so it ends on a character boundary.
-            let run = self.text.get(run_start..self.pos)?;
             match self.peek()? {
                 b'"' => {
                     self.pos += 1;
-                    return Some(match out {
-                        None => Cow::Borrowed(run),
-                        Some(mut text) => {
-                            text.push_str(run);
-                            Cow::Owned(text)
-                        }
-                    });
+                    return Some(text);
                 }
                 b'\\' => {
                     self.pos += 1;
-                    let text = out.get_or_insert_with(String::new);
-                    text.push_str(run);
                     text.push(self.escape()?);
                 }
                 _ => return None,
             }
+            let run_start = self.pos;
+            self.pos = run_end(self.bytes, run_start);
+            text.push_str(self.text.get(run_start..self.pos)?);
         }
     }
 
@@ -331,10 +403,19 @@ impl<'a> Strict<'a> {
     }
 }
 
+/// Whether `text` starts with the member key `key` (which needs no escape) and its colon.
+fn is_key(text: &[u8], key: &str) -> bool {
+    let key = key.as_bytes();
+    text.len() > key.len() + 2
+        && text[0] == b'"'
+        && text[1..=key.len()] == *key
+        && text[key.len() + 1..key.len() + 3] == *b"\":"
+}
+
 /// Where the run of plain string bytes from `pos` ends: the first `"`, `\\` or C0 control (or
-/// the end). Eight bytes at a time while none of them is one (the classic "has a zero byte" and
-/// "has a byte below n" word tests, exact for whether a word holds such a byte), then byte by
-/// byte to the exact one.
+/// the end). Eight bytes at a time (the classic "has a zero byte" and "has a byte below n" word
+/// tests: a borrow only runs upward, from a byte that is one, so the lowest flagged byte of a
+/// word is exactly the first such byte in it), then byte by byte over the last few.
 pub(crate) fn run_end(bytes: &[u8], mut pos: usize) -> usize {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGHS: u64 = ONES << 7;
@@ -347,8 +428,10 @@ pub(crate) fn run_end(bytes: &[u8], mut pos: usize) -> usize {
         let quote = has_zero(word ^ (ONES * u64::from(b'"')));
         let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
         let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-        if quote | backslash | control != 0 {
-            break;
+        let flagged = quote | backslash | control;
+        if flagged != 0 {
+            // At most 63 / 8.
+            return pos + (flagged.trailing_zeros() / 8) as usize;
         }
         pos += 8;
     }
@@ -391,6 +474,15 @@ mod tests {
                 other => (other, None),
             });
             assert_eq!(split, expected, "{text:?} without {lazy:?}");
+            if let Some((_, Some(range))) =
+                parse_canonical_lazy(text.as_bytes(), lazy, &mut |_| None)
+            {
+                assert_eq!(
+                    member_value_len(&text[range.start..]),
+                    Some(range.len()),
+                    "{text:?}: the length of {lazy:?}"
+                );
+            }
         }
     }
 
@@ -411,6 +503,11 @@ mod tests {
             "01",
             "1.0",
             "1e3",
+            "999999999999999999",
+            "-999999999999999999",
+            "1000000000000000000",
+            "-1000000000000000000",
+            "18446744073709551616",
             "170141183460469231731687303715884105727",
             "170141183460469231731687303715884105728",
             "-170141183460469231731687303715884105728",
@@ -453,6 +550,56 @@ mod tests {
             "[".repeat(MAX_DEPTH + 1),
             "]".repeat(MAX_DEPTH + 1)
         ));
+    }
+
+    #[test]
+    fn a_run_ends_at_the_first_quote_backslash_or_control_byte() {
+        let first = |bytes: &[u8], pos: usize| {
+            (pos..bytes.len())
+                .find(|&at| matches!(bytes[at], b'"' | b'\\' | 0..=0x1f))
+                .unwrap_or(bytes.len())
+        };
+        // Bytes around the ones that end a run, and bytes that borrow in the word tests.
+        let fillers = [
+            0x20,
+            0x21,
+            0x23,
+            0x5b,
+            0x5d,
+            0x7f,
+            0x80,
+            0xa0,
+            0xff,
+            b'a',
+            0x01 + b'"',
+        ];
+        let enders = [b'"', b'\\', 0, 0x01, 0x1f, b'\n'];
+        for filler in fillers {
+            for len in 0..20 {
+                let plain = vec![filler; len];
+                assert_eq!(run_end(&plain, 0), len);
+                for at in 0..len {
+                    for ender in enders {
+                        for (later_at, later) in
+                            [(len, None), (at + 1, Some(ender)), (at + 1, Some(0))]
+                        {
+                            let mut bytes = plain.clone();
+                            bytes[at] = ender;
+                            if let (Some(later), true) = (later, later_at < len) {
+                                bytes[later_at] = later;
+                            }
+                            for pos in 0..=at {
+                                assert_eq!(
+                                    run_end(&bytes, pos),
+                                    first(&bytes, pos),
+                                    "{bytes:?} from {pos}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
