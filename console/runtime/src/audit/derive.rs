@@ -406,10 +406,13 @@ impl Deriver {
         };
         match change_of(&fact.kind) {
             Some(Change::Fixing) => {
+                // The same text for every round it concerns: written once.
+                let mut text = None;
                 each_live(&mut |round| {
                     if concerns(round) {
                         round.status = "fixing";
-                        round.required_actions.push(action(fact));
+                        let text: &String = text.get_or_insert_with(|| action(fact));
+                        round.required_actions.push(text.clone());
                     }
                 });
             }
