@@ -386,14 +386,12 @@ impl Checks {
         }
         self.send();
         while self.checkers.iter().any(|checker| checker.in_flight > 0) {
-            match self.checked.recv() {
-                Ok(checked) => self.take_checked(checked),
+            let Ok(checked) = self.checked.recv() else {
                 // Every thread gone with checks due: fail closed.
-                Err(_) => {
-                    self.fail(0, stopped(&self.path));
-                    break;
-                }
-            }
+                self.fail(0, stopped(&self.path));
+                break;
+            };
+            self.take_checked(checked);
         }
         self.report()
     }

@@ -350,7 +350,10 @@ impl Deriver {
         let signal = || {
             signal_of_kind(
                 kind,
-                event.control_reason.as_ref().map(|reason| reason.as_str()),
+                event
+                    .control_reason
+                    .as_ref()
+                    .map(valp_kernel::Open::<valp_kernel::ControlReason>::as_str),
                 event
                     .superseded_work_item_ids
                     .iter()

@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(named_binding(&escaped), None);
         // Nor is a seq that is not once in the file.
         let text = String::from_utf8(bytes).expect("UTF-8");
-        let twice = text.replacen("{", "{\"seq\":7,", 1);
+        let twice = text.replacen('{', "{\"seq\":7,", 1);
         assert_eq!(named_binding(twice.as_bytes()), None);
     }
 

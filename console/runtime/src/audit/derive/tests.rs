@@ -267,14 +267,14 @@ fn walk_events(count: u64) -> Vec<valp_kernel::Event> {
                 i128::from(revision),
             );
             let item = format!("t:w{}", (seed >> 8) % 2);
-            if (seed >> 12) % 4 != 0 {
+            if !(seed >> 12).is_multiple_of(4) {
                 event.work_item_id = Some(id(IdentityKind::WorkItem, item.clone()));
                 event.attempt_id = Some(id(IdentityKind::Attempt, format!("{item}:a{revision}")));
             }
-            if (seed >> 16) % 3 == 0 {
+            if (seed >> 16).is_multiple_of(3) {
                 event.control_reason = Some(Open::Known(ControlReason::RuntimeFailed));
             }
-            if (seed >> 20) % 5 == 0 {
+            if (seed >> 20).is_multiple_of(5) {
                 event.superseded_work_item_ids = vec![id(IdentityKind::WorkItem, item)];
             }
             event
