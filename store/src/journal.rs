@@ -16,7 +16,8 @@
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
 //! them in order ([`read_ahead`]): the same lines, errors and stops as reading them in turn. A
 //! verify (history forgotten) does so from 256 KiB and checks the entries' result and State
-//! digests on a third thread ([`digest_checks`]): the same errors, the earliest first. The
+//! digests on two more threads, in segments ([`digest_checks`]): the same errors, the earliest
+//! first. The
 //! anchored line must be there with
 //! the anchored digest and length: a journal without its head, shorter than it, or with another
 //! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
@@ -297,8 +298,8 @@ pub struct Journal<M: Machine = LiveState> {
     /// and whether one was refused and is to be rebuilt.
     pub(crate) snapshots: Snapshots,
     watch: Watch<M>,
-    /// A verify's open (history forgotten): the digests of lines read ahead are checked on a
-    /// second thread ([`digest_checks`]).
+    /// A verify's open (history forgotten): the digests of lines read ahead are checked on
+    /// other threads ([`digest_checks`]).
     checks_aside: bool,
 }
 
@@ -466,6 +467,11 @@ impl<M: Machine> Journal<M> {
         let prefix = spans.and_then(|spans| InputPrefix::of(line.entry_bytes(), &spans));
         let applied = match checks.as_deref_mut() {
             Some(checks) => {
+                if checks.segment_full()
+                    && let Some(chain) = self.live.digest_chain()
+                {
+                    checks.start_segment(chain);
+                }
                 let mut pending = checks.take();
                 let applied =
                     self.live

@@ -151,11 +151,47 @@ impl Cycle {
 
 /// The seed signal a fact shows, if any (the kernel's map, which the Done gate also reads).
 fn trigger(fact: &Fact) -> Option<&'static str> {
-    signal_of(
-        EventKind::from_wire(&fact.kind)?,
+    signal_of_kind(
+        &fact.kind,
         fact.control_reason.as_deref(),
         !fact.superseded.is_empty(),
     )
+}
+
+/// The seed signal of an event of kind `kind` (its wire name) with `control_reason`, that
+/// `supersedes` work items or not.
+fn signal_of_kind(
+    kind: &str,
+    control_reason: Option<&str>,
+    supersedes: bool,
+) -> Option<&'static str> {
+    signal_of(EventKind::from_wire(kind)?, control_reason, supersedes)
+}
+
+/// What a fact that is no signal does to the rounds it concerns.
+enum Change {
+    /// They move to `fixing` (an attempt, a fix dispatched, a recovery to fixing).
+    Fixing,
+    /// They are `fixed`: every live round when `task_level`, else those of the fact's item.
+    Fixed { task_level: bool },
+    /// Every live round ends with this status (the task failed or was cancelled).
+    Ended(&'static str),
+}
+
+/// The change a fact of kind `kind` that is no signal makes, if any.
+fn change_of(kind: &str) -> Option<Change> {
+    Some(match kind {
+        "attempt_created" | "fix_dispatch_requested" | "blocked_recovery_to_fixing" => {
+            Change::Fixing
+        }
+        "attempt_completed" => Change::Fixed { task_level: false },
+        "verification_passed" | "review_passed" | "recording_completed" => {
+            Change::Fixed { task_level: true }
+        }
+        "task_failed" => Change::Ended("blocked"),
+        "task_cancelled" => Change::Ended("cancelled"),
+        _ => return None,
+    })
 }
 
 /// Derives the cycle of `task_id` from its history; `owners` maps a work item to its adapter.
@@ -225,12 +261,9 @@ impl Deriver {
         }) {
             return Err("unfixed must name a round that ended blocked or cancelled".to_owned());
         }
-        let live = (0..rounds.len())
-            .filter(|&index| rounds[index].is_open())
-            .collect();
         Ok(Self {
+            live: live_of(&rounds),
             rounds,
-            live,
             opened,
             unfixed,
         })
@@ -262,17 +295,28 @@ impl Deriver {
         let rounds: Vec<Round> = self
             .rounds
             .iter()
-            .filter(|round| round.is_open() || round.round + newest > self.opened)
+            .filter(|round| self.keeps(round, newest))
             .cloned()
             .collect();
-        let live = (0..rounds.len())
-            .filter(|&index| rounds[index].is_open())
-            .collect();
         Self {
+            live: live_of(&rounds),
             rounds,
-            live,
             ..*self
         }
+    }
+
+    /// Drops, in place, every round [`Deriver::kept`] would not keep (no copy of the rounds
+    /// kept: what a long fold trims with as it goes).
+    pub fn keep(&mut self, newest: u64) {
+        let mut rounds = std::mem::take(&mut self.rounds);
+        rounds.retain(|round| self.keeps(round, newest));
+        self.live = live_of(&rounds);
+        self.rounds = rounds;
+    }
+
+    /// Whether [`Deriver::kept`] keeps `round`: it is open or among the newest `newest`.
+    fn keeps(&self, round: &Round, newest: u64) -> bool {
+        round.is_open() || round.round + newest > self.opened
     }
 
     /// Where the cycle stands: the outcome is the status of the newest round not `fixed`
@@ -290,6 +334,35 @@ impl Deriver {
             outcome,
             rounds: self.opened,
             open: self.live.len(),
+        }
+    }
+
+    /// Folds in the line `seq`, written at `recorded_at`, recording `event`: what
+    /// [`Deriver::push`] of its [`Fact`] does, without making the fact when folding it in would
+    /// change nothing (most lines: no signal, and no round open that it could move).
+    pub fn push_event(
+        &mut self,
+        seq: u64,
+        recorded_at: Option<Timestamp>,
+        event: &valp_kernel::Event,
+    ) {
+        let kind = event.kind.as_str();
+        let signal = || {
+            signal_of_kind(
+                kind,
+                event
+                    .control_reason
+                    .as_ref()
+                    .map(valp_kernel::Open::<valp_kernel::ControlReason>::as_str),
+                event
+                    .superseded_work_item_ids
+                    .iter()
+                    .any(|id| id.is(IdentityKind::WorkItem)),
+            )
+        };
+        let moves = !self.live.is_empty() && change_of(kind).is_some();
+        if moves || signal().is_some() {
+            self.push(&Fact::of_event(seq, recorded_at, event));
         }
     }
 
@@ -334,20 +407,19 @@ impl Deriver {
                 change(&mut self.rounds[index]);
             }
         };
-        match fact.kind.as_str() {
-            "attempt_created" | "fix_dispatch_requested" | "blocked_recovery_to_fixing" => {
+        match change_of(&fact.kind) {
+            Some(Change::Fixing) => {
+                // The same text for every round it concerns: written once.
+                let mut text = None;
                 each_live(&mut |round| {
                     if concerns(round) {
                         round.status = "fixing";
-                        round.required_actions.push(action(fact));
+                        let text: &String = text.get_or_insert_with(|| action(fact));
+                        round.required_actions.push(text.clone());
                     }
                 });
             }
-            "attempt_completed"
-            | "verification_passed"
-            | "review_passed"
-            | "recording_completed" => {
-                let task_level = fact.kind != "attempt_completed";
+            Some(Change::Fixed { task_level }) => {
                 each_live(&mut |round| {
                     if task_level || concerns(round) {
                         round.status = "fixed";
@@ -356,18 +428,13 @@ impl Deriver {
                     }
                 });
             }
-            "task_failed" | "task_cancelled" => {
-                let end = if fact.kind == "task_failed" {
-                    "blocked"
-                } else {
-                    "cancelled"
-                };
+            Some(Change::Ended(end)) => {
                 each_live(&mut |round| {
                     round.status = end;
                     round.ended_at = at();
                 });
             }
-            _ => {}
+            None => {}
         }
     }
 
@@ -397,6 +464,13 @@ impl Deriver {
             },
         })
     }
+}
+
+/// The indexes of the open rounds of `rounds`, in order.
+fn live_of(rounds: &[Round]) -> Vec<usize> {
+    (0..rounds.len())
+        .filter(|&index| rounds[index].is_open())
+        .collect()
 }
 
 /// `round` with its owner: the adapter `owners` maps its work item to, or `unknown`.

@@ -81,7 +81,7 @@ impl Fold {
         let deriver = &mut self.deriver;
         trim(deriver, newest);
         let read = read_entries_after::<LiveState>(path, self.at.as_ref(), |recorded| {
-            deriver.push(&Fact::of(&recorded));
+            deriver.push_event(recorded.seq, recorded.recorded_at, &recorded.entry.event);
             trim(deriver, newest);
         });
         match read {
@@ -136,6 +136,6 @@ fn trim(deriver: &mut Deriver, newest: Option<u64>) {
     if let Some(newest) = newest
         && deriver.rounds().len() as u64 > newest.saturating_mul(2)
     {
-        *deriver = deriver.kept(newest);
+        deriver.keep(newest);
     }
 }

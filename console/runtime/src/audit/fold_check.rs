@@ -12,7 +12,7 @@ use valp_kernel::replay::CompactEntry;
 use valp_store::chain::ChainLine;
 use valp_store::verify::LineObserver;
 
-use super::derive::{Deriver, Fact};
+use super::derive::Deriver;
 use super::fold::Fold;
 use super::fold_cache;
 
@@ -138,12 +138,12 @@ impl Probe {
             return;
         }
         self.deriver
-            .push(&Fact::of_entry(line.seq, line.recorded_at, entry));
+            .push_event(line.seq, line.recorded_at, &entry.event);
         // Only the open and the newest rounds are compared: holding every round of a long
         // history (~2.4 KB each) would make verify's memory grow with it.
         // Trimmed when it has grown by half since the last trim, so trimming stays linear.
         if self.deriver.rounds().len() > self.trim_at {
-            self.deriver = self.deriver.kept(fold_cache::NEWEST_ROUNDS);
+            self.deriver.keep(fold_cache::NEWEST_ROUNDS);
             let held = self.deriver.rounds().len();
             self.trim_at = held + held.max(TRIM_AT_LEAST) / 2;
         }

@@ -244,3 +244,70 @@ fn a_fold_holding_only_its_newest_rounds_keeps_the_outcome_of_the_rounds_it_drop
         Err("unfixed must name a round that ended blocked or cancelled".to_owned())
     );
 }
+
+/// An event of every kind in turn, over two work items, some with a control reason or
+/// superseding items (a seeded walk: the same sequence every run).
+fn walk_events(count: u64) -> Vec<valp_kernel::Event> {
+    use valp_kernel::model::{ControlReason, Identity, Open};
+    let id = |kind, value: String| Identity::new(kind, value).expect("a value");
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..count)
+        .map(|revision| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let kinds = EventKind::ALL;
+            let kind = kinds[usize::try_from(seed % kinds.len() as u64).expect("small")];
+            let mut event = valp_kernel::Event::new(
+                id(IdentityKind::Event, format!("e{revision}")),
+                id(IdentityKind::Installation, "i".to_owned()),
+                1,
+                id(IdentityKind::Task, "t".to_owned()),
+                kind,
+                i128::from(revision),
+            );
+            let item = format!("t:w{}", (seed >> 8) % 2);
+            if !(seed >> 12).is_multiple_of(4) {
+                event.work_item_id = Some(id(IdentityKind::WorkItem, item.clone()));
+                event.attempt_id = Some(id(IdentityKind::Attempt, format!("{item}:a{revision}")));
+            }
+            if (seed >> 16).is_multiple_of(3) {
+                event.control_reason = Some(Open::Known(ControlReason::RuntimeFailed));
+            }
+            if (seed >> 20).is_multiple_of(5) {
+                event.superseded_work_item_ids = vec![id(IdentityKind::WorkItem, item)];
+            }
+            event
+        })
+        .collect()
+}
+
+#[test]
+fn pushing_an_event_folds_as_pushing_its_fact_and_keeping_in_place_as_kept() {
+    let events = walk_events(4000);
+    let (mut by_fact, mut by_event) = (Deriver::new(), Deriver::new());
+    let at = |revision: u64| {
+        valp_store::clock::Timestamp::from_millis(
+            1_800_000_000_000 + i64::try_from(revision).expect("small"),
+        )
+    };
+    for (revision, event) in (1..).zip(&events) {
+        by_fact.push(&Fact::of_event(revision, Some(at(revision)), event));
+        by_event.push_event(revision, Some(at(revision)), event);
+        assert_eq!(by_event, by_fact, "after revision {revision}");
+        if revision % 97 == 0 {
+            by_fact = by_fact.kept(5);
+            by_event.keep(5);
+            assert_eq!(by_event, by_fact, "kept at revision {revision}");
+        }
+    }
+    assert!(
+        by_fact.opened() > 300,
+        "the walk opens rounds: {}",
+        by_fact.opened()
+    );
+    assert!(
+        by_fact.rounds().iter().any(|round| round.status == "fixed") && by_fact.unfixed().is_some(),
+        "rounds are fixed and ended"
+    );
+}
