@@ -260,6 +260,7 @@ pub(crate) fn commit(
         prior_state_digest,
         next: body,
         next_encoding: encoding,
+        changed_items: &changed_items,
         obligations: &obligations,
         audit_facts: &audit_facts,
     });
