@@ -3,10 +3,9 @@
 //! when it holds them. Reading back gives a run and an empty tail, and copies the digests (or,
 //! read back without them, leaves them to a [`Recall`]); nothing is re-hashed.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot};
+use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot, Tail};
 use crate::live::parts::{KEY_RECORD, LeanParts, PartsError};
 
 impl LeanIndex {
@@ -32,7 +31,7 @@ impl LeanIndex {
     pub(crate) fn key_records(&self) -> KeyRecords<'_> {
         KeyRecords {
             run: self.run.iter().peekable(),
-            tail: self.tail.iter().peekable(),
+            tail: self.tail.sorted().into_iter().peekable(),
         }
     }
 
@@ -60,7 +59,7 @@ impl LeanIndex {
             .collect();
         Ok(Self {
             run,
-            tail: BTreeMap::new(),
+            tail: Tail::default(),
             digests: Digests::Held(chunks),
             len,
         })
@@ -79,7 +78,7 @@ impl LeanIndex {
         }
         Ok(Self {
             run: run_of(&parts.keys, len)?,
-            tail: BTreeMap::new(),
+            tail: Tail::default(),
             digests: Digests::Recalled(recall),
             len,
         })
@@ -90,7 +89,8 @@ impl LeanIndex {
 /// [`LiveState::index_key_records`](crate::live::LiveState::index_key_records)).
 pub struct KeyRecords<'a> {
     run: std::iter::Peekable<std::slice::Iter<'a, Slot>>,
-    tail: std::iter::Peekable<std::collections::btree_map::Iter<'a, Key, u32>>,
+    /// The tail's keys, sorted (a copy: the tail is a hash table).
+    tail: std::iter::Peekable<std::vec::IntoIter<Slot>>,
 }
 
 impl Iterator for KeyRecords<'_> {
@@ -98,17 +98,15 @@ impl Iterator for KeyRecords<'_> {
 
     fn next(&mut self) -> Option<[u8; KEY_RECORD]> {
         let from_run = match (self.run.peek(), self.tail.peek()) {
-            (Some(slot), Some((key, _))) => slot.key < **key,
+            (Some(slot), Some(tail_slot)) => slot.key < tail_slot.key,
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return None,
         };
-        let (key, position) = if from_run {
-            let slot = self.run.next()?;
-            (slot.key, slot.position)
+        let Slot { key, position } = if from_run {
+            *self.run.next()?
         } else {
-            let (key, position) = self.tail.next()?;
-            (*key, *position)
+            self.tail.next()?
         };
         let mut record = [0; KEY_RECORD];
         record[..KEY_LEN].copy_from_slice(&key);
