@@ -102,17 +102,17 @@ impl BodyEncoding {
         }
     }
 
-    /// Writes into `changes` what the last [`refresh`](Self::refresh) changed: the head and the
-    /// work items at `changed` (the ones it was given).
-    pub fn write_changes(&self, changed: &[usize], changes: &mut BodyChanges) {
-        changes.head.clear();
-        changes.head.extend_from_slice(&self.head);
-        changes.items.clear();
-        changes.ends.clear();
-        for &index in changed {
+    /// Writes into `out` what the last [`refresh`](Self::refresh) changed: the head and the
+    /// work items at `replaced` (the ones it was given).
+    pub fn write_changes(&self, replaced: &[usize], out: &mut BodyChanges) {
+        out.head.clear();
+        out.head.extend_from_slice(&self.head);
+        out.items.clear();
+        out.ends.clear();
+        for &index in replaced {
             if let Some(item) = self.items.get(index) {
-                changes.items.extend_from_slice(item);
-                changes.ends.push((index, changes.items.len()));
+                out.items.extend_from_slice(item);
+                out.ends.push((index, out.items.len()));
             }
         }
     }
