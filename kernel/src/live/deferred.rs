@@ -11,9 +11,10 @@
 //! it took the applying thread's time) and the history midstate after the entry. A
 //! [`DigestChain`], started from the State the entries are applied to
 //! ([`LiveState::digest_chain`], which copies its encoded tail once) and given the checks **in
-//! entry order**, brings its copy of the tail in line with each check's changes, computes the
-//! result digest with the State digest the previous check left, compares it with the recorded
-//! one, and computes the next State digest.
+//! entry order**, brings its copy of the tail (one run of bytes, on its own thread: see
+//! [`TailCopy`]) in line with each check's changes, computes the result digest with the State
+//! digest the previous check left, compares it with the recorded one, and computes the next
+//! State digest.
 //!
 //! **Contract.** For every entry sequence, applying with `apply_recorded_deferring` and
 //! checking in order gives exactly what `apply_recorded` gives, entry by entry: the first
@@ -34,8 +35,8 @@ use super::midstate::Midstate;
 use crate::canonical::{DIGEST_LEN, raw_digest};
 use crate::decode::InputPrefix;
 use crate::reduce::digests::{
-    BodyChanges, BodyEncoding, RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage,
-    state_digest_from_parts, write_result_preimage,
+    BodyChanges, RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, TailCopy,
+    state_digest_of_tail, write_result_preimage,
 };
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
@@ -90,7 +91,7 @@ pub struct DigestChain {
     /// The State digest before the next check's entry.
     prior: String,
     /// The State body's encoded tail before the next check's entry.
-    encoding: BodyEncoding,
+    tail: TailCopy,
 }
 
 impl DigestChain {
@@ -117,20 +118,20 @@ impl DigestChain {
         ) else {
             return Err(mismatch);
         };
-        self.encoding.take_changes(&check.changes);
+        self.tail.take_changes(&check.changes);
         let mut hasher = Sha256::new();
         Update::update(&mut hasher, before);
         Update::update(&mut hasher, self.prior.as_bytes());
         Update::update(&mut hasher, after);
         if check.shape.body_follows {
-            self.encoding.feed(&mut hasher);
+            Update::update(&mut hasher, self.tail.bytes());
         }
         Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
         let result: [u8; 32] = hasher.finalize().into();
         if check.recorded != Some(result) {
             return Err(mismatch);
         }
-        self.prior = state_digest_from_parts(&check.history, &self.encoding);
+        self.prior = state_digest_of_tail(&check.history, self.tail.bytes());
         Ok(())
     }
 }
@@ -142,7 +143,7 @@ impl LiveState {
     pub fn digest_chain(&self) -> DigestChain {
         DigestChain {
             prior: self.state_digest(),
-            encoding: self.encoding.clone(),
+            tail: TailCopy::new(&self.encoding),
         }
     }
 

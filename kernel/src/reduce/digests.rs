@@ -117,29 +117,13 @@ impl BodyEncoding {
         }
     }
 
-    /// Brings this copy of an encoding in line with the one [`write_changes`](Self::write_changes)
-    /// wrote `changes` from, when both were equal before its refresh.
-    pub fn take_changes(&mut self, changes: &BodyChanges) {
-        self.head.clone_from(&changes.head);
-        let mut start = 0;
-        for &(index, end) in &changes.ends {
-            if let (Some(item), Some(bytes)) =
-                (self.items.get_mut(index), changes.items.get(start..end))
-            {
-                item.clear();
-                item.extend_from_slice(bytes);
-            }
-            start = end;
-        }
-    }
-
     /// Feeds the tail into a hasher.
     pub fn feed(&self, hasher: &mut impl Update) {
         hasher.update(&self.head);
         for item in &self.items {
             hasher.update(item);
         }
-        hasher.update(if self.items.is_empty() { b"}" } else { b"]}" });
+        hasher.update(closing(self.items.len()));
     }
 }
 
@@ -154,6 +138,71 @@ pub(crate) struct BodyChanges {
     items: Vec<u8>,
     /// Per changed item: its index and where its bytes end in `items`.
     ends: Vec<(usize, usize)>,
+}
+
+/// A [`BodyEncoding`]'s tail in one run of bytes, kept in step with it by the
+/// [`BodyChanges`] of each refresh: a digest check's copy, on the thread that hashes it. A piece
+/// that keeps its length (most do: the head's revision and status rarely change length) is
+/// overwritten in place, one that does not is spliced (the rest moves, within this thread's
+/// cache); the bytes are then hashed as one run, as cheaply as a copy of the whole tail.
+#[derive(Debug, Clone)]
+pub(crate) struct TailCopy {
+    bytes: Vec<u8>,
+    /// Where each piece ends: the head, then each work item (with what precedes it).
+    ends: Vec<usize>,
+}
+
+impl TailCopy {
+    /// A copy of `encoding`'s tail.
+    pub fn new(encoding: &BodyEncoding) -> Self {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(encoding.items.len() + 1);
+        for piece in std::iter::once(&encoding.head).chain(&encoding.items) {
+            bytes.extend_from_slice(piece);
+            ends.push(bytes.len());
+        }
+        bytes.extend_from_slice(closing(encoding.items.len()));
+        Self { bytes, ends }
+    }
+
+    /// The tail (what [`BodyEncoding::feed`] hashes).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Brings the copy in line with the encoding that wrote `changes`
+    /// ([`BodyEncoding::write_changes`]), when both were equal before its refresh.
+    pub fn take_changes(&mut self, changes: &BodyChanges) {
+        self.replace(0, &changes.head);
+        let mut start = 0;
+        for &(index, end) in &changes.ends {
+            if let Some(bytes) = changes.items.get(start..end) {
+                self.replace(index + 1, bytes);
+            }
+            start = end;
+        }
+    }
+
+    /// Replaces piece `piece` (0: the head, 1 + n: work item n) with `bytes`.
+    fn replace(&mut self, piece: usize, bytes: &[u8]) {
+        let start = piece.checked_sub(1).map_or(0, |before| self.ends[before]);
+        let Some(&end) = self.ends.get(piece) else {
+            return;
+        };
+        if end - start == bytes.len() {
+            self.bytes[start..end].copy_from_slice(bytes);
+            return;
+        }
+        self.bytes.splice(start..end, bytes.iter().copied());
+        for later in &mut self.ends[piece..] {
+            *later = *later - (end - start) + bytes.len();
+        }
+    }
+}
+
+/// What ends a body's tail with `items` work items.
+fn closing(items: usize) -> &'static [u8] {
+    if items == 0 { b"}" } else { b"]}" }
 }
 
 /// The parts of an accepted Result that its digest binds.
@@ -319,9 +368,19 @@ pub(crate) fn hash_history_entry(
 /// `digest()` of a State given as its running history hash and its encoded body: the canonical
 /// State is `{"accepted_events":[` + history + `]` + tail.
 pub(crate) fn state_digest_from_parts(history_prefix: &Midstate, body: &BodyEncoding) -> String {
+    state_digest_fed(history_prefix, |hasher| body.feed(hasher))
+}
+
+/// [`state_digest_from_parts`] with the body given as its tail in one run ([`TailCopy`]).
+pub(crate) fn state_digest_of_tail(history_prefix: &Midstate, tail: &[u8]) -> String {
+    state_digest_fed(history_prefix, |hasher| hasher.update(tail))
+}
+
+/// The State digest from the running history hash, with `feed` giving the body's tail.
+fn state_digest_fed(history_prefix: &Midstate, feed: impl FnOnce(&mut Midstate)) -> String {
     let mut hasher = history_prefix.clone();
     hasher.update(b"]");
-    body.feed(&mut hasher);
+    feed(&mut hasher);
     hasher.update(b"\n");
     digest_text(&hasher.digest())
 }
