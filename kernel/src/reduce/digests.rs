@@ -143,8 +143,8 @@ pub(crate) struct BodyChanges {
 /// A [`BodyEncoding`]'s tail in one run of bytes, kept in step with it by the
 /// [`BodyChanges`] of each refresh: a digest check's copy, on the thread that hashes it. A piece
 /// that keeps its length (most do: the head's revision and status rarely change length) is
-/// overwritten in place, one that does not is spliced (the rest moves, within this thread's
-/// cache); the bytes are then hashed as one run, as cheaply as a copy of the whole tail.
+/// overwritten in place, one that does not is spliced in (the rest moves once, within this
+/// thread's cache); the bytes are then hashed as one run, as cheaply as a copy of the whole tail.
 #[derive(Debug, Clone)]
 pub(crate) struct TailCopy {
     bytes: Vec<u8>,
@@ -193,9 +193,17 @@ impl TailCopy {
             self.bytes[start..end].copy_from_slice(bytes);
             return;
         }
-        self.bytes.splice(start..end, bytes.iter().copied());
+        // Moves the rest once, with `copy_within` (`Vec::splice` goes byte by byte).
+        let total = self.bytes.len();
+        let new_end = start + bytes.len();
+        if new_end > end {
+            self.bytes.resize(total + (new_end - end), 0);
+        }
+        self.bytes.copy_within(end..total, new_end);
+        self.bytes.truncate(total + new_end - end);
+        self.bytes[start..new_end].copy_from_slice(bytes);
         for later in &mut self.ends[piece..] {
-            *later = *later - (end - start) + bytes.len();
+            *later = *later + new_end - end;
         }
     }
 }
