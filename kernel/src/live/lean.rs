@@ -3,9 +3,8 @@
 //!
 //! Per accepted event it keeps a 12-byte key (the first 96 bits of the SHA-256 of the event
 //! id's canonical form) and the event's position, 16 bytes: in one sorted run (searched by
-//! interpolation, see [`search`]) and a small tail of the latest [`TAIL`] events (a hash table
-//! on the keys' first bits, see [`tail`]), merged into the run when full, so there are no tree
-//! nodes per event and no doubling overshoot. An event's input and result
+//! interpolation, see [`search`]) and a small sorted tail of the latest [`TAIL`] events, merged
+//! into the run when full, so there are no tree nodes per event and no doubling overshoot. An event's input and result
 //! digests are either held too ([`Digests::Held`], 64 more bytes per event, in chunks) or, for a
 //! store that can read them again from its journal, not held at all and asked of a [`Recall`]
 //! when an event id is seen again (in a journal being verified that only happens on the line
@@ -28,11 +27,10 @@
 
 mod parts;
 mod search;
-mod tail;
 
 pub use parts::KeyRecords;
-use tail::Tail;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
@@ -80,7 +78,7 @@ pub(crate) struct LeanIndex {
     /// Every key indexed before the tail, sorted, each once (the first position).
     run: Vec<Slot>,
     /// The latest keys (at most [`TAIL`]).
-    tail: Tail,
+    tail: BTreeMap<Key, u32>,
     digests: Digests,
     len: usize,
 }
@@ -122,7 +120,7 @@ impl LeanIndex {
     fn indexing(entries: &[AcceptedEvent], digests: Digests) -> Option<Self> {
         let mut index = Self {
             run: Vec::new(),
-            tail: Tail::default(),
+            tail: BTreeMap::new(),
             digests,
             len: 0,
         };
@@ -137,14 +135,16 @@ impl LeanIndex {
         self.len
     }
 
-    /// Bytes it holds for its events: the run's slots and the tail's table (allocated), and the
-    /// digests when it holds them.
+    /// Bytes it holds for its events: the run's slots (allocated), the tail's keys and
+    /// positions (its tree nodes' overhead aside), and the digests when it holds them.
     pub(crate) fn held_bytes(&self) -> usize {
         let digests = match &self.digests {
             Digests::Held(chunks) => chunks.iter().map(|chunk| chunk.capacity() * 64).sum(),
             Digests::Recalled(_) => 0,
         };
-        self.run.capacity() * std::mem::size_of::<Slot>() + self.tail.held_bytes() + digests
+        self.run.capacity() * std::mem::size_of::<Slot>()
+            + self.tail.len() * (KEY_LEN + 4)
+            + digests
     }
 
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
@@ -184,7 +184,7 @@ impl LeanIndex {
 
     /// The position first indexed under `key`.
     fn position(&self, key: &Key) -> Option<u32> {
-        if let Some(position) = self.tail.get(key) {
+        if let Some(&position) = self.tail.get(key) {
             return Some(position);
         }
         search::position_in(&self.run, key)
@@ -192,19 +192,19 @@ impl LeanIndex {
 
     /// Merges the tail into the run, in place from the back (keys are unique across both).
     fn merge(&mut self) {
-        let tail = self.tail.take_sorted();
+        let tail = std::mem::take(&mut self.tail);
         let mut read = self.run.len();
         self.run.reserve_exact(tail.len());
         self.run.resize(read + tail.len(), Slot::default());
         let mut write = self.run.len();
-        let mut incoming = tail.iter().rev().peekable();
-        while let Some(&&incoming_slot) = incoming.peek() {
+        let mut incoming = tail.into_iter().rev().peekable();
+        while let Some(&(key, position)) = incoming.peek() {
             write -= 1;
-            if read > 0 && self.run[read - 1].key > incoming_slot.key {
+            if read > 0 && self.run[read - 1].key > key {
                 read -= 1;
                 self.run[write] = self.run[read];
             } else {
-                self.run[write] = incoming_slot;
+                self.run[write] = Slot { key, position };
                 incoming.next();
             }
         }

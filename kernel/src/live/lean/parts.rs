@@ -3,9 +3,10 @@
 //! when it holds them. Reading back gives a run and an empty tail, and copies the digests (or,
 //! read back without them, leaves them to a [`Recall`]); nothing is re-hashed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot, Tail};
+use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot};
 use crate::live::parts::{KEY_RECORD, LeanParts, PartsError};
 
 impl LeanIndex {
@@ -31,7 +32,7 @@ impl LeanIndex {
     pub(crate) fn key_records(&self) -> KeyRecords<'_> {
         KeyRecords {
             run: self.run.iter().peekable(),
-            tail: self.tail.sorted().into_iter().peekable(),
+            tail: self.tail.iter().peekable(),
         }
     }
 
@@ -59,7 +60,7 @@ impl LeanIndex {
             .collect();
         Ok(Self {
             run,
-            tail: Tail::default(),
+            tail: BTreeMap::new(),
             digests: Digests::Held(chunks),
             len,
         })
@@ -78,7 +79,7 @@ impl LeanIndex {
         }
         Ok(Self {
             run: run_of(&parts.keys, len)?,
-            tail: Tail::default(),
+            tail: BTreeMap::new(),
             digests: Digests::Recalled(recall),
             len,
         })
@@ -89,8 +90,7 @@ impl LeanIndex {
 /// [`LiveState::index_key_records`](crate::live::LiveState::index_key_records)).
 pub struct KeyRecords<'a> {
     run: std::iter::Peekable<std::slice::Iter<'a, Slot>>,
-    /// The tail's keys, sorted (a copy: the tail is a hash table).
-    tail: std::iter::Peekable<std::vec::IntoIter<Slot>>,
+    tail: std::iter::Peekable<std::collections::btree_map::Iter<'a, Key, u32>>,
 }
 
 impl Iterator for KeyRecords<'_> {
@@ -98,15 +98,17 @@ impl Iterator for KeyRecords<'_> {
 
     fn next(&mut self) -> Option<[u8; KEY_RECORD]> {
         let from_run = match (self.run.peek(), self.tail.peek()) {
-            (Some(slot), Some(tail_slot)) => slot.key < tail_slot.key,
+            (Some(slot), Some((key, _))) => slot.key < **key,
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return None,
         };
-        let Slot { key, position } = if from_run {
-            *self.run.next()?
+        let (key, position) = if from_run {
+            let slot = self.run.next()?;
+            (slot.key, slot.position)
         } else {
-            self.tail.next()?
+            let (key, position) = self.tail.next()?;
+            (*key, *position)
         };
         let mut record = [0; KEY_RECORD];
         record[..KEY_LEN].copy_from_slice(&key);
