@@ -201,6 +201,24 @@ pub(crate) fn evaluate(
     }
 }
 
+/// The result id the kernel gives an accepted event: `<event_id>:accepted`.
+pub(crate) fn derived_result_id(event_id: &Identity) -> Identity {
+    Identity::derived(
+        IdentityKind::Result,
+        joined(&[event_id.value(), ":accepted"]),
+    )
+}
+
+/// `parts` one after the other, in one allocation of the exact size (`format!` goes through the
+/// formatting machinery and grows its buffer; this runs twice per accepted event).
+fn joined(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+    for part in parts {
+        out.push_str(part);
+    }
+    out
+}
+
 /// What committing an acceptance produced besides the next State body.
 pub(crate) struct Commit {
     /// Indexes of the work items the acceptance replaced.
@@ -247,12 +265,14 @@ pub(crate) fn commit(
     encoding.refresh(body, changed_items.iter().copied());
     let event_id = &event.event_id;
     let mut audit_facts = Vec::with_capacity(kind_facts.len() + 1);
-    audit_facts.push(format!("accepted:{}:{}", event_id.kind(), event_id.value()));
+    audit_facts.push(joined(&[
+        "accepted:",
+        event_id.kind().as_str(),
+        ":",
+        event_id.value(),
+    ]));
     audit_facts.extend(kind_facts);
-    let result_id = Identity::derived(
-        IdentityKind::Result,
-        format!("{}:accepted", event_id.value()),
-    );
+    let result_id = derived_result_id(event_id);
     let result_digest = digest(&ResultBinding {
         result_id: &result_id,
         event_id,
@@ -260,6 +280,7 @@ pub(crate) fn commit(
         prior_state_digest,
         next: body,
         next_encoding: encoding,
+        changed_items: &changed_items,
         obligations: &obligations,
         audit_facts: &audit_facts,
     });

@@ -6,11 +6,15 @@
 //! [`LiveState::apply_recorded_deferring`] runs every check of
 //! [`apply_recorded`](LiveState::apply_recorded) but the result digest's: it takes the recorded
 //! result digest as the history record's (chaining on it) and writes into a [`DigestCheck`] the
-//! result digest's preimage (with room for the prior State digest), the next body's encoded tail
-//! and the history midstate after the entry. A [`DigestChain`], started from the State the
-//! entries are applied to ([`LiveState::digest_chain`]) and given the checks **in entry order**,
-//! computes each result digest with the State digest the previous check left, compares it with
-//! the recorded one, and computes the next State digest.
+//! result digest's preimage (with room for the prior State digest), what the entry changed in the
+//! next body's encoded tail (its head and the replaced work items, not the ~8 KB tail: copying
+//! it took the applying thread's time) and the history midstate after the entry. A
+//! [`DigestChain`], started from the State the entries are applied to
+//! ([`LiveState::digest_chain`], which copies its encoded tail once) and given the checks **in
+//! entry order**, brings its copy of the tail (one run of bytes, on its own thread: see
+//! [`TailCopy`]) in line with each check's changes, computes the result digest with the State
+//! digest the previous check left, compares it with the recorded one, and computes the next
+//! State digest.
 //!
 //! **Contract.** For every entry sequence, applying with `apply_recorded_deferring` and
 //! checking in order gives exactly what `apply_recorded` gives, entry by entry: the first
@@ -31,8 +35,8 @@ use super::midstate::Midstate;
 use crate::canonical::{DIGEST_LEN, raw_digest};
 use crate::decode::InputPrefix;
 use crate::reduce::digests::{
-    RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, state_digest_of_tail,
-    write_result_preimage,
+    BodyChanges, RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, TailCopy,
+    state_digest_of_tail, write_result_preimage,
 };
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
@@ -54,8 +58,8 @@ pub struct DigestCheck {
     /// The result digest's preimage up to the body tail (or whole but its suffix).
     preimage: Vec<u8>,
     shape: ResultPreimage,
-    /// The next State body's encoded tail.
-    body: Vec<u8>,
+    /// What the entry changed in the State body's encoded tail.
+    changes: BodyChanges,
     /// The history midstate after the entry (with its recorded result digest).
     history: Midstate,
 }
@@ -75,8 +79,9 @@ impl DigestCheck {
     /// Takes what the result digest binds (called by the commit in place of hashing it).
     pub(super) fn take_result(&mut self, binding: &ResultBinding<'_>) {
         self.shape = write_result_preimage(binding, &mut self.preimage);
-        self.body.clear();
-        binding.next_encoding.write_to(&mut self.body);
+        binding
+            .next_encoding
+            .write_changes(binding.changed_items, &mut self.changes);
     }
 }
 
@@ -85,6 +90,8 @@ impl DigestCheck {
 pub struct DigestChain {
     /// The State digest before the next check's entry.
     prior: String,
+    /// The State body's encoded tail before the next check's entry.
+    tail: TailCopy,
 }
 
 impl DigestChain {
@@ -111,29 +118,32 @@ impl DigestChain {
         ) else {
             return Err(mismatch);
         };
+        self.tail.take_changes(&check.changes);
         let mut hasher = Sha256::new();
         Update::update(&mut hasher, before);
         Update::update(&mut hasher, self.prior.as_bytes());
         Update::update(&mut hasher, after);
         if check.shape.body_follows {
-            Update::update(&mut hasher, &check.body);
+            Update::update(&mut hasher, self.tail.bytes());
         }
         Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
         let result: [u8; 32] = hasher.finalize().into();
         if check.recorded != Some(result) {
             return Err(mismatch);
         }
-        self.prior = state_digest_of_tail(&check.history, &check.body);
+        self.prior = state_digest_of_tail(&check.history, self.tail.bytes());
         Ok(())
     }
 }
 
 impl LiveState {
     /// A chain to check the entries applied from this State on
-    /// ([`apply_recorded_deferring`](Self::apply_recorded_deferring)); costs one State digest.
+    /// ([`apply_recorded_deferring`](Self::apply_recorded_deferring)); costs one State digest
+    /// and a copy of the encoded body.
     pub fn digest_chain(&self) -> DigestChain {
         DigestChain {
             prior: self.state_digest(),
+            tail: TailCopy::new(&self.encoding),
         }
     }
 

@@ -2,9 +2,9 @@
 //! what a replay that only verifies (the store's `valp verify`) needs of every accepted event.
 //!
 //! Per accepted event it keeps a 12-byte key (the first 96 bits of the SHA-256 of the event
-//! id's canonical form) and the event's position, 16 bytes: in one sorted run (binary search)
-//! and a small sorted tail of the latest [`TAIL`] events, merged into the run when full, so
-//! there are no tree nodes per event and no doubling overshoot. An event's input and result
+//! id's canonical form) and the event's position, 16 bytes: in one sorted run (searched by
+//! interpolation, see [`search`]) and a small sorted tail of the latest [`TAIL`] events, merged
+//! into the run when full, so there are no tree nodes per event and no doubling overshoot. An event's input and result
 //! digests are either held too ([`Digests::Held`], 64 more bytes per event, in chunks) or, for a
 //! store that can read them again from its journal, not held at all and asked of a [`Recall`]
 //! when an event id is seen again (in a journal being verified that only happens on the line
@@ -26,6 +26,7 @@
 //! history stays whole.
 
 mod parts;
+mod search;
 
 pub use parts::KeyRecords;
 
@@ -37,6 +38,7 @@ use sha2::{Digest as _, Sha256};
 use crate::canonical::{digest_text, raw_digest};
 use crate::json::write::emit_str;
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
+use crate::reduce::derived_result_id;
 
 /// Bytes of an event key.
 const KEY_LEN: usize = 12;
@@ -94,14 +96,6 @@ fn key_of(event_id: &Identity) -> Key {
     let mut key = [0; KEY_LEN];
     key.copy_from_slice(&hash[..KEY_LEN]);
     key
-}
-
-/// The result id the kernel gives an accepted event.
-pub(crate) fn derived_result_id(event_id: &Identity) -> Identity {
-    Identity::derived(
-        IdentityKind::Result,
-        format!("{}:accepted", event_id.value()),
-    )
 }
 
 /// Whether `result_id` is [`derived_result_id`] of `event_id` (without building it).
@@ -193,11 +187,7 @@ impl LeanIndex {
         if let Some(&position) = self.tail.get(key) {
             return Some(position);
         }
-        let at = self.run.partition_point(|slot| slot.key < *key);
-        self.run
-            .get(at)
-            .filter(|slot| slot.key == *key)
-            .map(|slot| slot.position)
+        search::position_in(&self.run, key)
     }
 
     /// Merges the tail into the run, in place from the back (keys are unique across both).

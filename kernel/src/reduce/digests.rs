@@ -46,11 +46,23 @@ pub(crate) fn input_digest_from_prefix(protocol_version: &str, prefix: &[u8]) ->
 /// pieces so that an event that changes one work item re-encodes only that item.
 ///
 /// The tail is `head` + (`,"work_items":[` + items joined by `,` + `]` when there are items) +
-/// `}`, where `head` holds the members between `accepted_events` and `work_items`.
+/// `}`, where `head` holds the members between `accepted_events` and `work_items`. Each item is
+/// kept with what precedes it (`,"work_items":[` for the first, `,` for the others), so that
+/// hashing the tail takes one update per piece: a hasher fed many small pieces costs more
+/// than one fed the same bytes in runs (it buffers each piece).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct BodyEncoding {
     head: Vec<u8>,
     items: Vec<Vec<u8>>,
+}
+
+/// What precedes the work item at `index` in the tail.
+fn item_opening(index: usize) -> &'static [u8] {
+    if index == 0 {
+        b",\"work_items\":["
+    } else {
+        b","
+    }
 }
 
 impl BodyEncoding {
@@ -61,8 +73,10 @@ impl BodyEncoding {
         encoding.items = body
             .work_items
             .iter()
-            .map(|item| {
+            .enumerate()
+            .map(|(index, item)| {
                 let mut bytes = Vec::with_capacity(512);
+                bytes.extend_from_slice(item_opening(index));
                 item.write_canonical(&mut bytes);
                 bytes
             })
@@ -83,39 +97,120 @@ impl BodyEncoding {
         for index in changed {
             let bytes = &mut self.items[index];
             bytes.clear();
+            bytes.extend_from_slice(item_opening(index));
             body.work_items[index].write_canonical(bytes);
         }
     }
 
-    /// Appends the tail to `out` (what [`feed`](Self::feed) hashes, as one run of bytes).
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        self.feed(&mut Appending(out));
+    /// Writes into `out` what the last [`refresh`](Self::refresh) changed: the head and the
+    /// work items at `replaced` (the ones it was given).
+    pub fn write_changes(&self, replaced: &[usize], out: &mut BodyChanges) {
+        out.head.clear();
+        out.head.extend_from_slice(&self.head);
+        out.items.clear();
+        out.ends.clear();
+        for &index in replaced {
+            if let Some(item) = self.items.get(index) {
+                out.items.extend_from_slice(item);
+                out.ends.push((index, out.items.len()));
+            }
+        }
     }
 
     /// Feeds the tail into a hasher.
     pub fn feed(&self, hasher: &mut impl Update) {
         hasher.update(&self.head);
-        if !self.items.is_empty() {
-            hasher.update(b",\"work_items\":[");
-            for (index, item) in self.items.iter().enumerate() {
-                if index > 0 {
-                    hasher.update(b",");
-                }
-                hasher.update(item);
-            }
-            hasher.update(b"]");
+        for item in &self.items {
+            hasher.update(item);
         }
-        hasher.update(b"}");
+        hasher.update(closing(self.items.len()));
     }
 }
 
-/// A byte sink that appends what it is fed to a buffer.
-struct Appending<'o>(&'o mut Vec<u8>);
+/// What one refresh changed in a [`BodyEncoding`]: its head and the changed work items, so
+/// that another copy of the encoding (a digest check's, on another thread) follows it without
+/// copying the whole tail (~8 KB at 20 work items) per event. Buffers are reused when written
+/// again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BodyChanges {
+    head: Vec<u8>,
+    /// The changed items' bytes, one after the other.
+    items: Vec<u8>,
+    /// Per changed item: its index and where its bytes end in `items`.
+    ends: Vec<(usize, usize)>,
+}
 
-impl Update for Appending<'_> {
-    fn update(&mut self, data: &[u8]) {
-        self.0.extend_from_slice(data);
+/// A [`BodyEncoding`]'s tail in one run of bytes, kept in step with it by the
+/// [`BodyChanges`] of each refresh: a digest check's copy, on the thread that hashes it. A piece
+/// that keeps its length (most do: the head's revision and status rarely change length) is
+/// overwritten in place, one that does not is spliced in (the rest moves once, within this
+/// thread's cache); the bytes are then hashed as one run, as cheaply as a copy of the whole tail.
+#[derive(Debug, Clone)]
+pub(crate) struct TailCopy {
+    bytes: Vec<u8>,
+    /// Where each piece ends: the head, then each work item (with what precedes it).
+    ends: Vec<usize>,
+}
+
+impl TailCopy {
+    /// A copy of `encoding`'s tail.
+    pub fn new(encoding: &BodyEncoding) -> Self {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(encoding.items.len() + 1);
+        for piece in std::iter::once(&encoding.head).chain(&encoding.items) {
+            bytes.extend_from_slice(piece);
+            ends.push(bytes.len());
+        }
+        bytes.extend_from_slice(closing(encoding.items.len()));
+        Self { bytes, ends }
     }
+
+    /// The tail (what [`BodyEncoding::feed`] hashes).
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Brings the copy in line with the encoding that wrote `changes`
+    /// ([`BodyEncoding::write_changes`]), when both were equal before its refresh.
+    pub fn take_changes(&mut self, changes: &BodyChanges) {
+        self.replace(0, &changes.head);
+        let mut start = 0;
+        for &(index, end) in &changes.ends {
+            if let Some(bytes) = changes.items.get(start..end) {
+                self.replace(index + 1, bytes);
+            }
+            start = end;
+        }
+    }
+
+    /// Replaces piece `piece` (0: the head, 1 + n: work item n) with `bytes`.
+    fn replace(&mut self, piece: usize, bytes: &[u8]) {
+        let start = piece.checked_sub(1).map_or(0, |before| self.ends[before]);
+        let Some(&end) = self.ends.get(piece) else {
+            return;
+        };
+        if end - start == bytes.len() {
+            self.bytes[start..end].copy_from_slice(bytes);
+            return;
+        }
+        // Moves the rest once, with `copy_within` (`Vec::splice` goes byte by byte).
+        let total = self.bytes.len();
+        let new_end = start + bytes.len();
+        if new_end > end {
+            self.bytes.resize(total + (new_end - end), 0);
+        }
+        self.bytes.copy_within(end..total, new_end);
+        self.bytes.truncate(total + new_end - end);
+        self.bytes[start..new_end].copy_from_slice(bytes);
+        for later in &mut self.ends[piece..] {
+            *later = *later + new_end - end;
+        }
+    }
+}
+
+/// What ends a body's tail with `items` work items.
+fn closing(items: usize) -> &'static [u8] {
+    if items == 0 { b"}" } else { b"]}" }
 }
 
 /// The parts of an accepted Result that its digest binds.
@@ -127,6 +222,8 @@ pub(crate) struct ResultBinding<'a> {
     pub next: &'a StateBody,
     /// `next`, encoded.
     pub next_encoding: &'a BodyEncoding,
+    /// Indexes of the work items the acceptance replaced (re-encoded in `next_encoding`).
+    pub changed_items: &'a [usize],
     pub obligations: &'a [String],
     pub audit_facts: &'a [String],
 }
@@ -282,8 +379,7 @@ pub(crate) fn state_digest_from_parts(history_prefix: &Midstate, body: &BodyEnco
     state_digest_fed(history_prefix, |hasher| body.feed(hasher))
 }
 
-/// [`state_digest_from_parts`] with the body given as its encoded tail
-/// ([`BodyEncoding::write_to`]).
+/// [`state_digest_from_parts`] with the body given as its tail in one run ([`TailCopy`]).
 pub(crate) fn state_digest_of_tail(history_prefix: &Midstate, tail: &[u8]) -> String {
     state_digest_fed(history_prefix, |hasher| hasher.update(tail))
 }
