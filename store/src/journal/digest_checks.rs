@@ -20,7 +20,8 @@
 //! gives. A verify that ends settles too, so it succeeds only when every check passed. Fail
 //! closed: a checking thread that panics reports it and fails the verify. Memory is bounded:
 //! batches of [`BATCH`] checks, at most [`IN_FLIGHT`] queued per checker, and the checks'
-//! buffers (~10 KB each at 20 work items) come back to be filled again.
+//! buffers (~1-3 KB each at 20 work items: the preimage and what the entry changed) come back
+//! to be filled again.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
