@@ -185,10 +185,14 @@ impl TailCopy {
 
     /// Replaces piece `piece` (0: the head, 1 + n: work item n) with `bytes`.
     fn replace(&mut self, piece: usize, bytes: &[u8]) {
-        let start = piece.checked_sub(1).map_or(0, |before| self.ends[before]);
         let Some(&end) = self.ends.get(piece) else {
             return;
         };
+        // Piece 0 starts the tail; any other starts where the one before it ends.
+        let start = piece
+            .checked_sub(1)
+            .and_then(|before| self.ends.get(before))
+            .map_or(0, |&start| start);
         if end - start == bytes.len() {
             self.bytes[start..end].copy_from_slice(bytes);
             return;
