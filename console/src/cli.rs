@@ -42,6 +42,12 @@ impl Cli {
         matches!(&self.command, Some(Command::Demo(_)))
     }
 
+    /// Whether this is `valp verify` (which runs without transparent huge pages:
+    /// [`crate::small_pages`]).
+    pub fn is_verify(&self) -> bool {
+        matches!(&self.command, Some(Command::Verify))
+    }
+
     /// Whether this command line ends in the full-screen console.
     pub fn opens_console(&self) -> bool {
         match &self.command {
@@ -832,5 +838,27 @@ mod tests {
             }
         }
         assert!(checked > 40, "only {checked} subcommands");
+    }
+
+    /// Only `valp verify` turns huge pages off on its way in (`main`): its global options
+    /// and a `--root` do not change that, and no other command does it.
+    #[test]
+    fn only_the_verify_command_line_is_a_verify() {
+        let verify = |words: &[&str]| {
+            use clap::Parser as _;
+            Cli::try_parse_from(words).map(|cli| cli.is_verify())
+        };
+        assert_eq!(verify(&["valp", "verify"]).ok(), Some(true));
+        assert_eq!(
+            verify(&["valp", "--root", "/x", "verify", "--no-default-sockets"]).ok(),
+            Some(true)
+        );
+        for other in [
+            &["valp", "task", "status"][..],
+            &["valp", "doctor"],
+            &["valp"],
+        ] {
+            assert_eq!(verify(other).ok(), Some(false), "{other:?}");
+        }
     }
 }

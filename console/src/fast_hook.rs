@@ -6,9 +6,9 @@
 //! option, `--help`, a mistake, any other command) returns `None` and goes the usual way, so
 //! what valp does with it, and says about it, is the full parser's.
 //!
-//! A hook process also turns transparent huge pages off for itself ([`small_pages`]): with the
-//! kernel's THP `always`, every region of mimalloc's arena the hook touches is faulted in as a
-//! 2 MiB page the kernel zeroes first, most of the hook's CPU time after process start.
+//! A hook process also turns transparent huge pages off for itself
+//! ([`small_pages`](crate::small_pages::small_pages)): zeroing 2 MiB pages was most of a hook's
+//! CPU time after process start.
 
 use std::ffi::OsString;
 
@@ -34,17 +34,6 @@ pub fn parse(args: &[OsString]) -> Option<FastHook> {
         "notify" => arguments("notify", rest).map(FastHook::Notify),
         _ => None,
     }
-}
-
-/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`, what
-/// mimalloc's `MIMALLOC_ALLOW_THP=0` does): a hook lives a few milliseconds and touches a few
-/// hundred KiB, so 2 MiB pages only cost their zeroing. Measured on the release binary, a
-/// `Stop` hook's CPU time p50 7.4 ms -> 5.7 ms, p99 9.0 -> 7.0 ms (load average 15). The
-/// console turns them off too before it opens: it runs for hours, mostly idle, and mimalloc's
-/// arena in 2 MiB pages held 13 MiB more than in 4 KiB pages at 10^5 demo entries (93 -> 80
-/// MiB `VmRSS`). Failing is harmless: the process runs as before.
-pub fn small_pages() {
-    let _ = rustix::thread::disable_transparent_huge_pages(true);
 }
 
 /// `rest` (the subcommand's name first) parsed as the arguments `T` of subcommand `name`.

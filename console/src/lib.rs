@@ -10,3 +10,4 @@ pub mod cli;
 pub mod commands;
 pub mod demo_terminal;
 pub mod fast_hook;
+pub mod small_pages;

@@ -33,7 +33,7 @@ fn main() -> Result<ExitCode> {
         .get(1)
         .is_some_and(|word| word == "hook" || word == "notify")
     {
-        valp_console::fast_hook::small_pages();
+        valp_console::small_pages::small_pages();
     }
     if let Some(hook) = valp_console::fast_hook::parse(&args) {
         let mut out = std::io::stdout().lock();
@@ -44,6 +44,10 @@ fn main() -> Result<ExitCode> {
     }
     color_eyre::install()?;
     let cli = Cli::parse_from(args);
+    if cli.is_verify() {
+        // Huge pages cost a short verify their zeroing and a long one ~8 MiB of peak RSS.
+        valp_console::small_pages::small_pages();
+    }
     let console = cli.opens_console().then(|| commands::ConsoleArgs {
         root: cli.root.clone(),
         observe: cli.observe.clone(),
@@ -80,7 +84,7 @@ fn main() -> Result<ExitCode> {
     let code = match (code, console) {
         (Ok(code), Some((console, config))) if code == ExitCode::SUCCESS => {
             // Long-lived and mostly idle: no 2 MiB pages its heap only partly uses.
-            valp_console::fast_hook::small_pages();
+            valp_console::small_pages::small_pages();
             commands::open_console(&console, config)
         }
         (other, _) => other,
