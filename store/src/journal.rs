@@ -449,7 +449,7 @@ impl<M: Machine> Journal<M> {
     fn apply_line(
         &mut self,
         line: &ChainLine,
-        decoded: Option<(M::Entry, EntrySpans)>,
+        decoded: Option<&(M::Entry, EntrySpans)>,
         mut checks: Option<&mut digest_checks::Checks>,
     ) -> Result<(), StoreError> {
         if let Some(checks) = checks.as_deref_mut() {
@@ -458,9 +458,16 @@ impl<M: Machine> Journal<M> {
         }
         self.anchor.check_line(line)?;
         M::before_apply(self)?;
-        let spans = decoded.as_ref().map(|(_, spans)| *spans);
-        let entry = decoded_entry::<M>(&self.path, line, decoded)?;
-        let (event, evidence_set) = M::parts(&entry);
+        let spans = decoded.map(|(_, spans)| *spans);
+        let parsed;
+        let entry = match decoded {
+            Some((entry, _)) => entry,
+            None => {
+                parsed = decoded_entry::<M>(&self.path, line, None)?;
+                &parsed
+            }
+        };
+        let (event, evidence_set) = M::parts(entry);
         self.guard
             .verify(&self.live, event, evidence_set)
             .map_err(|refusal| guard_failure(&self.path, line, refusal))?;
@@ -475,11 +482,11 @@ impl<M: Machine> Journal<M> {
                 let mut pending = checks.take();
                 let applied =
                     self.live
-                        .apply_recorded_deferring(&entry, prefix, &mut pending.check);
+                        .apply_recorded_deferring(entry, prefix, &mut pending.check);
                 checks.queue(pending, line.seq, line.start);
                 applied
             }
-            None => self.live.apply_recorded(&entry, prefix).map(drop),
+            None => self.live.apply_recorded(entry, prefix).map(drop),
         };
         applied.map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
@@ -489,7 +496,7 @@ impl<M: Machine> Journal<M> {
             {
                 checks.settle()?;
             }
-            watch(line, &entry, &self.live, &self.guard);
+            watch(line, entry, &self.live, &self.guard);
         }
         Ok(())
     }
@@ -504,8 +511,10 @@ impl<M: Machine> Journal<M> {
         mut checks: Option<&mut digest_checks::Checks>,
     ) -> Read {
         let mut applied = 0;
+        // The line applied last, handed back to where it was made (see [`read_ahead::Lines`]).
+        let mut spent = None;
         loop {
-            let read = match lines() {
+            let read = match lines(spent.take()) {
                 Ok(Some(line)) => Ok(Some(line)),
                 Ok(None) => checks
                     .as_deref_mut()
@@ -518,20 +527,19 @@ impl<M: Machine> Journal<M> {
                 Ok(None) => return Read::End(applied),
                 Err(error) => return Read::Stopped(self.stop(error, applied)),
             };
-            if let Err(error) = self.apply_line(&line, decoded, checks.as_deref_mut()) {
+            if let Err(error) = self.apply_line(&line, decoded.as_ref(), checks.as_deref_mut()) {
                 let error = earliest(checks.as_deref_mut(), error);
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
                 return Read::Stopped(self.stop(error, applied));
             }
-            self.tip = Tip {
-                next_seq: line.seq + 1,
-                digest: line.digest,
-                offset: line.end,
-                recorded_at: line.recorded_at,
-            };
+            self.tip.next_seq = line.seq + 1;
+            self.tip.digest.clone_from(&line.digest);
+            self.tip.offset = line.end;
+            self.tip.recorded_at = line.recorded_at;
             applied += 1;
+            spent = Some((line, decoded));
         }
     }
 
@@ -596,7 +604,7 @@ impl<M: Machine> Journal<M> {
                 None => self.apply_lines(lines, None),
             })?
         } else {
-            let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader), None);
+            let read = self.apply_lines(&mut |_| next_decoded::<M>(&mut reader), None);
             (read, reader)
         };
         let mut applied = match read {

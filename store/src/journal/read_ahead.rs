@@ -19,8 +19,9 @@
 //! far fewer lines ([`digest_checks`](super::digest_checks)'s `MIN_BYTES`).
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, channel, sync_channel};
 
 use super::{Decoded, next_decoded};
 use crate::chain::ChainReader;
@@ -58,8 +59,12 @@ pub(crate) fn pays(left: u64, from: u64) -> bool {
     left >= THRESHOLD.with(Cell::get).unwrap_or(from)
 }
 
-/// The source of lines the applying side pulls from: the next line, `Ok(None)` at the end.
-pub(crate) type Lines<'a, M> = dyn FnMut() -> Result<Option<Decoded<M>>, StoreError> + 'a;
+/// The source of lines the applying side pulls from: the next line, `Ok(None)` at the end. It
+/// is handed the line applied last (if any), to be dropped where it was made: the reading
+/// thread allocated its buffers, and freeing them there is the allocator's fast path, where a
+/// free from another thread is not (measured: see ARCHITECTURE.md, reader23).
+pub(crate) type Lines<'a, M> =
+    dyn FnMut(Option<Decoded<M>>) -> Result<Option<Decoded<M>>, StoreError> + 'a;
 
 /// Runs `apply` with the lines of `reader` (of the journal file `path`), read ahead on a second
 /// thread; gives what `apply` returned and the reader, back from that thread, positioned where
@@ -71,20 +76,31 @@ pub(crate) fn read_ahead<M: Machine, T>(
     apply: impl FnOnce(&mut Lines<'_, M>) -> T,
 ) -> Result<(T, ChainReader), StoreError> {
     std::thread::scope(|scope| {
-        let (sender, receiver) = sync_channel::<Vec<Item<M>>>(IN_FLIGHT);
+        let (sender, receiver) = sync_channel::<Batch<M>>(IN_FLIGHT);
+        let (give_back, given_back) = channel::<Batch<M>>();
         let reading = std::thread::Builder::new()
             .name("journal-read-ahead".to_owned())
-            .spawn_scoped(scope, move || read_into::<M>(reader, &sender))
+            .spawn_scoped(scope, move || read_into::<M>(reader, &sender, &given_back))
             .map_err(|source| StoreError::io(path, "start a reading thread", source))?;
-        let mut batch = Vec::<Item<M>>::new().into_iter();
-        let mut next = || loop {
-            if let Some(item) = batch.next() {
-                return item.map(Some);
-            }
-            match receiver.recv() {
-                Ok(more) => batch = more.into_iter(),
-                // The reader has sent everything (or stopped: see the join below).
-                Err(_) => return Ok(None),
+        let mut batch = Batch::<M>::new();
+        // The lines applied since the last batch came, and the batch to gather the next ones in.
+        let mut spent = Batch::<M>::new();
+        let mut next = |applied: Option<Decoded<M>>| {
+            spent.extend(applied.map(Ok));
+            loop {
+                if let Some(item) = batch.pop_front() {
+                    return item.map(Some);
+                }
+                match receiver.recv() {
+                    Ok(more) => {
+                        // The spent lines go back to be dropped by the reader; the emptied batch
+                        // gathers the next ones. A reader that has stopped no longer takes them.
+                        let emptied = std::mem::replace(&mut batch, more);
+                        let _ = give_back.send(std::mem::replace(&mut spent, emptied));
+                    }
+                    // The reader has sent everything (or stopped: see the join below).
+                    Err(_) => return Ok(None),
+                }
             }
         };
         let applied = apply(&mut next);
@@ -103,21 +119,29 @@ pub(crate) fn read_ahead<M: Machine, T>(
 /// A line as the reading thread passes it on, or the error where reading stopped.
 type Item<M> = Result<Decoded<M>, StoreError>;
 
+/// The lines sent at once, in order; and the spent lines handed back, in the same container.
+type Batch<M> = VecDeque<Item<M>>;
+
 /// Reads lines into batches sent to `sender`, in order, until the end, the first error (sent
-/// as the last item) or the receiver is gone; gives the reader back.
+/// as the last item) or the receiver is gone; gives the reader back. Batches of spent lines
+/// handed back on `given_back` are emptied here (their lines dropped on this thread) and reused.
 fn read_into<M: Machine>(
     mut reader: ChainReader,
-    sender: &SyncSender<Vec<Item<M>>>,
+    sender: &SyncSender<Batch<M>>,
+    given_back: &Receiver<Batch<M>>,
 ) -> ChainReader {
     let mut size = FIRST_BATCH;
-    let mut batch = Vec::with_capacity(size);
+    let mut batch = Batch::<M>::with_capacity(size);
     loop {
         let item = next_decoded::<M>(&mut reader).transpose();
         let last = !matches!(item, Some(Ok(_)));
         batch.extend(item);
         if last || batch.len() >= size {
             size = BATCH;
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(size));
+            let mut empty = given_back.try_recv().unwrap_or_default();
+            empty.clear();
+            empty.reserve(size);
+            let full = std::mem::replace(&mut batch, empty);
             if (!full.is_empty() && sender.send(full).is_err()) || last {
                 return reader;
             }
