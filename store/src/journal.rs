@@ -480,9 +480,9 @@ impl<M: Machine> Journal<M> {
                     checks.start_segment(chain);
                 }
                 let mut pending = checks.take();
-                let applied =
-                    self.live
-                        .apply_recorded_deferring(entry, prefix, &mut pending.check);
+                let applied = self
+                    .live
+                    .apply_recorded_deferring(entry, prefix, &mut pending.check);
                 checks.queue(pending, line.seq, line.start);
                 applied
             }
@@ -507,14 +507,12 @@ impl<M: Machine> Journal<M> {
     /// before an error, which is the earliest ([`digest_checks`]).
     fn apply_lines(
         &mut self,
-        lines: &mut read_ahead::Lines<'_, M>,
+        lines: &mut dyn read_ahead::Lines<M>,
         mut checks: Option<&mut digest_checks::Checks>,
     ) -> Read {
         let mut applied = 0;
-        // The line applied last, handed back to where it was made (see [`read_ahead::Lines`]).
-        let mut spent = None;
         loop {
-            let read = match lines(spent.take()) {
+            let read = match lines.next_line() {
                 Ok(Some(line)) => Ok(Some(line)),
                 Ok(None) => checks
                     .as_deref_mut()
@@ -527,7 +525,7 @@ impl<M: Machine> Journal<M> {
                 Ok(None) => return Read::End(applied),
                 Err(error) => return Read::Stopped(self.stop(error, applied)),
             };
-            if let Err(error) = self.apply_line(&line, decoded.as_ref(), checks.as_deref_mut()) {
+            if let Err(error) = self.apply_line(line, decoded.as_ref(), checks.as_deref_mut()) {
                 let error = earliest(checks.as_deref_mut(), error);
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
@@ -539,7 +537,6 @@ impl<M: Machine> Journal<M> {
             self.tip.offset = line.end;
             self.tip.recorded_at = line.recorded_at;
             applied += 1;
-            spent = Some((line, decoded));
         }
     }
 
@@ -604,7 +601,7 @@ impl<M: Machine> Journal<M> {
                 None => self.apply_lines(lines, None),
             })?
         } else {
-            let read = self.apply_lines(&mut |_| next_decoded::<M>(&mut reader), None);
+            let read = self.apply_lines(&mut read_ahead::InTurn::new(&mut reader), None);
             (read, reader)
         };
         let mut applied = match read {
