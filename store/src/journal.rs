@@ -460,12 +460,11 @@ impl<M: Machine> Journal<M> {
         M::before_apply(self)?;
         let spans = decoded.map(|(_, spans)| *spans);
         let parsed;
-        let entry = match decoded {
-            Some((entry, _)) => entry,
-            None => {
-                parsed = decoded_entry::<M>(&self.path, line, None)?;
-                &parsed
-            }
+        let entry = if let Some((entry, _)) = decoded {
+            entry
+        } else {
+            parsed = decoded_entry::<M>(&self.path, line, None)?;
+            &parsed
         };
         let (event, evidence_set) = M::parts(entry);
         self.guard

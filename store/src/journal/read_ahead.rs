@@ -6,10 +6,13 @@
 //! the same reader, in order, ending at the first error (which is passed on as the item where
 //! it happened, never earlier) or at the end: lines read ahead are applied only in order and
 //! never after an error. The two sides share nothing but a bounded channel of batches of at
-//! most [`BATCH`] lines ([`IN_FLIGHT`] batches queued, so at most `(IN_FLIGHT + 2) * BATCH`
-//! lines are held, ~0.4 MB at 20 work items); when the applying side stops (an error, or a
-//! salvage that keeps the damage), it drops the channel and the reader stops at its next batch.
-//! The reader is handed back when it has reached the end, for what follows the lines (the tail).
+//! most [`BATCH`] lines ([`IN_FLIGHT`] batches queued) and a channel of spent batches going
+//! back, which the reader empties (dropping their lines on the thread that allocated them) and
+//! fills again, one for each it sends: about `(IN_FLIGHT + 4) * BATCH` lines are held, ~0.6 MB
+//! at 20 work items. The applying side is lent each line where it lies in its batch
+//! ([`Lines`]). When the applying side stops (an error, or a salvage that keeps the damage), it
+//! drops the channel and the reader stops at its next batch. The reader is handed back when it
+//! has reached the end, for what follows the lines (the tail).
 //!
 //! **When.** Only when at least [`MIN_BYTES`] are left to read (an open of a long journal, a
 //! refresh after a large bulk append): starting the thread, handing the lines over and the
@@ -96,14 +99,14 @@ pub(crate) fn read_ahead<M: Machine, T>(
 ) -> Result<(T, ChainReader), StoreError> {
     std::thread::scope(|scope| {
         let (sender, receiver) = sync_channel::<Batch<M>>(IN_FLIGHT);
-        let (give_back, given_back) = channel::<Batch<M>>();
+        let (spent, returned) = channel::<Batch<M>>();
         let reading = std::thread::Builder::new()
             .name("journal-read-ahead".to_owned())
-            .spawn_scoped(scope, move || read_into::<M>(reader, &sender, &given_back))
+            .spawn_scoped(scope, move || read_into::<M>(reader, &sender, &returned))
             .map_err(|source| StoreError::io(path, "start a reading thread", source))?;
         let mut ahead = Ahead {
             receiver,
-            give_back,
+            spent,
             batch: Batch::default(),
             next: 0,
         };
@@ -141,7 +144,8 @@ impl<M: Machine> Default for Batch<M> {
 /// The applying side of [`read_ahead`]: the batch whose lines it is lent, one by one.
 struct Ahead<M: Machine> {
     receiver: Receiver<Batch<M>>,
-    give_back: Sender<Batch<M>>,
+    /// Where spent batches go back to the reading thread.
+    spent: Sender<Batch<M>>,
     batch: Batch<M>,
     /// The batch's next line.
     next: usize,
@@ -157,7 +161,7 @@ impl<M: Machine> Lines<M> for Ahead<M> {
                 Ok(more) => {
                     // A reader that has stopped no longer takes the spent batch back.
                     let spent = std::mem::replace(&mut self.batch, more);
-                    let _ = self.give_back.send(spent);
+                    let _ = self.spent.send(spent);
                     self.next = 0;
                 }
                 // The reader has sent everything (or stopped: see the join above).
@@ -176,11 +180,11 @@ impl<M: Machine> Lines<M> for Ahead<M> {
 
 /// Reads lines into batches sent to `sender`, in order, until the end, the first error (sent
 /// last) or the receiver is gone; gives the reader back. Spent batches handed back on
-/// `given_back` are emptied here and filled again.
+/// `returned` are emptied here and filled again.
 fn read_into<M: Machine>(
     mut reader: ChainReader,
     sender: &SyncSender<Batch<M>>,
-    given_back: &Receiver<Batch<M>>,
+    returned: &Receiver<Batch<M>>,
 ) -> ChainReader {
     let mut size = FIRST_BATCH;
     let mut batch = Batch::<M> {
@@ -201,7 +205,7 @@ fn read_into<M: Machine>(
         };
         if last || batch.lines.len() >= size {
             size = BATCH;
-            let mut empty = given_back.try_recv().unwrap_or_default();
+            let mut empty = returned.try_recv().unwrap_or_default();
             empty.lines.clear();
             empty.lines.reserve(size);
             let full = std::mem::replace(&mut batch, empty);
