@@ -8,8 +8,8 @@
 //! never after an error. The two sides share nothing but a bounded channel of batches of at
 //! most [`BATCH`] lines ([`IN_FLIGHT`] batches queued) and a channel of spent batches going
 //! back, which the reader empties (dropping their lines on the thread that allocated them) and
-//! fills again, one for each it sends: about `(IN_FLIGHT + 4) * BATCH` lines are held, ~0.6 MB
-//! at 20 work items. The applying side is lent each line where it lies in its batch
+//! fills again, one for each it sends: about `(IN_FLIGHT + 4) * BATCH` lines are held, ~2 KB
+//! each at 20 work items (the decoded line and its buffers), ~1 MB. The applying side is lent each line where it lies in its batch
 //! ([`Lines`]). When the applying side stops (an error, or a salvage that keeps the damage), it
 //! drops the channel and the reader stops at its next batch. The reader is handed back when it
 //! has reached the end, for what follows the lines (the tail).
