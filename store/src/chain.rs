@@ -38,7 +38,6 @@
 //! ([`head`](crate::head)): bytes at or before the anchored line are never a torn tail.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
@@ -51,8 +50,10 @@ use crate::clock::Timestamp;
 use crate::error::StoreError;
 
 mod frame;
+mod pieces;
 
 use frame::{DIGEST_MEMBER_LEN, Expected, read_frame};
+use pieces::Pieces;
 
 /// `schema_version` of a journal line (layout 3: with `recorded_at`).
 pub const LINE_SCHEMA: &str = "valp-store-journal.v2";
@@ -217,7 +218,7 @@ pub enum Tail {
 #[derive(Debug)]
 pub struct ChainReader {
     path: PathBuf,
-    reader: BufReader<File>,
+    pieces: Pieces,
     offset: u64,
     next_seq: u64,
     prior: Option<String>,
@@ -227,6 +228,7 @@ pub struct ChainReader {
     prior_is_digest: bool,
     /// Whether a line with `recorded_at` was read (a v1 line may not follow one).
     timed: bool,
+    /// A line copied out of the file's pieces: one that is not read by position where it lies.
     buffer: Vec<u8>,
     /// Set once the end of the verifiable lines is reached.
     tail: Option<Tail>,
@@ -238,7 +240,7 @@ impl ChainReader {
         let file = File::open(path).map_err(|source| StoreError::io(path, "open", source))?;
         Ok(Self {
             path: path.to_owned(),
-            reader: BufReader::with_capacity(1 << 16, file),
+            pieces: Pieces::new(file),
             offset: 0,
             next_seq: 0,
             prior: None,
@@ -261,8 +263,8 @@ impl ChainReader {
     ) -> Result<Self, StoreError> {
         let mut reader = Self::open(path)?;
         reader
-            .reader
-            .seek(SeekFrom::Start(offset))
+            .pieces
+            .seek(offset)
             .map_err(|source| StoreError::io(path, "seek", source))?;
         reader.offset = offset;
         reader.next_seq = next_seq;
@@ -295,12 +297,24 @@ impl ChainReader {
         if self.tail.is_some() {
             return Ok(None);
         }
+        let start = self.offset;
+        // A good line lying whole in the piece read is taken where it lies; any other is copied
+        // out and verified as before (which words what is wrong with it).
+        let whole = self
+            .pieces
+            .whole_line()
+            .map_err(|source| StoreError::io(&self.path, "read", source))?;
+        if let Some(len) = whole
+            && let Some(line) = self.by_position_of(self.pieces.ahead(len), start, &mut *read_entry)
+        {
+            self.pieces.consume(len);
+            return Ok(Some(self.accept(line)));
+        }
         self.buffer.clear();
         let read = self
-            .reader
-            .read_until(b'\n', &mut self.buffer)
+            .pieces
+            .read_line(&mut self.buffer)
             .map_err(|source| StoreError::io(&self.path, "read", source))?;
-        let start = self.offset;
         if read == 0 {
             self.tail = Some(Tail::Clean);
             return Ok(None);
@@ -315,11 +329,15 @@ impl ChainReader {
             });
             return Ok(None);
         }
-        let line = match self.verify(start, read_entry) {
-            Ok(line) => line,
-            Err(damage) => return self.torn_or_damaged(start, damage),
-        };
-        self.offset += read as u64;
+        match self.verify(start, read_entry) {
+            Ok(line) => Ok(Some(self.accept(line))),
+            Err(damage) => self.torn_or_damaged(start, damage),
+        }
+    }
+
+    /// Moves past `line`, verified: the next one must chain to it.
+    fn accept(&mut self, line: ChainLine) -> ChainLine {
+        self.offset = line.end;
         self.next_seq += 1;
         // The prior's text is kept in place: no allocation per line.
         match &mut self.prior {
@@ -329,7 +347,7 @@ impl ChainReader {
         // A verified line's digest is one: the members path checks it against the computed one.
         self.prior_is_digest = true;
         self.timed = line.recorded_at.is_some();
-        Ok(Some(line))
+        line
     }
 
     /// A complete line failed verification. It is the torn remnant of an interrupted append
@@ -343,8 +361,8 @@ impl ChainReader {
         damage: StoreError,
     ) -> Result<Option<ChainLine>, StoreError> {
         let mut rest = Vec::new();
-        self.reader
-            .read_to_end(&mut rest)
+        self.pieces
+            .read_rest(&mut rest)
             .map_err(|source| StoreError::io(&self.path, "read", source))?;
         let line = &self.buffer;
         let only_nul_and_lf = line
@@ -389,8 +407,13 @@ impl ChainReader {
 
     /// The line in the buffer if it has the one shape of a good line ([`frame`]).
     fn by_position(&self, start: u64, read: ReadMember<'_>) -> Option<ChainLine> {
+        self.by_position_of(&self.buffer, start, read)
+    }
+
+    /// The line `bytes` (with its LF), starting at `start`, if it has the one shape of a good
+    /// line ([`frame`]).
+    fn by_position_of(&self, bytes: &[u8], start: u64, read: ReadMember<'_>) -> Option<ChainLine> {
         self.prior_is_digest.then_some(())?;
-        let bytes = &self.buffer;
         let expected = Expected {
             seq: self.next_seq,
             prior: self.prior.as_deref(),

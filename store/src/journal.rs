@@ -449,7 +449,7 @@ impl<M: Machine> Journal<M> {
     fn apply_line(
         &mut self,
         line: &ChainLine,
-        decoded: Option<(M::Entry, EntrySpans)>,
+        decoded: Option<&(M::Entry, EntrySpans)>,
         mut checks: Option<&mut digest_checks::Checks>,
     ) -> Result<(), StoreError> {
         if let Some(checks) = checks.as_deref_mut() {
@@ -458,9 +458,15 @@ impl<M: Machine> Journal<M> {
         }
         self.anchor.check_line(line)?;
         M::before_apply(self)?;
-        let spans = decoded.as_ref().map(|(_, spans)| *spans);
-        let entry = decoded_entry::<M>(&self.path, line, decoded)?;
-        let (event, evidence_set) = M::parts(&entry);
+        let spans = decoded.map(|(_, spans)| *spans);
+        let parsed;
+        let entry = if let Some((entry, _)) = decoded {
+            entry
+        } else {
+            parsed = decoded_entry::<M>(&self.path, line, None)?;
+            &parsed
+        };
+        let (event, evidence_set) = M::parts(entry);
         self.guard
             .verify(&self.live, event, evidence_set)
             .map_err(|refusal| guard_failure(&self.path, line, refusal))?;
@@ -473,13 +479,13 @@ impl<M: Machine> Journal<M> {
                     checks.start_segment(chain);
                 }
                 let mut pending = checks.take();
-                let applied =
-                    self.live
-                        .apply_recorded_deferring(&entry, prefix, &mut pending.check);
+                let applied = self
+                    .live
+                    .apply_recorded_deferring(entry, prefix, &mut pending.check);
                 checks.queue(pending, line.seq, line.start);
                 applied
             }
-            None => self.live.apply_recorded(&entry, prefix).map(drop),
+            None => self.live.apply_recorded(entry, prefix).map(drop),
         };
         applied.map_err(|error| replay_failure(&self.path, line, &error))?;
         self.guard.observe(line.seq, event, evidence_set);
@@ -489,7 +495,7 @@ impl<M: Machine> Journal<M> {
             {
                 checks.settle()?;
             }
-            watch(line, &entry, &self.live, &self.guard);
+            watch(line, entry, &self.live, &self.guard);
         }
         Ok(())
     }
@@ -500,12 +506,12 @@ impl<M: Machine> Journal<M> {
     /// before an error, which is the earliest ([`digest_checks`]).
     fn apply_lines(
         &mut self,
-        lines: &mut read_ahead::Lines<'_, M>,
+        lines: &mut dyn read_ahead::Lines<M>,
         mut checks: Option<&mut digest_checks::Checks>,
     ) -> Read {
         let mut applied = 0;
         loop {
-            let read = match lines() {
+            let read = match lines.next_line() {
                 Ok(Some(line)) => Ok(Some(line)),
                 Ok(None) => checks
                     .as_deref_mut()
@@ -518,19 +524,17 @@ impl<M: Machine> Journal<M> {
                 Ok(None) => return Read::End(applied),
                 Err(error) => return Read::Stopped(self.stop(error, applied)),
             };
-            if let Err(error) = self.apply_line(&line, decoded, checks.as_deref_mut()) {
+            if let Err(error) = self.apply_line(line, decoded.as_ref(), checks.as_deref_mut()) {
                 let error = earliest(checks.as_deref_mut(), error);
                 // The State may be partly advanced: nothing may be appended through this
                 // handle any more (a reopen re-reads the truth and refuses the damage).
                 self.poisoned = Some(error.to_string());
                 return Read::Stopped(self.stop(error, applied));
             }
-            self.tip = Tip {
-                next_seq: line.seq + 1,
-                digest: line.digest,
-                offset: line.end,
-                recorded_at: line.recorded_at,
-            };
+            self.tip.next_seq = line.seq + 1;
+            self.tip.digest.clone_from(&line.digest);
+            self.tip.offset = line.end;
+            self.tip.recorded_at = line.recorded_at;
             applied += 1;
         }
     }
@@ -596,7 +600,7 @@ impl<M: Machine> Journal<M> {
                 None => self.apply_lines(lines, None),
             })?
         } else {
-            let read = self.apply_lines(&mut || next_decoded::<M>(&mut reader), None);
+            let read = self.apply_lines(&mut read_ahead::InTurn::new(&mut reader), None);
             (read, reader)
         };
         let mut applied = match read {
@@ -834,9 +838,9 @@ type Decoded<M> = (ChainLine, Option<(<M as Machine>::Entry, EntrySpans)>);
 fn next_decoded<M: Machine>(reader: &mut ChainReader) -> Result<Option<Decoded<M>>, StoreError> {
     let mut decoded = None;
     let line = reader.next_line_reading(&mut |text| {
-        let (entry, spans) = M::decode_entry_prefix(text)?;
-        decoded = Some((entry, spans));
-        Some(spans.len())
+        // Kept as the decoder gives it: a decoded entry is ~1 KB, each move a copy.
+        decoded = M::decode_entry_prefix(text);
+        decoded.as_ref().map(|(_, spans)| spans.len())
     })?;
     Ok(line.map(|line| (line, decoded)))
 }

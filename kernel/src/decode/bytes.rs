@@ -94,13 +94,7 @@ pub fn decode_compact_entry_prefix(text: &str) -> Option<(CompactEntry, usize)> 
 /// [`decode_compact_entry_prefix`], saying also where the input digest's preimage starts in
 /// `text` ([`EntrySpans`]).
 pub fn decode_compact_entry_spans(text: &str) -> Option<(CompactEntry, EntrySpans)> {
-    let mut parser = Strict::new(text);
-    let (entry, input) = compact_entry(&mut parser, text.as_bytes())?;
-    let spans = EntrySpans {
-        len: parser.pos(),
-        input,
-    };
-    Some((entry, spans))
+    compact_entry(&mut Strict::new(text), text.as_bytes())
 }
 
 /// Objects here nest a few levels deep, far below the parser's limit.
@@ -178,17 +172,17 @@ members!(
     }
 );
 
-/// The entry, and where its `evidence_set` ends when encoding its Event and EvidenceSet gives
-/// the bytes of `text` up to there.
-fn compact_entry(parser: &mut Strict<'_>, text: &[u8]) -> Option<(CompactEntry, Option<usize>)> {
-    let (mut event, mut evidence_set, mut result, mut schema) = (None, None, None, false);
+/// The entry `text` starts with, and where things are in it ([`EntrySpans`]). The Event (~750
+/// bytes, most of the entry) is decoded where it stays, not moved from one function to the next.
+fn compact_entry(parser: &mut Strict<'_>, text: &[u8]) -> Option<(CompactEntry, EntrySpans)> {
+    let mut event = blank_event();
+    let (mut has_event, mut evidence_set, mut result, mut schema) = (false, None, None, false);
     let (mut event_as_encoded, mut evidence_end) = (false, None);
     parser.known_members(DEPTH, EntryMember::KEYS, |parser, member| {
         match member {
             EntryMember::Event => {
-                let (decoded, as_encoded) = event_of(parser)?;
-                event = Some(decoded);
-                event_as_encoded = as_encoded;
+                event_as_encoded = event_of(parser, &mut event)?;
+                has_event = true;
             }
             EntryMember::EvidenceSet => {
                 let (decoded, sorted) = evidence_list(parser, text)?;
@@ -200,15 +194,19 @@ fn compact_entry(parser: &mut Strict<'_>, text: &[u8]) -> Option<(CompactEntry, 
         }
         Some(())
     })?;
-    schema.then_some(())?;
+    (schema && has_event).then_some(())?;
     let entry = CompactEntry {
-        event: event?,
+        event,
         evidence_set: evidence_set?,
         result: result?,
     };
     // Keys are strictly ascending and all four are there, so `event` is the first member and
     // `evidence_set` the second: the text up to the set's end is `{"event":…,"evidence_set":[…]`.
-    Some((entry, evidence_end.filter(|_| event_as_encoded)))
+    let spans = EntrySpans {
+        len: parser.pos(),
+        input: evidence_end.filter(|_| event_as_encoded),
+    };
+    Some((entry, spans))
 }
 
 /// An EvidenceSet, and whether its elements' texts are in the order encoding sorts them in
@@ -305,20 +303,23 @@ struct Members {
     schema: bool,
 }
 
-/// The Event, and whether encoding it gives its text back (not when an empty id list is written
-/// out: encoding omits it).
-fn event_of(parser: &mut Strict<'_>) -> Option<(Event, bool)> {
-    let mut required = Members::default();
-    let mut as_encoded = true;
-    // Every optional slot starts empty; the mandatory six are filled in below.
-    let mut event = Event::new(
+/// An Event whose every optional slot is empty and whose mandatory six [`event_of`] fills in.
+fn blank_event() -> Event {
+    Event::new(
         Identity::unset(IdentityKind::Event),
         Identity::unset(IdentityKind::Installation),
         0,
         Identity::unset(IdentityKind::Task),
         EventKind::RoutingValidationStarted,
         0,
-    );
+    )
+}
+
+/// Reads the Event into `event` ([`blank_event`] before), and whether encoding it gives its text
+/// back (not when an empty id list is written out: encoding omits it).
+fn event_of(parser: &mut Strict<'_>, event: &mut Event) -> Option<bool> {
+    let mut required = Members::default();
+    let mut as_encoded = true;
     parser.known_members(DEPTH, EventMember::KEYS, |parser, member| {
         let id = identity;
         match member {
@@ -378,7 +379,7 @@ fn event_of(parser: &mut Strict<'_>) -> Option<(Event, bool)> {
     event.task_id = required.task_id?;
     event.kind = required.kind?;
     event.expected_revision = required.expected_revision?;
-    Some((event, as_encoded))
+    Some(as_encoded)
 }
 
 #[cfg(test)]

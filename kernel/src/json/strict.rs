@@ -403,13 +403,15 @@ impl<'a> Strict<'a> {
     }
 }
 
-/// Whether `text` starts with the member key `key` (which needs no escape) and its colon.
+/// Whether `text` starts with the member key `key` (which needs no escape) and its colon. Most
+/// keys asked about are not the one there: the bytes after a key as long as `key`, then its
+/// first letter, rule them out before the rest is compared.
 fn is_key(text: &[u8], key: &str) -> bool {
     let key = key.as_bytes();
-    text.len() > key.len() + 2
-        && text[0] == b'"'
-        && text[1..=key.len()] == *key
-        && text[key.len() + 1..key.len() + 3] == *b"\":"
+    text.get(key.len() + 1..key.len() + 3) == Some(b"\":")
+        && text.first() == Some(&b'"')
+        && key.first().is_none_or(|first| text.get(1) == Some(first))
+        && text.get(1..=key.len()) == Some(key)
 }
 
 /// Where the run of plain string bytes from `pos` ends: the first `"`, `\\` or C0 control (or
