@@ -43,7 +43,7 @@ use crate::reduce::derived_result_id;
 /// Bytes of an event key.
 const KEY_LEN: usize = 12;
 /// An event key.
-type Key = [u8; KEY_LEN];
+pub(super) type Key = [u8; KEY_LEN];
 /// Digests of accepted events, by position, per chunk (no doubling overshoot).
 const CHUNK: usize = 4096;
 /// Events indexed since the last merge, at most.
@@ -85,7 +85,7 @@ pub(crate) struct LeanIndex {
 
 /// The 96-bit key of an event id: its canonical form `{"kind":…,"value":…}` hashed as it is
 /// written, without a buffer.
-fn key_of(event_id: &Identity) -> Key {
+pub(super) fn key_of(event_id: &Identity) -> Key {
     let mut hasher = Sha256::new();
     hasher.update(b"{\"kind\":");
     emit_str(event_id.kind().as_str(), |bytes| hasher.update(bytes));
@@ -153,6 +153,23 @@ impl LeanIndex {
     /// and not found it (an event the kernel accepted: a key found would have made it a
     /// duplicate), so it is not looked up again.
     pub(crate) fn push(&mut self, entry: &AcceptedEvent, known_new: bool) -> Option<bool> {
+        self.push_keyed(entry, known_new, None)
+    }
+
+    /// [`push`](Self::push) of an event whose id was just looked up under `key` (its
+    /// [`key_of`], which [`find_keyed`](Self::find_keyed) was given) and not found: the id is
+    /// not hashed again.
+    pub(crate) fn push_looked_up(&mut self, entry: &AcceptedEvent, key: &Key) -> Option<bool> {
+        debug_assert_eq!(*key, key_of(&entry.event_id));
+        self.push_keyed(entry, true, Some(key))
+    }
+
+    fn push_keyed(
+        &mut self,
+        entry: &AcceptedEvent,
+        known_new: bool,
+        key: Option<&Key>,
+    ) -> Option<bool> {
         let input = raw_digest(&entry.input_digest)?;
         let result = raw_digest(&entry.result_digest)?;
         if !is_derived_result_id(&entry.result_id, &entry.event_id) {
@@ -171,7 +188,7 @@ impl LeanIndex {
             }
         }
         self.len += 1;
-        let key = key_of(&entry.event_id);
+        let key = key.copied().unwrap_or_else(|| key_of(&entry.event_id));
         if !known_new && self.position(&key).is_some() {
             return Some(false);
         }
@@ -212,7 +229,12 @@ impl LeanIndex {
 
     /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
-        let position = self.position(&key_of(event_id))?;
+        self.find_keyed(event_id, &key_of(event_id))
+    }
+
+    /// [`find`](Self::find) of `event_id`, whose [`key_of`] is `key`.
+    pub(crate) fn find_keyed(&self, event_id: &Identity, key: &Key) -> Option<AcceptedEvent> {
+        let position = self.position(key)?;
         let position = usize::try_from(position).ok()?;
         let chunks = match &self.digests {
             Digests::Held(chunks) => chunks,
@@ -341,6 +363,20 @@ mod tests {
             assert_eq!(known.push(entry, true), Some(true));
         }
         assert_eq!(known.to_parts(), looked_up.to_parts());
+    }
+
+    #[test]
+    fn ids_pushed_under_their_looked_up_key_are_indexed_as_looked_up_ones() {
+        let entries = entries(TAIL + 500);
+        let looked_up = LeanIndex::from_entries(&entries).unwrap();
+        let mut keyed = LeanIndex::from_entries(&[]).unwrap();
+        for entry in &entries {
+            let key = key_of(&entry.event_id);
+            assert_eq!(keyed.find_keyed(&entry.event_id, &key), None);
+            assert_eq!(keyed.push_looked_up(entry, &key), Some(true));
+            assert_eq!(keyed.find(&entry.event_id).as_ref(), Some(entry));
+        }
+        assert_eq!(keyed.to_parts(), looked_up.to_parts());
     }
 
     #[test]
