@@ -24,6 +24,7 @@
 //! time. Evidence lives in the root's content-addressed store, not the task folder, so the only
 //! task-relative ref is the journal itself, which binds the evidence ids of every accepted event.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -375,9 +376,10 @@ impl Deriver {
     }
 
     /// [`Deriver::push`] of `fact`, whose `recorded_at` is what `at` gives (the fact's own
-    /// is not read).
+    /// is not read; `at` is asked once at most, however many rounds the fact ends).
     fn fold(&mut self, fact: &Fact, at: &dyn Fn() -> Option<String>) {
-        self.apply(fact, at);
+        let written = OnceCell::new();
+        self.apply(fact, &|| written.get_or_init(at).clone());
         let (rounds, unfixed) = (&self.rounds, &mut self.unfixed);
         self.live.retain(|&index| {
             let round = &rounds[index];
