@@ -11,6 +11,9 @@
 //! that gets it refused). Its result id is not kept: an event the kernel accepted has the result
 //! id `<event_id>:accepted`, which is rebuilt from the id asked for.
 //!
+//! A filter of one bit per slot ([`filter`]) rules out most event ids that were never indexed
+//! (every line of a journal being verified) before the tail and the run are searched.
+//!
 //! [`LeanIndex::find`] answers exactly what a lookup in the full history answers (the same
 //! `AcceptedEvent`), as long as no two event ids share a 96-bit key; a shared key could only
 //! make a later event look like a duplicate (the journal is then refused, never wrongly
@@ -25,6 +28,7 @@
 //! outside, never in one the kernel built) make [`LeanIndex::from_entries`] decline, and the
 //! history stays whole.
 
+mod filter;
 mod parts;
 mod search;
 
@@ -39,6 +43,7 @@ use crate::canonical::{digest_text, raw_digest};
 use crate::json::write::emit_str;
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 use crate::reduce::derived_result_id;
+use filter::Filter;
 
 /// Bytes of an event key.
 const KEY_LEN: usize = 12;
@@ -81,6 +86,8 @@ pub(crate) struct LeanIndex {
     tail: BTreeMap<Key, u32>,
     digests: Digests,
     len: usize,
+    /// Which keys the run and the tail may hold ([`filter`]).
+    seen: Filter,
 }
 
 /// The 96-bit key of an event id: its canonical form `{"kind":…,"value":…}` hashed as it is
@@ -118,16 +125,26 @@ impl LeanIndex {
     }
 
     fn indexing(entries: &[AcceptedEvent], digests: Digests) -> Option<Self> {
-        let mut index = Self {
-            run: Vec::new(),
-            tail: BTreeMap::new(),
-            digests,
-            len: 0,
-        };
+        let mut index = Self::of_run(Vec::new(), digests, 0);
         for entry in entries {
             index.push(entry, false)?;
         }
         Some(index)
+    }
+
+    /// The index of `len` events whose keys are all in `run` (sorted, each once).
+    fn of_run(run: Vec<Slot>, digests: Digests, len: usize) -> Self {
+        let mut seen = Filter::for_keys(run.len());
+        for slot in &run {
+            seen.insert(&slot.key);
+        }
+        Self {
+            run,
+            tail: BTreeMap::new(),
+            digests,
+            len,
+            seen,
+        }
     }
 
     /// Number of events indexed.
@@ -136,7 +153,8 @@ impl LeanIndex {
     }
 
     /// Bytes it holds for its events: the run's slots (allocated), the tail's keys and
-    /// positions (its tree nodes' overhead aside), and the digests when it holds them.
+    /// positions (its tree nodes' overhead aside), and the digests when it holds them; not its lookup filter
+    /// ([`filter`]: 1-2 bytes per key, as the tail's tree nodes are not counted either).
     pub(crate) fn held_bytes(&self) -> usize {
         let digests = match &self.digests {
             Digests::Held(chunks) => chunks.iter().map(|chunk| chunk.capacity() * 64).sum(),
@@ -193,14 +211,38 @@ impl LeanIndex {
             return Some(false);
         }
         self.tail.insert(key, position);
+        self.note(&key);
         if self.tail.len() >= TAIL {
             self.merge();
         }
         Some(true)
     }
 
+    /// Marks `key`, just inserted, in the filter, refilled at twice the size first when the
+    /// keys have outgrown it.
+    fn note(&mut self, key: &Key) {
+        let keys = self.run.len() + self.tail.len();
+        if self.seen.fits(keys) {
+            self.seen.insert(key);
+            return;
+        }
+        let mut seen = Filter::for_keys(keys.saturating_mul(2));
+        for held in self
+            .run
+            .iter()
+            .map(|slot| &slot.key)
+            .chain(self.tail.keys())
+        {
+            seen.insert(held);
+        }
+        self.seen = seen;
+    }
+
     /// The position first indexed under `key`.
     fn position(&self, key: &Key) -> Option<u32> {
+        if !self.seen.may_hold(key) {
+            return None;
+        }
         if let Some(&position) = self.tail.get(key) {
             return Some(position);
         }
