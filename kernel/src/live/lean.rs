@@ -226,7 +226,7 @@ impl LeanIndex {
             self.seen.insert(key);
             return;
         }
-        let mut seen = Filter::for_keys(keys.saturating_mul(2));
+        let mut seen = Filter::for_keys(keys);
         for held in self
             .run
             .iter()

@@ -6,9 +6,9 @@
 //! exact search follows, so answers never depend on the filter. The search it spares is a
 //! walk down the tail's tree (~32 K keys) and interpolation probes into the run, a few cache
 //! misses each: ~16 % of the applying thread's samples in a 10^5 verify. It keeps at least
-//! [`SLOTS_PER_KEY`] slots per key (a set bit for at most ~1 in 8 new keys), and is refilled
-//! at twice the size from the index's keys when they outgrow it: 1-2 bytes per key (16 B per
-//! key in the run), 1-2 MiB at 10^6 events.
+//! [`SLOTS_PER_KEY`] slots per key (a set bit for ~1 in 16 to 1 in 8 new keys), and is
+//! refilled at twice the size from the index's keys when they outgrow it: 1-2 bytes per key (the
+//! run holds 16), 1 MiB at 10^6 events.
 
 use super::{Key, search::prefix};
 
