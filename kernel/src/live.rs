@@ -19,6 +19,7 @@ pub(crate) mod midstate;
 mod parts;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -181,8 +182,8 @@ impl HistoryIndex {
     }
 
     /// Appends one entry (borrowed when only the lean index is kept: nothing of it is held);
-    /// `known_new`: its event id was just looked up in this history and not found.
-    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>, known_new: bool) {
+    /// `looked_up`: what a lookup of its event id in this history just found.
+    fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>, looked_up: LookedUp) {
         let first = self.len() == 0;
         hash_history_entry(&mut self.prefix, &entry, first, scratch);
         let shape_ok = entry_is_well_formed(&entry);
@@ -202,7 +203,12 @@ impl HistoryIndex {
             }
             // The result id is the derived one (or the entry is not held and the history is
             // taken as malformed, failing closed), so it is unique exactly when the event id is.
-            Kept::Lean(lean) => lean.push(&entry, known_new).unwrap_or(false),
+            Kept::Lean(lean) => match looked_up {
+                LookedUp::Not => lean.push(&entry, false),
+                LookedUp::Missed(None) => lean.push(&entry, true),
+                LookedUp::Missed(Some(key)) => lean.push_looked_up(&entry, &key),
+            }
+            .unwrap_or(false),
         };
         self.well_formed &= unique && shape_ok;
     }
@@ -228,6 +234,44 @@ impl HistoryIndex {
         match &self.kept {
             Kept::Whole { entries, .. } => entries,
             Kept::Lean(_) => &[],
+        }
+    }
+}
+
+/// What is known of an entry's event id when it is pushed to a [`HistoryIndex`].
+#[derive(Clone, Copy)]
+enum LookedUp {
+    /// Not looked up.
+    Not,
+    /// Looked up and not found; in the lean index under this key, when it was computed.
+    Missed(Option<lean::Key>),
+}
+
+/// The history as [`evaluate`] sees it while one event is applied: the lean index's key of that
+/// event's id is computed when it is looked up and kept, so that pushing the accepted entry
+/// does not hash the id a second time.
+struct Applying<'a> {
+    history: &'a HistoryIndex,
+    event_id: &'a Identity,
+    key: OnceCell<lean::Key>,
+}
+
+impl HistoryView for Applying<'_> {
+    fn len(&self) -> usize {
+        self.history.len()
+    }
+
+    fn is_well_formed(&self) -> bool {
+        self.history.is_well_formed()
+    }
+
+    fn find(&self, event_id: &Identity) -> Option<Cow<'_, AcceptedEvent>> {
+        match &self.history.kept {
+            Kept::Lean(lean) if event_id == self.event_id => {
+                let key = self.key.get_or_init(|| lean::key_of(event_id));
+                lean.find_keyed(event_id, key).map(Cow::Owned)
+            }
+            _ => self.history.find(event_id),
         }
     }
 }
@@ -282,7 +326,7 @@ impl LiveState {
         let mut history = HistoryIndex::new();
         let mut scratch = Vec::new();
         for entry in state.accepted_events {
-            history.push(Cow::Owned(entry), &mut scratch, false);
+            history.push(Cow::Owned(entry), &mut scratch, LookedUp::Not);
         }
         let encoding = BodyEncoding::new(&state.body);
         Self {
@@ -416,14 +460,20 @@ impl LiveState {
         prefix: Option<InputPrefix<'_>>,
         deferred: Option<(&mut DigestCheck, &str)>,
     ) -> Verdict {
+        let applying = Applying {
+            history: &self.history,
+            event_id: &event.event_id,
+            key: OnceCell::new(),
+        };
         let decision = evaluate(
             &self.body,
-            &self.history,
+            &applying,
             event,
             evidence_set,
             prefix,
             Some(self.items_valid),
         );
+        let key = applying.key.into_inner();
         decision.settle(|input_digest, delta| {
             // A deferred check puts the prior State digest into the preimage when it runs.
             let prior_state_digest = match deferred {
@@ -447,8 +497,11 @@ impl LiveState {
                 },
             );
             // Accepted, so `evaluate` looked the event id up and did not find it.
-            self.history
-                .push(Cow::Borrowed(&commit.entry), &mut self.scratch, true);
+            self.history.push(
+                Cow::Borrowed(&commit.entry),
+                &mut self.scratch,
+                LookedUp::Missed(key),
+            );
             // Accepted, so the table was valid: only the replaced items can have changed that.
             self.items_valid = work_items_still_valid(&self.body, &commit.changed_items);
             commit.into_record()

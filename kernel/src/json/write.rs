@@ -40,19 +40,27 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), WriteError> {
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (index, (key, item)) in map.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, item)?;
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(out, map)?,
     }
+    Ok(())
+}
+
+/// Appends the canonical form of the object `members` (what [`write_value`] of
+/// `Value::Object(members)` appends, without a copy of them to make that value).
+pub fn write_object(
+    out: &mut Vec<u8>,
+    members: &std::collections::BTreeMap<String, Value>,
+) -> Result<(), WriteError> {
+    out.push(b'{');
+    for (index, (key, item)) in members.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, item)?;
+    }
+    out.push(b'}');
     Ok(())
 }
 
@@ -250,6 +258,35 @@ impl<'o> Fields<'o> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_is_written_from_its_members_as_from_its_value() {
+        let members = std::collections::BTreeMap::from([
+            (
+                "b\"".to_owned(),
+                Value::Array(vec![Value::Null, Value::Bool(true)]),
+            ),
+            ("a".to_owned(), Value::Number(Number::Int(-12))),
+            (
+                "c".to_owned(),
+                Value::Object(std::collections::BTreeMap::new()),
+            ),
+        ]);
+        let mut direct = Vec::new();
+        write_object(&mut direct, &members).unwrap();
+        let mut whole = Vec::new();
+        write_value(&mut whole, &Value::Object(members.clone())).unwrap();
+        assert_eq!(direct, whole);
+        assert_eq!(direct, br#"{"a":-12,"b\"":[null,true],"c":{}}"#);
+        let float = std::collections::BTreeMap::from([(
+            "x".to_owned(),
+            Value::Number(Number::Other("1.5".to_owned())),
+        )]);
+        assert_eq!(
+            write_object(&mut Vec::new(), &float),
+            Err(WriteError::NonInteger("1.5".to_owned()))
+        );
+    }
 
     /// `write_str` as the byte-at-a-time loop it replaced wrote it.
     fn one_byte_at_a_time(text: &str) -> Vec<u8> {

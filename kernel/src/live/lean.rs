@@ -11,6 +11,9 @@
 //! that gets it refused). Its result id is not kept: an event the kernel accepted has the result
 //! id `<event_id>:accepted`, which is rebuilt from the id asked for.
 //!
+//! A filter of one bit per slot ([`filter`]) rules out most event ids that were never indexed
+//! (every line of a journal being verified) before the tail and the run are searched.
+//!
 //! [`LeanIndex::find`] answers exactly what a lookup in the full history answers (the same
 //! `AcceptedEvent`), as long as no two event ids share a 96-bit key; a shared key could only
 //! make a later event look like a duplicate (the journal is then refused, never wrongly
@@ -25,6 +28,7 @@
 //! outside, never in one the kernel built) make [`LeanIndex::from_entries`] decline, and the
 //! history stays whole.
 
+mod filter;
 mod parts;
 mod search;
 
@@ -39,11 +43,12 @@ use crate::canonical::{digest_text, raw_digest};
 use crate::json::write::emit_str;
 use crate::model::{AcceptedEvent, Identity, IdentityKind};
 use crate::reduce::derived_result_id;
+use filter::Filter;
 
 /// Bytes of an event key.
 const KEY_LEN: usize = 12;
 /// An event key.
-type Key = [u8; KEY_LEN];
+pub(super) type Key = [u8; KEY_LEN];
 /// Digests of accepted events, by position, per chunk (no doubling overshoot).
 const CHUNK: usize = 4096;
 /// Events indexed since the last merge, at most.
@@ -81,11 +86,13 @@ pub(crate) struct LeanIndex {
     tail: BTreeMap<Key, u32>,
     digests: Digests,
     len: usize,
+    /// Which keys the run and the tail may hold ([`filter`]).
+    seen: Filter,
 }
 
 /// The 96-bit key of an event id: its canonical form `{"kind":…,"value":…}` hashed as it is
 /// written, without a buffer.
-fn key_of(event_id: &Identity) -> Key {
+pub(super) fn key_of(event_id: &Identity) -> Key {
     let mut hasher = Sha256::new();
     hasher.update(b"{\"kind\":");
     emit_str(event_id.kind().as_str(), |bytes| hasher.update(bytes));
@@ -118,16 +125,26 @@ impl LeanIndex {
     }
 
     fn indexing(entries: &[AcceptedEvent], digests: Digests) -> Option<Self> {
-        let mut index = Self {
-            run: Vec::new(),
-            tail: BTreeMap::new(),
-            digests,
-            len: 0,
-        };
+        let mut index = Self::of_run(Vec::new(), digests, 0);
         for entry in entries {
             index.push(entry, false)?;
         }
         Some(index)
+    }
+
+    /// The index of `len` events whose keys are all in `run` (sorted, each once).
+    fn of_run(run: Vec<Slot>, digests: Digests, len: usize) -> Self {
+        let mut seen = Filter::for_keys(run.len());
+        for slot in &run {
+            seen.insert(&slot.key);
+        }
+        Self {
+            run,
+            tail: BTreeMap::new(),
+            digests,
+            len,
+            seen,
+        }
     }
 
     /// Number of events indexed.
@@ -136,7 +153,8 @@ impl LeanIndex {
     }
 
     /// Bytes it holds for its events: the run's slots (allocated), the tail's keys and
-    /// positions (its tree nodes' overhead aside), and the digests when it holds them.
+    /// positions (its tree nodes' overhead aside), and the digests when it holds them; not its lookup filter
+    /// ([`filter`]: 1-2 bytes per key, as the tail's tree nodes are not counted either).
     pub(crate) fn held_bytes(&self) -> usize {
         let digests = match &self.digests {
             Digests::Held(chunks) => chunks.iter().map(|chunk| chunk.capacity() * 64).sum(),
@@ -153,6 +171,23 @@ impl LeanIndex {
     /// and not found it (an event the kernel accepted: a key found would have made it a
     /// duplicate), so it is not looked up again.
     pub(crate) fn push(&mut self, entry: &AcceptedEvent, known_new: bool) -> Option<bool> {
+        self.push_keyed(entry, known_new, None)
+    }
+
+    /// [`push`](Self::push) of an event whose id was just looked up under `key` (its
+    /// [`key_of`], which [`find_keyed`](Self::find_keyed) was given) and not found: the id is
+    /// not hashed again.
+    pub(crate) fn push_looked_up(&mut self, entry: &AcceptedEvent, key: &Key) -> Option<bool> {
+        debug_assert_eq!(*key, key_of(&entry.event_id));
+        self.push_keyed(entry, true, Some(key))
+    }
+
+    fn push_keyed(
+        &mut self,
+        entry: &AcceptedEvent,
+        known_new: bool,
+        key: Option<&Key>,
+    ) -> Option<bool> {
         let input = raw_digest(&entry.input_digest)?;
         let result = raw_digest(&entry.result_digest)?;
         if !is_derived_result_id(&entry.result_id, &entry.event_id) {
@@ -171,19 +206,43 @@ impl LeanIndex {
             }
         }
         self.len += 1;
-        let key = key_of(&entry.event_id);
+        let key = key.copied().unwrap_or_else(|| key_of(&entry.event_id));
         if !known_new && self.position(&key).is_some() {
             return Some(false);
         }
         self.tail.insert(key, position);
+        self.note(&key);
         if self.tail.len() >= TAIL {
             self.merge();
         }
         Some(true)
     }
 
+    /// Marks `key`, just inserted, in the filter, refilled at twice the size first when the
+    /// keys have outgrown it.
+    fn note(&mut self, key: &Key) {
+        let keys = self.run.len() + self.tail.len();
+        if self.seen.fits(keys) {
+            self.seen.insert(key);
+            return;
+        }
+        let mut seen = Filter::for_keys(keys);
+        for held in self
+            .run
+            .iter()
+            .map(|slot| &slot.key)
+            .chain(self.tail.keys())
+        {
+            seen.insert(held);
+        }
+        self.seen = seen;
+    }
+
     /// The position first indexed under `key`.
     fn position(&self, key: &Key) -> Option<u32> {
+        if !self.seen.may_hold(key) {
+            return None;
+        }
         if let Some(&position) = self.tail.get(key) {
             return Some(position);
         }
@@ -212,7 +271,12 @@ impl LeanIndex {
 
     /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
-        let position = self.position(&key_of(event_id))?;
+        self.find_keyed(event_id, &key_of(event_id))
+    }
+
+    /// [`find`](Self::find) of `event_id`, whose [`key_of`] is `key`.
+    pub(crate) fn find_keyed(&self, event_id: &Identity, key: &Key) -> Option<AcceptedEvent> {
+        let position = self.position(key)?;
         let position = usize::try_from(position).ok()?;
         let chunks = match &self.digests {
             Digests::Held(chunks) => chunks,
@@ -341,6 +405,20 @@ mod tests {
             assert_eq!(known.push(entry, true), Some(true));
         }
         assert_eq!(known.to_parts(), looked_up.to_parts());
+    }
+
+    #[test]
+    fn ids_pushed_under_their_looked_up_key_are_indexed_as_looked_up_ones() {
+        let entries = entries(TAIL + 500);
+        let looked_up = LeanIndex::from_entries(&entries).unwrap();
+        let mut keyed = LeanIndex::from_entries(&[]).unwrap();
+        for entry in &entries {
+            let key = key_of(&entry.event_id);
+            assert_eq!(keyed.find_keyed(&entry.event_id, &key), None);
+            assert_eq!(keyed.push_looked_up(entry, &key), Some(true));
+            assert_eq!(keyed.find(&entry.event_id).as_ref(), Some(entry));
+        }
+        assert_eq!(keyed.to_parts(), looked_up.to_parts());
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 use valp_kernel::canonical::{decode_canonical, digest_text, is_digest};
-use valp_kernel::json::write::canonical_bytes;
+use valp_kernel::json::write::{canonical_bytes, write_object};
 use valp_kernel::json::{Number, Value};
 use valp_store::journal::LineBinding;
 
@@ -218,8 +218,11 @@ pub fn set_aside_beyond(
 
 /// `fold_digest` of the object `members` (without it).
 fn signed(members: &Members) -> Result<String, String> {
-    let unsigned = canonical_bytes(&Value::Object(members.clone()))
-        .map_err(|error| format!("not canonical JSON: {error}"))?;
+    // Written from the members as they are (a verify checks a file of ~1 MB: no copy of its
+    // tree to wrap it in a value).
+    let mut unsigned = Vec::new();
+    write_object(&mut unsigned, members).map_err(|error| format!("not canonical JSON: {error}"))?;
+    unsigned.push(b'\n');
     Ok(digest_text(&Sha256::digest(&unsigned).into()))
 }
 

@@ -3,7 +3,6 @@
 //! when it holds them. Reading back gives a run and an empty tail, and copies the digests (or,
 //! read back without them, leaves them to a [`Recall`]); nothing is re-hashed.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{CHUNK, Digests, KEY_LEN, Key, LeanIndex, Recall, Slot};
@@ -58,12 +57,7 @@ impl LeanIndex {
                     .collect::<Vec<_>>()
             })
             .collect();
-        Ok(Self {
-            run,
-            tail: BTreeMap::new(),
-            digests: Digests::Held(chunks),
-            len,
-        })
+        Ok(Self::of_run(run, Digests::Held(chunks), len))
     }
 
     /// The index of `len` events [`LeanIndex::to_parts`] wrote, read back without its digests
@@ -77,12 +71,11 @@ impl LeanIndex {
         if !parts.digests.is_empty() {
             return Err(PartsError::Index("a recalling index holds no digests"));
         }
-        Ok(Self {
-            run: run_of(&parts.keys, len)?,
-            tail: BTreeMap::new(),
-            digests: Digests::Recalled(recall),
+        Ok(Self::of_run(
+            run_of(&parts.keys, len)?,
+            Digests::Recalled(recall),
             len,
-        })
+        ))
     }
 }
 

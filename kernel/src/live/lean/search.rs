@@ -52,7 +52,7 @@ pub(super) fn position_in(run: &[Slot], key: &Key) -> Option<u32> {
 }
 
 /// A key's first 8 bytes, big-endian (the order of the keys' bytes).
-fn prefix(key: &Key) -> u64 {
+pub(super) fn prefix(key: &Key) -> u64 {
     let mut bytes = [0; 8];
     bytes.copy_from_slice(&key[..8]);
     u64::from_be_bytes(bytes)
