@@ -1,11 +1,24 @@
 //! Pipelined bulk append to a task journal ([`Journal::append_pipelined`]): the calling thread
-//! runs the guard and the kernel over batch K+1 while a writer thread encodes batch K's lines
-//! (and their entry digests), writes them with one `write`, `fdatasync`s them, rewrites the head
-//! and, when one was due at K's end, writes the snapshot of the State there (taken by the
-//! calling thread before it went on). Each batch's answers are handed to the caller only after
-//! the writer reported that batch durable, so the acknowledgement is exactly that of
-//! [`Journal::append_batch`], batch by batch. At most two batches are in flight: the one the
-//! writer holds and the one being judged.
+//! runs the guard and the kernel over batch K+1 while a writer thread computes batch K's owed
+//! digests, encodes its lines (and their entry digests), writes them with one `write`,
+//! `fdatasync`s them, rewrites the head and, when one was due at K's end, writes the snapshot of
+//! the State there (taken by the calling thread before it went on). Each batch's answers are
+//! handed to the caller only after the writer reported that batch durable, so the
+//! acknowledgement is exactly that of [`Journal::append_batch`], batch by batch. At most two
+//! batches are in flight: the one the writer holds and the one being judged.
+//!
+//! **Owed digests.** The calling thread applies with [`LiveState::apply_owing`]: the verdicts are
+//! the kernel's, but the two SHA-256 passes over the State body per accepted entry (its result
+//! digest and the next State digest, a chain from one entry to the next) are left to the
+//! writer's [`DigestRun`], which puts each result digest into its entry's record before the line
+//! is encoded. The writer reports a batch's result digests with its acknowledgement and the
+//! calling thread pays them into its State ([`LiveState::pay_results`]); a snapshot taken while
+//! digests are owed is paid by the writer before it is written, and at the end the State takes
+//! the writer's history hash ([`LiveState::pay_history`]), so the journal, head, snapshots and
+//! State are byte for byte those of `append_batch`. A duplicate (or idempotency conflict) of an
+//! entry whose digest is still owed ([`Owing::Unsettled`], rare: `valp demo`'s walk makes none)
+//! waits for the batches in flight, computes the current batch's owed digests itself and is
+//! applied again.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -13,7 +26,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
 use valp_kernel::Evidence;
-use valp_kernel::live::LiveState;
+use valp_kernel::live::{DigestCheck, DigestRun, LiveState, Owing, Verdict};
 use valp_kernel::replay::CompactEntry;
 
 use crate::clock::Timestamp;
@@ -29,24 +42,40 @@ use crate::snapshot_open::{self, Pending};
 /// A proposal given away to [`Journal::append_pipelined`]: the event and its EvidenceSet.
 pub type Proposal = (valp_kernel::Event, Vec<Evidence>);
 
-/// One batch handed to the writer: the accepted entries (with the time each was accepted),
-/// every proposal's answer in order, and the snapshot due at its end.
+/// A batch's buffers, handed back and forth to be reused (a batch's entries take a few hundred
+/// kilobytes: allocated afresh each time, their pages would be zeroed by the operating system
+/// again and again).
+#[derive(Default)]
+struct Buffers {
+    /// The accepted entries (with the time each was accepted), their result digests owed.
+    entries: Vec<(Timestamp, CompactEntry)>,
+    /// What each entry's owed digests need, in order (at least as many as `entries`; the
+    /// checks after them are spare).
+    checks: Vec<DigestCheck>,
+    /// The entries' result digests, raw, once the writer computed them.
+    results: Vec<[u8; 32]>,
+}
+
+/// One batch handed to the writer: its entries, every proposal's answer in order (`None` for
+/// an accepted one: the writer answers it once its result digest is known), and the snapshot
+/// due at its end.
 struct Job {
     /// The seq of the first entry (the writer checks it continues its tip).
     first_seq: u64,
-    entries: Vec<(Timestamp, CompactEntry)>,
-    answers: Vec<Appended>,
+    buffers: Buffers,
+    answers: Vec<Option<Appended>>,
     snapshot: Option<Pending>,
 }
 
 /// The writer's report on a job once its entries are durable: the answers, whether a snapshot
-/// due with it was not written, and the emptied entries' buffer for a later job (a batch's
-/// entries take a few hundred kilobytes: allocated afresh each time, their pages would be
-/// zeroed by the operating system again and again).
+/// due with it was not written, the entries' result digests (from history position `first`),
+/// where its digest run got to, and the buffers for a later job.
 struct Done {
     answers: Vec<Appended>,
     snapshot_missed: bool,
-    entries: Vec<(Timestamp, CompactEntry)>,
+    first: usize,
+    run: DigestRun,
+    buffers: Buffers,
 }
 
 /// The writer's report on a job, or why its entries may not be durable.
@@ -63,6 +92,11 @@ struct Writer {
     tip: Tip,
     /// The lines' buffer, kept from batch to batch.
     lines: Vec<u8>,
+    /// The owed digests computed so far: the State after the last entry encoded.
+    run: DigestRun,
+    /// The history position of the previous job's first entry and its entries' result digests
+    /// (still owed in a snapshot taken at the end of the job after it).
+    previous: (usize, Vec<[u8; 32]>),
     /// Set when a write failed: the handle is to be poisoned and the file dropped.
     failed: bool,
 }
@@ -71,15 +105,22 @@ impl Writer {
     /// Writes each job as it comes and reports it; stops at the first failure.
     fn run(mut self, jobs: Receiver<Job>, acks: &Sender<Ack>) -> Self {
         for mut job in jobs {
-            let written = self.write(job.first_seq, &job.entries);
+            let first = self.run.history_len();
+            let written = self.write(job.first_seq, &mut job.buffers);
             self.failed = written.is_err();
-            job.entries.clear();
-            let done = written.map(|()| Done {
-                answers: job.answers,
-                snapshot_missed: job
+            let done = written.map(|()| {
+                let snapshot_missed = job
                     .snapshot
-                    .is_some_and(|pending| !self.write_snapshot(pending)),
-                entries: job.entries,
+                    .is_some_and(|pending| !self.write_snapshot(pending, first, &job.buffers));
+                self.previous.0 = first;
+                self.previous.1.clone_from(&job.buffers.results);
+                Done {
+                    answers: answers(job.answers, job.first_seq, &job.buffers.entries),
+                    snapshot_missed,
+                    first,
+                    run: self.run.clone(),
+                    buffers: job.buffers,
+                }
             });
             if acks.send(done).is_err() || self.failed {
                 break;
@@ -88,13 +129,11 @@ impl Writer {
         self
     }
 
-    /// Encodes the entries after the tip, writes and syncs them, and rewrites the head.
-    fn write(
-        &mut self,
-        first_seq: u64,
-        entries: &[(Timestamp, CompactEntry)],
-    ) -> Result<(), StoreError> {
-        if entries.is_empty() {
+    /// Computes the entries' owed digests, encodes them after the tip, writes and syncs them,
+    /// and rewrites the head.
+    fn write(&mut self, first_seq: u64, buffers: &mut Buffers) -> Result<(), StoreError> {
+        buffers.results.clear();
+        if buffers.entries.is_empty() {
             return Ok(());
         }
         if first_seq != self.tip.next_seq {
@@ -105,7 +144,12 @@ impl Writer {
             )));
         }
         let mut batch = Batch::reusing(self.tip.clone(), std::mem::take(&mut self.lines));
-        for (recorded_at, entry) in entries {
+        for ((recorded_at, entry), check) in buffers.entries.iter_mut().zip(&buffers.checks) {
+            let result = self
+                .run
+                .run(check, &entry.event.event_id, &mut entry.result)
+                .ok_or_else(|| out_of_order(&self.path))?;
+            buffers.results.push(result);
             batch.push(*recorded_at, entry);
         }
         batch.write_synced(
@@ -119,13 +163,19 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes a snapshot taken at the last durable line if the head names that line (a
-    /// snapshot is never ahead of the head); whether it was written. A failed write is a
-    /// warning, as after any append.
-    fn write_snapshot(&mut self, pending: Pending) -> bool {
+    /// Pays the digests a snapshot taken at the last durable line owed (the job's, whose
+    /// first entry is at history position `first`, and the previous job's: the calling thread
+    /// had paid every earlier one) and writes it if the head names that line (a snapshot is
+    /// never ahead of the head); whether it was written. A failed write is a warning, as after
+    /// any append.
+    fn write_snapshot(&mut self, mut pending: Pending, first: usize, job: &Buffers) -> bool {
         let seq = pending.seq();
         let anchored = self.anchor.head().is_some_and(|head| head.seq >= seq);
-        if !anchored || seq + 1 != self.tip.next_seq {
+        let parts = pending.parts_mut();
+        let (previous_first, previous) = &self.previous;
+        let paid = parts.pay(&self.run, *previous_first, previous)
+            && parts.pay(&self.run, first, &job.results);
+        if !anchored || !paid || seq + 1 != self.tip.next_seq {
             return false;
         }
         match pending.write(&self.tip.digest, self.tip.offset) {
@@ -138,6 +188,71 @@ impl Writer {
                 false
             }
         }
+    }
+}
+
+/// A job's answers, each accepted one (`None`, in order) answered with its entry (numbered from
+/// `first_seq`), whose result digest is now known.
+fn answers(
+    answers: Vec<Option<Appended>>,
+    first_seq: u64,
+    entries: &[(Timestamp, CompactEntry)],
+) -> Vec<Appended> {
+    let mut accepted = (first_seq..).zip(entries);
+    answers
+        .into_iter()
+        .filter_map(|answer| {
+            answer.or_else(|| {
+                accepted.next().map(|(seq, (_, entry))| Appended::Accepted {
+                    seq,
+                    record: entry.result.clone(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The error when owed digests are given to a run out of order (a bug, never the input's).
+fn out_of_order(path: &std::path::Path) -> StoreError {
+    StoreError::Invalid(format!(
+        "{}: a pipelined append's owed digests came out of order",
+        path.display()
+    ))
+}
+
+/// The calling thread's end of the pipeline.
+struct Pipe<'p> {
+    jobs: &'p SyncSender<Job>,
+    acks: &'p Receiver<Ack>,
+    acknowledge: &'p mut dyn FnMut(Vec<Appended>),
+    /// Jobs sent and not yet reported.
+    in_flight: usize,
+    /// Where the writer's digest run got to at its last report (the start before any).
+    run: DigestRun,
+    /// Buffers the writer handed back.
+    spare: Buffers,
+}
+
+impl Pipe<'_> {
+    /// Waits for the writer's reports until at most `keep` jobs are in flight: pays each
+    /// batch's result digests into the State and acknowledges its answers.
+    fn drain(&mut self, journal: &mut Journal<LiveState>, keep: usize) -> Result<(), StoreError> {
+        while self.in_flight > keep {
+            let done = match self.acks.recv() {
+                Ok(Ok(done)) => done,
+                Ok(Err(error)) => return Err(error),
+                Err(_) => return Err(journal.writer_stopped()),
+            };
+            self.in_flight -= 1;
+            journal.snapshots.rebuild |= done.snapshot_missed;
+            journal.live.pay_results(done.first, &done.buffers.results);
+            self.run = done.run;
+            self.spare = done.buffers;
+            if !done.answers.is_empty() {
+                (self.acknowledge)(done.answers);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -181,13 +296,14 @@ impl Journal<LiveState> {
     }
 
     /// Runs the writer thread beside [`Journal::drive`], then takes back from it the file,
-    /// head, warnings and durable tip.
+    /// head, warnings and durable tip, and pays the State its history hash.
     fn run_pipeline(
         &mut self,
         proposals: impl Iterator<Item = Proposal>,
         batch: usize,
         acknowledge: &mut impl FnMut(Vec<Appended>),
     ) -> Result<(), StoreError> {
+        let run = self.live.digest_run();
         let writer = Writer {
             storage: Arc::clone(&self.storage),
             path: self.path.clone(),
@@ -196,13 +312,23 @@ impl Journal<LiveState> {
             warnings: std::mem::take(&mut self.warnings),
             tip: self.tip.clone(),
             lines: Vec::new(),
+            run: run.clone(),
+            previous: (0, Vec::new()),
             failed: false,
         };
         let (jobs, inbox) = sync_channel::<Job>(1);
         let (report, acks) = channel();
         let (driven, writer) = std::thread::scope(|scope| {
             let worker = scope.spawn(move || writer.run(inbox, &report));
-            let driven = self.drive(proposals, batch, &jobs, &acks, acknowledge);
+            let mut pipe = Pipe {
+                jobs: &jobs,
+                acks: &acks,
+                acknowledge,
+                in_flight: 0,
+                run,
+                spare: Buffers::default(),
+            };
+            let driven = self.drive(proposals, batch, &mut pipe);
             // No more jobs: the writer ends once it has written what it holds.
             drop(jobs);
             (driven, worker.join())
@@ -215,11 +341,17 @@ impl Journal<LiveState> {
         self.anchor = writer.anchor;
         self.warnings = writer.warnings;
         self.tip = writer.tip;
-        if !writer.failed {
+        // Every job was reported (its result digests paid): the State owes only its history
+        // hash, the writer's after the last entry.
+        if !writer.failed && self.live.pay_history(&writer.run) {
             self.appender = Some(writer.file);
             return driven;
         }
-        let error = driven.err().unwrap_or_else(|| self.writer_stopped());
+        let error = match driven {
+            Err(error) => error,
+            Ok(()) if writer.failed => self.writer_stopped(),
+            Ok(()) => out_of_order(&self.path),
+        };
         self.poisoned = Some(error.to_string());
         Err(error)
     }
@@ -231,45 +363,23 @@ impl Journal<LiveState> {
         &mut self,
         proposals: impl Iterator<Item = Proposal>,
         batch: usize,
-        jobs: &SyncSender<Job>,
-        acks: &Receiver<Ack>,
-        acknowledge: &mut impl FnMut(Vec<Appended>),
+        pipe: &mut Pipe<'_>,
     ) -> Result<(), StoreError> {
         let mut proposals = proposals.peekable();
         let mut next_seq = self.tip.next_seq;
-        let mut in_flight = 0_usize;
-        let mut spare = Vec::new();
         loop {
-            let (mut job, refusal) = self.judge_batch(
-                &mut proposals,
-                batch,
-                &mut next_seq,
-                std::mem::take(&mut spare),
-            );
+            let (mut job, refusal) = self.judge_batch(&mut proposals, batch, &mut next_seq, pipe);
             let last = refusal.is_some() || proposals.peek().is_none();
             if !last {
                 // The last batch's is left to `settled`, once everything is durable.
                 job.snapshot = snapshot_open::take_due(self, next_seq - 1);
             }
             // A failed send means the writer stopped after a failure, which it reports.
-            if jobs.send(job).is_ok() {
-                in_flight += 1;
+            if pipe.jobs.send(job).is_ok() {
+                pipe.in_flight += 1;
             }
             // Keep one batch in the writer's hands while judging the next; at the end, none.
-            while in_flight > usize::from(!last) {
-                match acks.recv() {
-                    Ok(Ok(done)) => {
-                        self.snapshots.rebuild |= done.snapshot_missed;
-                        spare = done.entries;
-                        if !done.answers.is_empty() {
-                            acknowledge(done.answers);
-                        }
-                    }
-                    Ok(Err(error)) => return Err(error),
-                    Err(_) => return Err(self.writer_stopped()),
-                }
-                in_flight -= 1;
-            }
+            pipe.drain(self, usize::from(!last))?;
             if let Some(refusal) = refusal {
                 return Err(refusal);
             }
@@ -280,42 +390,88 @@ impl Journal<LiveState> {
     }
 
     /// Judges up to `batch` proposals, numbering the accepted ones from `next_seq` and
-    /// collecting them in `entries` (an empty buffer, reused); stops at a refusal by the
-    /// store's rules (returned beside what was judged before it).
+    /// collecting them in the pipe's spare buffers; stops at a refusal by the store's rules
+    /// (returned beside what was judged before it).
     fn judge_batch(
         &mut self,
         proposals: &mut impl Iterator<Item = Proposal>,
         batch: usize,
         next_seq: &mut u64,
-        mut entries: Vec<(Timestamp, CompactEntry)>,
+        pipe: &mut Pipe<'_>,
     ) -> (Job, Option<StoreError>) {
-        entries.reserve(batch);
+        let mut buffers = std::mem::take(&mut pipe.spare);
+        buffers.entries.clear();
+        buffers.entries.reserve(batch);
         let mut job = Job {
             first_seq: *next_seq,
-            entries,
+            buffers,
             answers: Vec::with_capacity(batch),
             snapshot: None,
         };
         for (event, evidence_set) in proposals.take(batch) {
-            match self.judge(&event, &evidence_set, *next_seq) {
-                Ok(Judged::Accepted { seq, record }) => {
-                    job.answers.push(Appended::Accepted {
-                        seq,
-                        record: record.clone(),
-                    });
+            let judged = self.judge_with(&event, &evidence_set, *next_seq, |journal| {
+                journal.apply_owing(&event, &evidence_set, &mut job.buffers, pipe)
+            });
+            match judged {
+                Ok(Judged::Accepted { record, .. }) => {
                     let entry = CompactEntry {
                         event,
                         evidence_set,
                         result: record,
                     };
-                    job.entries.push((self.clock.now(), entry));
+                    job.buffers.entries.push((self.clock.now(), entry));
+                    job.answers.push(None);
                     *next_seq += 1;
                 }
-                Ok(Judged::Answered(answer)) => job.answers.push(answer),
+                Ok(Judged::Answered(answer)) => job.answers.push(Some(answer)),
                 Err(refusal) => return (job, Some(refusal)),
             }
         }
         (job, None)
+    }
+
+    /// Applies a proposal leaving its digests owed (the check after the batch's entries). When
+    /// its verdict needs a digest still owed, pays everything owed first: waits for the batches
+    /// in flight, computes the owed digests of this batch's entries (`batch`) from where the
+    /// writer's run got to, and applies it again.
+    fn apply_owing(
+        &mut self,
+        event: &valp_kernel::Event,
+        evidence_set: &[Evidence],
+        batch: &mut Buffers,
+        pipe: &mut Pipe<'_>,
+    ) -> Result<Verdict, StoreError> {
+        let at = batch.entries.len();
+        if batch.checks.len() == at {
+            batch.checks.push(DigestCheck::default());
+        }
+        if let Owing::Judged(verdict) =
+            self.live
+                .apply_owing(event, evidence_set, &mut batch.checks[at])
+        {
+            return Ok(verdict);
+        }
+        pipe.drain(self, 0)?;
+        let mut run = pipe.run.clone();
+        let first = run.history_len();
+        let mut results = Vec::with_capacity(at);
+        for ((_, entry), check) in batch.entries.iter_mut().zip(&batch.checks) {
+            let result = run
+                .run(check, &entry.event.event_id, &mut entry.result)
+                .ok_or_else(|| out_of_order(&self.path))?;
+            results.push(result);
+        }
+        self.live.pay_results(first, &results);
+        if !self.live.pay_history(&run) {
+            return Err(out_of_order(&self.path));
+        }
+        match self
+            .live
+            .apply_owing(event, evidence_set, &mut batch.checks[at])
+        {
+            Owing::Judged(verdict) => Ok(verdict),
+            Owing::Unsettled => Err(out_of_order(&self.path)),
+        }
     }
 
     /// The error when the writer thread ended without reporting why.
