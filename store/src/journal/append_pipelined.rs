@@ -1,27 +1,28 @@
 //! Pipelined bulk append to a task journal ([`Journal::append_pipelined`]): the calling thread
-//! runs the guard and the kernel over batch K+1 while a writer thread computes batch K's owed
-//! digests, encodes its lines (and their entry digests), writes them with one `write`,
-//! `fdatasync`s them, rewrites the head and, when one was due at K's end, writes the snapshot of
-//! the State there (taken by the calling thread before it went on). Each batch's answers are
-//! handed to the caller only after the writer reported that batch durable, so the
-//! acknowledgement is exactly that of [`Journal::append_batch`], batch by batch. At most two
-//! batches are in flight: the one the writer holds and the one being judged.
+//! runs the guard and the kernel over batch K+1 while a digest thread computes batch K's owed
+//! digests and a writer thread encodes its lines (and their entry digests) as they come, in
+//! chunks, then writes them with one `write`, `fdatasync`s them, rewrites the head and, when
+//! one was due at K's end, writes the snapshot of the State there (taken by the calling thread
+//! before it went on). Each batch's answers are handed to the caller only after the writer
+//! reported that batch durable, so the acknowledgement is exactly that of
+//! [`Journal::append_batch`], batch by batch. At most two batches are in flight: the one the
+//! digest and writer threads hold and the one being judged.
 //!
 //! **Owed digests.** The calling thread applies with [`LiveState::apply_owing`]: the verdicts are
 //! the kernel's, but the two SHA-256 passes over the State body per accepted entry (its result
-//! digest and the next State digest, a chain from one entry to the next) are left to the
-//! writer's [`DigestRun`], which puts each result digest into its entry's record before the line
-//! is encoded. The writer reports a batch's result digests with its acknowledgement and the
-//! calling thread pays them into its State ([`LiveState::pay_results`]); a snapshot taken while
-//! digests are owed is paid by the writer before it is written, and at the end the State takes
-//! the writer's history hash ([`LiveState::pay_history`]), so the journal, head, snapshots and
-//! State are byte for byte those of `append_batch`. A duplicate (or idempotency conflict) of an
-//! entry whose digest is still owed ([`Owing::Unsettled`], rare: `valp demo`'s walk makes none)
-//! waits for the batches in flight, computes the current batch's owed digests itself and is
-//! applied again.
+//! digest and the next State digest, a chain from one entry to the next, ~60 % of the kernel's
+//! work at 20 work items) are left to the digest thread's [`DigestRun`], which puts each result
+//! digest into its entry's record before the writer encodes the line. The writer reports a
+//! batch's result digests with its acknowledgement and the calling thread pays them into its
+//! State ([`LiveState::pay_results`]); a snapshot taken while digests are owed is paid by the
+//! digest thread before it goes to the writer, and at the end the State takes the run's history
+//! hash ([`LiveState::pay_history`]), so the journal, head, snapshots and State are byte for
+//! byte those of `append_batch`. A duplicate (or idempotency conflict) of an entry whose digest
+//! is still owed ([`Owing::Unsettled`], rare: `valp demo`'s walk makes none) waits for the
+//! batches in flight, computes the current batch's owed digests itself and is applied again.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
@@ -42,44 +43,147 @@ use crate::snapshot_open::{self, Pending};
 /// A proposal given away to [`Journal::append_pipelined`]: the event and its EvidenceSet.
 pub type Proposal = (valp_kernel::Event, Vec<Evidence>);
 
-/// A batch's buffers, handed back and forth to be reused (a batch's entries take a few hundred
-/// kilobytes: allocated afresh each time, their pages would be zeroed by the operating system
-/// again and again).
+/// Accepted entries per chunk: the digest thread hands a batch's entries to the writer a chunk
+/// at a time, so that the writer encodes them while the digests of the next are computed.
+const CHUNK: usize = 64;
+
+/// Up to [`CHUNK`] accepted entries of a batch, in order, and their buffers (reused from batch
+/// to batch: a batch's entries take a few hundred kilobytes, and allocated afresh each time
+/// their pages would be zeroed by the operating system again and again).
 #[derive(Default)]
-struct Buffers {
-    /// The accepted entries (with the time each was accepted), their result digests owed.
+struct Chunk {
+    /// The entries (with the time each was accepted), their result digests owed until the
+    /// digest thread has run them.
     entries: Vec<(Timestamp, CompactEntry)>,
     /// What each entry's owed digests need, in order (at least as many as `entries`; the
     /// checks after them are spare).
     checks: Vec<DigestCheck>,
-    /// The entries' result digests, raw, once the writer computed them.
+    /// The entries' result digests, raw, once computed.
     results: Vec<[u8; 32]>,
 }
 
-/// One batch handed to the writer: its entries, every proposal's answer in order (`None` for
-/// an accepted one: the writer answers it once its result digest is known), and the snapshot
-/// due at its end.
+/// One batch, judged: its chunks of accepted entries, every proposal's answer in order (`None`
+/// for an accepted one: the writer answers it once its result digest is known), and the
+/// snapshot due at its end.
 struct Job {
     /// The seq of the first entry (the writer checks it continues its tip).
     first_seq: u64,
-    buffers: Buffers,
+    chunks: Vec<Chunk>,
     answers: Vec<Option<Appended>>,
     snapshot: Option<Pending>,
 }
 
-/// The writer's report on a job once its entries are durable: the answers, whether a snapshot
-/// due with it was not written, the entries' result digests (from history position `first`),
-/// where its digest run got to, and the buffers for a later job.
+/// What the digest thread hands the writer: a batch's chunks one by one, then its end.
+enum Piece {
+    Chunk(Chunk),
+    End(End),
+}
+
+/// The end of a batch for the writer, once every digest of it is computed.
+struct End {
+    first_seq: u64,
+    answers: Vec<Option<Appended>>,
+    /// The snapshot due at its end, its owed digests paid.
+    snapshot: Option<Pending>,
+    /// Whether a snapshot was due but could not be paid (never written then).
+    snapshot_unpaid: bool,
+    /// The history position of the batch's first entry.
+    first: usize,
+    /// Where the digest run got to after the batch.
+    run: DigestRun,
+}
+
+/// The writer's report on a batch once its entries are durable: the answers, whether a snapshot
+/// due with it was not written, the entries' result digests (from history position `first`, in
+/// the chunks), where the digest run got to, and the chunks' buffers for a later batch.
 struct Done {
     answers: Vec<Appended>,
     snapshot_missed: bool,
     first: usize,
     run: DigestRun,
-    buffers: Buffers,
+    chunks: Vec<Chunk>,
 }
 
-/// The writer's report on a job, or why its entries may not be durable.
+/// The writer's report on a batch, or why its entries may not be durable.
 type Ack = Result<Done, StoreError>;
+
+/// The digest thread: computes the owed digests of each batch's chunks in order, hands each
+/// chunk on as soon as it is done, and pays the snapshot due at a batch's end.
+struct Digester {
+    run: DigestRun,
+    /// The history position of the current batch's first entry and its result digests so far.
+    current: (usize, Vec<[u8; 32]>),
+    /// The same for the batch before (still owed in a snapshot taken at the current one's end:
+    /// the calling thread had paid every earlier one).
+    previous: (usize, Vec<[u8; 32]>),
+}
+
+impl Digester {
+    /// Runs each job as it comes; stops at the first failure (reported on `acks`) or when the
+    /// writer stopped.
+    fn run(
+        mut self,
+        jobs: Receiver<Job>,
+        pieces: &SyncSender<Piece>,
+        acks: &Sender<Ack>,
+        path: &Path,
+    ) {
+        for job in jobs {
+            let first = self.run.history_len();
+            self.current.0 = first;
+            self.current.1.clear();
+            for mut chunk in job.chunks {
+                if !self.digest(&mut chunk) {
+                    // A bug, never the input's: the run's order was lost.
+                    let _ = acks.send(Err(out_of_order(path)));
+                    return;
+                }
+                if pieces.send(Piece::Chunk(chunk)).is_err() {
+                    return;
+                }
+            }
+            let mut snapshot = job.snapshot;
+            let snapshot_unpaid = snapshot.as_mut().is_some_and(|pending| !self.pay(pending));
+            let end = End {
+                first_seq: job.first_seq,
+                answers: job.answers,
+                snapshot: snapshot.filter(|_| !snapshot_unpaid),
+                snapshot_unpaid,
+                first,
+                run: self.run.clone(),
+            };
+            if pieces.send(Piece::End(end)).is_err() {
+                return;
+            }
+            std::mem::swap(&mut self.previous, &mut self.current);
+        }
+    }
+
+    /// Computes the owed digests of a chunk's entries, writing each result digest into its
+    /// record; `false` when the run refused one (out of order).
+    fn digest(&mut self, chunk: &mut Chunk) -> bool {
+        chunk.results.clear();
+        for ((_, entry), check) in chunk.entries.iter_mut().zip(&chunk.checks) {
+            let Some(result) = self
+                .run
+                .run(check, &entry.event.event_id, &mut entry.result)
+            else {
+                return false;
+            };
+            chunk.results.push(result);
+        }
+        self.current.1.extend_from_slice(&chunk.results);
+        true
+    }
+
+    /// Pays the digests a snapshot taken at the current batch's end owed; whether it could.
+    fn pay(&self, pending: &mut Pending) -> bool {
+        let parts = pending.parts_mut();
+        let (previous_first, previous) = &self.previous;
+        let (first, current) = &self.current;
+        parts.pay(&self.run, *previous_first, previous) && parts.pay(&self.run, *first, current)
+    }
+}
 
 /// The writer thread's share of the handle for one pipelined append; handed back at the end.
 struct Writer {
@@ -92,48 +196,54 @@ struct Writer {
     tip: Tip,
     /// The lines' buffer, kept from batch to batch.
     lines: Vec<u8>,
-    /// The owed digests computed so far: the State after the last entry encoded.
-    run: DigestRun,
-    /// The history position of the previous job's first entry and its entries' result digests
-    /// (still owed in a snapshot taken at the end of the job after it).
-    previous: (usize, Vec<[u8; 32]>),
     /// Set when a write failed: the handle is to be poisoned and the file dropped.
     failed: bool,
 }
 
 impl Writer {
-    /// Writes each job as it comes and reports it; stops at the first failure.
-    fn run(mut self, jobs: Receiver<Job>, acks: &Sender<Ack>) -> Self {
-        for mut job in jobs {
-            let first = self.run.history_len();
-            let written = self.write(job.first_seq, &mut job.buffers);
+    /// Encodes each batch's chunks as they come, writes and reports each batch at its end;
+    /// stops at the first failure.
+    fn run(mut self, pieces: Receiver<Piece>, acks: &Sender<Ack>) -> Self {
+        let mut batch = Batch::reusing(self.tip.clone(), std::mem::take(&mut self.lines));
+        let mut chunks = Vec::new();
+        for piece in pieces {
+            let end = match piece {
+                Piece::Chunk(chunk) => {
+                    for (recorded_at, entry) in &chunk.entries {
+                        batch.push(*recorded_at, entry);
+                    }
+                    chunks.push(chunk);
+                    continue;
+                }
+                Piece::End(end) => end,
+            };
+            let written = self.write(batch, end.first_seq);
             self.failed = written.is_err();
             let done = written.map(|()| {
-                let snapshot_missed = job
-                    .snapshot
-                    .is_some_and(|pending| !self.write_snapshot(pending, first, &job.buffers));
-                self.previous.0 = first;
-                self.previous.1.clone_from(&job.buffers.results);
+                let snapshot_missed = end.snapshot_unpaid
+                    || end
+                        .snapshot
+                        .is_some_and(|pending| !self.write_snapshot(pending));
                 Done {
-                    answers: answers(job.answers, job.first_seq, &job.buffers.entries),
+                    answers: answers(end.answers, end.first_seq, &chunks),
                     snapshot_missed,
-                    first,
-                    run: self.run.clone(),
-                    buffers: job.buffers,
+                    first: end.first,
+                    run: end.run,
+                    chunks: std::mem::take(&mut chunks),
                 }
             });
             if acks.send(done).is_err() || self.failed {
                 break;
             }
+            batch = Batch::reusing(self.tip.clone(), std::mem::take(&mut self.lines));
         }
         self
     }
 
-    /// Computes the entries' owed digests, encodes them after the tip, writes and syncs them,
-    /// and rewrites the head.
-    fn write(&mut self, first_seq: u64, buffers: &mut Buffers) -> Result<(), StoreError> {
-        buffers.results.clear();
-        if buffers.entries.is_empty() {
+    /// Writes and syncs a batch's lines (encoded after the tip) and rewrites the head.
+    fn write(&mut self, batch: Batch, first_seq: u64) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            (_, self.lines) = batch.into_buffer();
             return Ok(());
         }
         if first_seq != self.tip.next_seq {
@@ -142,15 +252,6 @@ impl Writer {
                 self.path.display(),
                 self.tip.next_seq - 1
             )));
-        }
-        let mut batch = Batch::reusing(self.tip.clone(), std::mem::take(&mut self.lines));
-        for ((recorded_at, entry), check) in buffers.entries.iter_mut().zip(&buffers.checks) {
-            let result = self
-                .run
-                .run(check, &entry.event.event_id, &mut entry.result)
-                .ok_or_else(|| out_of_order(&self.path))?;
-            buffers.results.push(result);
-            batch.push(*recorded_at, entry);
         }
         batch.write_synced(
             self.storage.as_ref(),
@@ -163,19 +264,13 @@ impl Writer {
         Ok(())
     }
 
-    /// Pays the digests a snapshot taken at the last durable line owed (the job's, whose
-    /// first entry is at history position `first`, and the previous job's: the calling thread
-    /// had paid every earlier one) and writes it if the head names that line (a snapshot is
-    /// never ahead of the head); whether it was written. A failed write is a warning, as after
-    /// any append.
-    fn write_snapshot(&mut self, mut pending: Pending, first: usize, job: &Buffers) -> bool {
+    /// Writes a snapshot taken at the last durable line if the head names that line (a
+    /// snapshot is never ahead of the head); whether it was written. A failed write is a
+    /// warning, as after any append.
+    fn write_snapshot(&mut self, pending: Pending) -> bool {
         let seq = pending.seq();
         let anchored = self.anchor.head().is_some_and(|head| head.seq >= seq);
-        let parts = pending.parts_mut();
-        let (previous_first, previous) = &self.previous;
-        let paid = parts.pay(&self.run, *previous_first, previous)
-            && parts.pay(&self.run, first, &job.results);
-        if !anchored || !paid || seq + 1 != self.tip.next_seq {
+        if !anchored || seq + 1 != self.tip.next_seq {
             return false;
         }
         match pending.write(&self.tip.digest, self.tip.offset) {
@@ -191,13 +286,10 @@ impl Writer {
     }
 }
 
-/// A job's answers, each accepted one (`None`, in order) answered with its entry (numbered from
-/// `first_seq`), whose result digest is now known.
-fn answers(
-    answers: Vec<Option<Appended>>,
-    first_seq: u64,
-    entries: &[(Timestamp, CompactEntry)],
-) -> Vec<Appended> {
+/// A batch's answers, each accepted one (`None`, in order) answered with its entry (numbered
+/// from `first_seq`), whose result digest is now known.
+fn answers(answers: Vec<Option<Appended>>, first_seq: u64, chunks: &[Chunk]) -> Vec<Appended> {
+    let entries = chunks.iter().flat_map(|chunk| &chunk.entries);
     let mut accepted = (first_seq..).zip(entries);
     answers
         .into_iter()
@@ -213,7 +305,7 @@ fn answers(
 }
 
 /// The error when owed digests are given to a run out of order (a bug, never the input's).
-fn out_of_order(path: &std::path::Path) -> StoreError {
+fn out_of_order(path: &Path) -> StoreError {
     StoreError::Invalid(format!(
         "{}: a pipelined append's owed digests came out of order",
         path.display()
@@ -227,10 +319,10 @@ struct Pipe<'p> {
     acknowledge: &'p mut dyn FnMut(Vec<Appended>),
     /// Jobs sent and not yet reported.
     in_flight: usize,
-    /// Where the writer's digest run got to at its last report (the start before any).
+    /// Where the digest run got to at the writer's last report (the start before any).
     run: DigestRun,
-    /// Buffers the writer handed back.
-    spare: Buffers,
+    /// Chunks the writer handed back.
+    spare: Vec<Chunk>,
 }
 
 impl Pipe<'_> {
@@ -245,14 +337,26 @@ impl Pipe<'_> {
             };
             self.in_flight -= 1;
             journal.snapshots.rebuild |= done.snapshot_missed;
-            journal.live.pay_results(done.first, &done.buffers.results);
+            let mut first = done.first;
+            for chunk in done.chunks {
+                journal.live.pay_results(first, &chunk.results);
+                first += chunk.results.len();
+                self.spare.push(chunk);
+            }
             self.run = done.run;
-            self.spare = done.buffers;
             if !done.answers.is_empty() {
                 (self.acknowledge)(done.answers);
             }
         }
         Ok(())
+    }
+
+    /// An empty chunk, reusing a spare one's buffers.
+    fn chunk(&mut self) -> Chunk {
+        let mut chunk = self.spare.pop().unwrap_or_default();
+        chunk.entries.clear();
+        chunk.entries.reserve(CHUNK);
+        chunk
     }
 }
 
@@ -295,8 +399,8 @@ impl Journal<LiveState> {
         outcome
     }
 
-    /// Runs the writer thread beside [`Journal::drive`], then takes back from it the file,
-    /// head, warnings and durable tip, and pays the State its history hash.
+    /// Runs the digest and writer threads beside [`Journal::drive`], then takes back from the
+    /// writer the file, head, warnings and durable tip, and pays the State its history hash.
     fn run_pipeline(
         &mut self,
         proposals: impl Iterator<Item = Proposal>,
@@ -304,6 +408,11 @@ impl Journal<LiveState> {
         acknowledge: &mut impl FnMut(Vec<Appended>),
     ) -> Result<(), StoreError> {
         let run = self.live.digest_run();
+        let digester = Digester {
+            run: run.clone(),
+            current: (0, Vec::new()),
+            previous: (0, Vec::new()),
+        };
         let writer = Writer {
             storage: Arc::clone(&self.storage),
             path: self.path.clone(),
@@ -312,27 +421,48 @@ impl Journal<LiveState> {
             warnings: std::mem::take(&mut self.warnings),
             tip: self.tip.clone(),
             lines: Vec::new(),
-            run: run.clone(),
-            previous: (0, Vec::new()),
             failed: false,
         };
         let (jobs, inbox) = sync_channel::<Job>(1);
+        let (pieces, chunks_in) = sync_channel::<Piece>(2 * batch.div_ceil(CHUNK));
         let (report, acks) = channel();
-        let (driven, writer) = std::thread::scope(|scope| {
-            let worker = scope.spawn(move || writer.run(inbox, &report));
+        let path = self.path.clone();
+        let threads = std::thread::scope(|scope| {
+            let digest_report = report.clone();
+            let spawn = |name: &str| std::thread::Builder::new().name(name.to_owned());
+            let started = spawn("journal-digest")
+                .spawn_scoped(scope, move || {
+                    digester.run(inbox, &pieces, &digest_report, &path);
+                })
+                .and_then(|_| {
+                    spawn("journal-write")
+                        .spawn_scoped(scope, move || writer.run(chunks_in, &report))
+                });
+            let worker = match started {
+                Ok(worker) => worker,
+                Err(source) => return Err(source),
+            };
             let mut pipe = Pipe {
                 jobs: &jobs,
                 acks: &acks,
                 acknowledge,
                 in_flight: 0,
                 run,
-                spare: Buffers::default(),
+                spare: Vec::new(),
             };
             let driven = self.drive(proposals, batch, &mut pipe);
-            // No more jobs: the writer ends once it has written what it holds.
+            let run = pipe.run;
+            // No more jobs: the threads end once they have written what they hold.
             drop(jobs);
-            (driven, worker.join())
+            Ok((driven, worker.join(), run))
         });
+        let (driven, writer, run) = match threads {
+            Ok(threads) => threads,
+            // Nothing was judged; the file is opened again by the next append.
+            Err(source) => {
+                return Err(StoreError::io(&self.path, "start a writing thread", source));
+            }
+        };
         let Ok(writer) = writer else {
             let error = self.writer_stopped();
             self.poisoned = Some(error.to_string());
@@ -341,9 +471,9 @@ impl Journal<LiveState> {
         self.anchor = writer.anchor;
         self.warnings = writer.warnings;
         self.tip = writer.tip;
-        // Every job was reported (its result digests paid): the State owes only its history
-        // hash, the writer's after the last entry.
-        if !writer.failed && self.live.pay_history(&writer.run) {
+        // Every job was reported (its result digests paid), also before a refusal: the State
+        // owes only its history hash, the run's after the last entry.
+        if !writer.failed && self.live.pay_history(&run) {
             self.appender = Some(writer.file);
             return driven;
         }
@@ -390,8 +520,8 @@ impl Journal<LiveState> {
     }
 
     /// Judges up to `batch` proposals, numbering the accepted ones from `next_seq` and
-    /// collecting them in the pipe's spare buffers; stops at a refusal by the store's rules
-    /// (returned beside what was judged before it).
+    /// collecting them in chunks (the pipe's spare buffers); stops at a refusal by the store's
+    /// rules (returned beside what was judged before it).
     fn judge_batch(
         &mut self,
         proposals: &mut impl Iterator<Item = Proposal>,
@@ -399,18 +529,22 @@ impl Journal<LiveState> {
         next_seq: &mut u64,
         pipe: &mut Pipe<'_>,
     ) -> (Job, Option<StoreError>) {
-        let mut buffers = std::mem::take(&mut pipe.spare);
-        buffers.entries.clear();
-        buffers.entries.reserve(batch);
         let mut job = Job {
             first_seq: *next_seq,
-            buffers,
+            chunks: vec![pipe.chunk()],
             answers: Vec::with_capacity(batch),
             snapshot: None,
         };
         for (event, evidence_set) in proposals.take(batch) {
+            if job
+                .chunks
+                .last()
+                .is_some_and(|chunk| chunk.entries.len() == CHUNK)
+            {
+                job.chunks.push(pipe.chunk());
+            }
             let judged = self.judge_with(&event, &evidence_set, *next_seq, |journal| {
-                journal.apply_owing(&event, &evidence_set, &mut job.buffers, pipe)
+                journal.apply_owing(&event, &evidence_set, &mut job.chunks, pipe)
             });
             match judged {
                 Ok(Judged::Accepted { record, .. }) => {
@@ -419,7 +553,10 @@ impl Journal<LiveState> {
                         evidence_set,
                         result: record,
                     };
-                    job.buffers.entries.push((self.clock.now(), entry));
+                    let recorded_at = self.clock.now();
+                    if let Some(chunk) = job.chunks.last_mut() {
+                        chunk.entries.push((recorded_at, entry));
+                    }
                     job.answers.push(None);
                     *next_seq += 1;
                 }
@@ -430,44 +567,47 @@ impl Journal<LiveState> {
         (job, None)
     }
 
-    /// Applies a proposal leaving its digests owed (the check after the batch's entries). When
-    /// its verdict needs a digest still owed, pays everything owed first: waits for the batches
-    /// in flight, computes the owed digests of this batch's entries (`batch`) from where the
-    /// writer's run got to, and applies it again.
+    /// Applies a proposal leaving its digests owed (the check after the last chunk's entries).
+    /// When its verdict needs a digest still owed, pays everything owed first: waits for the
+    /// batches in flight, computes the owed digests of this batch's entries (`chunks`) from
+    /// where the digest run got to, and applies it again.
     fn apply_owing(
         &mut self,
         event: &valp_kernel::Event,
         evidence_set: &[Evidence],
-        batch: &mut Buffers,
+        chunks: &mut [Chunk],
         pipe: &mut Pipe<'_>,
     ) -> Result<Verdict, StoreError> {
-        let at = batch.entries.len();
-        if batch.checks.len() == at {
-            batch.checks.push(DigestCheck::default());
+        let Some((chunk, earlier)) = chunks.split_last_mut() else {
+            return Err(out_of_order(&self.path));
+        };
+        let at = chunk.entries.len();
+        if chunk.checks.len() == at {
+            chunk.checks.push(DigestCheck::default());
         }
-        if let Owing::Judged(verdict) =
-            self.live
-                .apply_owing(event, evidence_set, &mut batch.checks[at])
-        {
+        let check = &mut chunk.checks[at];
+        if let Owing::Judged(verdict) = self.live.apply_owing(event, evidence_set, check) {
             return Ok(verdict);
         }
         pipe.drain(self, 0)?;
-        let mut run = pipe.run.clone();
-        let first = run.history_len();
-        let mut results = Vec::with_capacity(at);
-        for ((_, entry), check) in batch.entries.iter_mut().zip(&batch.checks) {
-            let result = run
-                .run(check, &entry.event.event_id, &mut entry.result)
-                .ok_or_else(|| out_of_order(&self.path))?;
-            results.push(result);
+        let mut digester = Digester {
+            run: pipe.run.clone(),
+            current: (0, Vec::new()),
+            previous: (0, Vec::new()),
+        };
+        let first = digester.run.history_len();
+        for chunk in earlier.iter_mut().chain(std::iter::once(&mut *chunk)) {
+            if !digester.digest(chunk) {
+                return Err(out_of_order(&self.path));
+            }
         }
-        self.live.pay_results(first, &results);
-        if !self.live.pay_history(&run) {
+        self.live.pay_results(first, &digester.current.1);
+        if !self.live.pay_history(&digester.run) {
             return Err(out_of_order(&self.path));
         }
         match self
             .live
-            .apply_owing(event, evidence_set, &mut batch.checks[at])
+            .apply_owing(event, evidence_set, &mut chunk.checks[at])
         {
             Owing::Judged(verdict) => Ok(verdict),
             Owing::Unsettled => Err(out_of_order(&self.path)),
