@@ -200,3 +200,156 @@ impl LiveParts {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::walk::{Walk, WalkConfig};
+
+    /// Applies `steps` of a walk over `work_items` items inline and owing (running the owed
+    /// digests in order as they come), checking the records match; returns both States.
+    fn both_ways(work_items: usize, steps: usize, lean: bool) -> (LiveState, LiveState) {
+        let mut walk = Walk::new(WalkConfig {
+            seed: 3,
+            work_items,
+            may_terminate: false,
+        });
+        let mut inline = LiveState::new(walk.genesis().state.clone());
+        let mut owing = inline.clone();
+        if lean {
+            assert!(inline.forget_history() && owing.forget_history());
+        }
+        let mut run = owing.digest_run();
+        let mut check = DigestCheck::default();
+        let mut results = Vec::new();
+        for step in walk.by_ref().take(steps) {
+            let expected = inline.apply(&step.event, &step.evidence_set);
+            let Owing::Judged(Verdict::Accepted(mut record)) =
+                owing.apply_owing(&step.event, &step.evidence_set, &mut check)
+            else {
+                panic!("not accepted");
+            };
+            assert_eq!(record.result_digest, PRIOR_PLACEHOLDER);
+            results.push(run.run(&check, &step.event.event_id, &mut record).unwrap());
+            assert_eq!(Verdict::Accepted(record), expected);
+            assert_eq!(run.state_digest(), inline.state_digest());
+            // A check is run once, in order.
+            assert_eq!(
+                run.run(&check, &step.event.event_id, &mut expected_record()),
+                None
+            );
+        }
+        owing.pay_results(0, &results);
+        assert!(owing.pay_history(&run));
+        (inline, owing)
+    }
+
+    fn expected_record() -> AcceptedRecord {
+        AcceptedRecord {
+            result_id: Identity::new(crate::model::IdentityKind::Result, "x:accepted").unwrap(),
+            input_digest: String::new(),
+            result_digest: String::new(),
+            obligations: Vec::new(),
+            audit_facts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn owed_digests_run_in_order_are_what_apply_computes() {
+        for (work_items, lean) in [(0, false), (3, true), (20, false), (20, true)] {
+            let (inline, owing) = both_ways(work_items, 120, lean);
+            assert_eq!(owing.state_digest(), inline.state_digest());
+            assert_eq!(owing.history(), inline.history());
+            assert_eq!(owing.to_parts(), inline.to_parts());
+        }
+    }
+
+    #[test]
+    fn a_duplicate_of_an_owed_acceptance_is_unsettled_until_paid() {
+        let mut walk = Walk::new(WalkConfig {
+            seed: 5,
+            work_items: 20,
+            may_terminate: false,
+        });
+        let mut inline = LiveState::new(walk.genesis().state.clone());
+        let mut owing = inline.clone();
+        let mut run = owing.digest_run();
+        let mut check = DigestCheck::default();
+        let steps: Vec<_> = walk.by_ref().take(3).collect();
+        let mut results = Vec::new();
+        for step in &steps {
+            inline.apply(&step.event, &step.evidence_set);
+            let Owing::Judged(Verdict::Accepted(mut record)) =
+                owing.apply_owing(&step.event, &step.evidence_set, &mut check)
+            else {
+                panic!("not accepted");
+            };
+            results.push(run.run(&check, &step.event.event_id, &mut record).unwrap());
+        }
+        // The same event again, and its id with other content.
+        let duplicate = &steps[1];
+        let mut conflict = steps[2].event.clone();
+        conflict.event_id = steps[1].event.event_id.clone();
+        let before = owing.clone().to_parts();
+        assert_eq!(
+            owing.apply_owing(&duplicate.event, &duplicate.evidence_set, &mut check),
+            Owing::Unsettled
+        );
+        assert_eq!(
+            owing.apply_owing(&conflict, &[], &mut check),
+            Owing::Unsettled
+        );
+        assert!(!check.filled);
+        assert_eq!(owing.to_parts(), before);
+        // Paid: answered as `apply` answers, the State unchanged.
+        owing.pay_results(0, &results);
+        assert!(owing.pay_history(&run));
+        for (event, evidence_set) in [
+            (&duplicate.event, duplicate.evidence_set.as_slice()),
+            (&conflict, &[][..]),
+        ] {
+            let Owing::Judged(verdict) = owing.apply_owing(event, evidence_set, &mut check) else {
+                panic!("still unsettled");
+            };
+            assert_eq!(verdict, inline.apply(event, evidence_set));
+        }
+        assert_eq!(owing.state_digest(), inline.state_digest());
+        assert_eq!(owing.to_parts(), inline.to_parts());
+    }
+
+    #[test]
+    fn a_state_taken_apart_while_owing_is_paid_like_the_state() {
+        let mut walk = Walk::new(WalkConfig {
+            seed: 9,
+            work_items: 20,
+            may_terminate: false,
+        });
+        let mut inline = LiveState::new(walk.genesis().state.clone());
+        let mut owing = inline.clone();
+        assert!(inline.forget_history() && owing.forget_history());
+        let mut run = owing.digest_run();
+        let start = run.clone();
+        let mut check = DigestCheck::default();
+        let mut results = Vec::new();
+        for step in walk.by_ref().take(40) {
+            inline.apply(&step.event, &step.evidence_set);
+            let Owing::Judged(Verdict::Accepted(mut record)) =
+                owing.apply_owing(&step.event, &step.evidence_set, &mut check)
+            else {
+                panic!("not accepted");
+            };
+            results.push(run.run(&check, &step.event.event_id, &mut record).unwrap());
+        }
+        // The first 25 already paid into the State before it was taken apart.
+        owing.pay_results(0, &results[..25]);
+        let mut parts = owing.to_parts().unwrap();
+        assert_ne!(Some(&parts), inline.to_parts().as_ref());
+        // A run at another point of the history is refused.
+        assert!(!parts.pay(&start, 25, &results[25..]));
+        assert!(!owing.clone().pay_history(&start));
+        assert!(parts.pay(&run, 25, &results[25..]));
+        assert_eq!(Some(parts), inline.to_parts());
+    }
+}
