@@ -73,10 +73,11 @@ struct Job {
     snapshot: Option<Pending>,
 }
 
-/// What the digest thread hands the writer: a batch's chunks one by one, then its end.
+/// What the digest thread hands the writer: a batch's chunks one by one, then its end (boxed:
+/// once per batch, and ~1 KB beside a chunk's few words).
 enum Piece {
     Chunk(Chunk),
-    End(End),
+    End(Box<End>),
 }
 
 /// The end of a batch for the writer, once every digest of it is computed.
@@ -152,7 +153,7 @@ impl Digester {
                 first,
                 run: self.run.clone(),
             };
-            if pieces.send(Piece::End(end)).is_err() {
+            if pieces.send(Piece::End(Box::new(end))).is_err() {
                 return;
             }
             std::mem::swap(&mut self.previous, &mut self.current);
@@ -215,7 +216,7 @@ impl Writer {
                     chunks.push(chunk);
                     continue;
                 }
-                Piece::End(end) => end,
+                Piece::End(end) => *end,
             };
             let written = self.write(batch, end.first_seq);
             self.failed = written.is_err();
