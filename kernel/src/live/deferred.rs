@@ -41,12 +41,14 @@ use crate::reduce::digests::{
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
 /// Stands for the prior State digest in a deferred preimage: a digest's length, so that the
-/// check puts the real one in its place.
+/// check puts the real one in its place. Also an owed result digest's stand-in until it is paid
+/// ([`owed`](super::owed)): no SHA-256 is all zeros.
 pub(super) const PRIOR_PLACEHOLDER: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The digest work of one applied entry, left for a [`DigestChain`] (buffers are reused when a
-/// check is filled again).
+/// The digest work of one applied entry, left for a [`DigestChain`] (or, for a proposal applied
+/// owing its digests, a [`DigestRun`](super::DigestRun)); buffers are reused when a check is
+/// filled again.
 #[derive(Debug, Clone, Default)]
 pub struct DigestCheck {
     /// The entry's index (its revision before it), for the error.

@@ -333,8 +333,16 @@ impl Pipe<'_> {
         while self.in_flight > keep {
             let done = match self.acks.recv() {
                 Ok(Ok(done)) => done,
-                Ok(Err(error)) => return Err(error),
-                Err(_) => return Err(journal.writer_stopped()),
+                // The threads stop at a failure: nothing more will be reported (a later drain,
+                // after a refusal that was this very failure, has nothing to wait for).
+                Ok(Err(error)) => {
+                    self.in_flight = 0;
+                    return Err(error);
+                }
+                Err(_) => {
+                    self.in_flight = 0;
+                    return Err(journal.writer_stopped());
+                }
             };
             self.in_flight -= 1;
             journal.snapshots.rebuild |= done.snapshot_missed;
@@ -439,10 +447,7 @@ impl Journal<LiveState> {
                     spawn("journal-write")
                         .spawn_scoped(scope, move || writer.run(chunks_in, &report))
                 });
-            let worker = match started {
-                Ok(worker) => worker,
-                Err(source) => return Err(source),
-            };
+            let worker = started?;
             let mut pipe = Pipe {
                 jobs: &jobs,
                 acks: &acks,
