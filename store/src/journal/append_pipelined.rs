@@ -95,8 +95,9 @@ struct End {
 }
 
 /// The writer's report on a batch once its entries are durable: the answers, whether a snapshot
-/// due with it was not written, the entries' result digests (from history position `first`, in
-/// the chunks), where the digest run got to, and the chunks' buffers for a later batch.
+/// due with an earlier batch was not written (a batch's own is written after its report), the
+/// entries' result digests (from history position `first`, in the chunks), where the digest run
+/// got to, and the chunks' buffers for a later batch.
 struct Done {
     answers: Vec<Appended>,
     snapshot_missed: bool,
@@ -199,6 +200,8 @@ struct Writer {
     lines: Vec<u8>,
     /// Set when a write failed: the handle is to be poisoned and the file dropped.
     failed: bool,
+    /// Set when a snapshot due was not written, until the next report says so.
+    snapshot_missed: bool,
 }
 
 impl Writer {
@@ -220,22 +223,22 @@ impl Writer {
             };
             let written = self.write(batch, end.first_seq);
             self.failed = written.is_err();
-            let done = written.map(|()| {
-                let snapshot_missed = end.snapshot_unpaid
-                    || end
-                        .snapshot
-                        .is_some_and(|pending| !self.write_snapshot(pending));
-                Done {
-                    answers: answers(end.answers, end.first_seq, &chunks),
-                    snapshot_missed,
-                    first: end.first,
-                    run: end.run,
-                    chunks: std::mem::take(&mut chunks),
-                }
+            let done = written.map(|()| Done {
+                answers: answers(end.answers, end.first_seq, &chunks),
+                snapshot_missed: std::mem::take(&mut self.snapshot_missed),
+                first: end.first,
+                run: end.run,
+                chunks: std::mem::take(&mut chunks),
             });
             if acks.send(done).is_err() || self.failed {
                 break;
             }
+            // After the report: the entries are durable whatever becomes of the snapshot, and
+            // writing one (the whole index, synced) does not hold the next batches back.
+            self.snapshot_missed |= end.snapshot_unpaid
+                || end
+                    .snapshot
+                    .is_some_and(|pending| !self.write_snapshot(pending));
             batch = Batch::reusing(self.tip.clone(), std::mem::take(&mut self.lines));
         }
         self
@@ -431,6 +434,7 @@ impl Journal<LiveState> {
             tip: self.tip.clone(),
             lines: Vec::new(),
             failed: false,
+            snapshot_missed: false,
         };
         let (jobs, inbox) = sync_channel::<Job>(1);
         let (pieces, chunks_in) = sync_channel::<Piece>(2 * batch.div_ceil(CHUNK));
@@ -477,6 +481,7 @@ impl Journal<LiveState> {
         self.anchor = writer.anchor;
         self.warnings = writer.warnings;
         self.tip = writer.tip;
+        self.snapshots.rebuild |= writer.snapshot_missed;
         // Every job was reported (its result digests paid), also before a refusal: the State
         // owes only its history hash, the run's after the last entry.
         if !writer.failed && self.live.pay_history(&run) {
