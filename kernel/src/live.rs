@@ -16,6 +16,7 @@
 mod deferred;
 mod lean;
 pub(crate) mod midstate;
+mod owed;
 mod parts;
 
 use std::borrow::Cow;
@@ -42,6 +43,7 @@ pub use deferred::{DigestChain, DigestCheck};
 use lean::LeanIndex;
 pub use lean::{KeyRecords, Recall};
 pub use midstate::{Midstate, MidstateError};
+pub use owed::{DigestRun, Owing};
 pub use parts::{KEY_RECORD, LeanParts, LiveParts, PartsError};
 
 /// What applying one event to a [`LiveState`] did: the protocol Result without its State (the

@@ -422,6 +422,11 @@ impl Pending {
         self.snapshot.seq
     }
 
+    /// The State it holds, for a pipelined append to pay the digests it owed there.
+    pub(crate) fn parts_mut(&mut self) -> &mut valp_kernel::live::LiveParts {
+        &mut self.snapshot.parts
+    }
+
     /// Writes it bound to its line: the line's `entry_digest` and the journal's length through
     /// it.
     pub(crate) fn write(mut self, entry_digest: &str, length: u64) -> Result<PathBuf, StoreError> {

@@ -741,3 +741,55 @@ fn a_failed_sync_in_a_pipelined_append_acknowledges_nothing_of_its_batch_and_poi
     assert_eq!(reopened.head().unwrap().seq, 7);
     assert_eq!(reopened.live().to_state(), history.state_after(11));
 }
+
+#[test]
+fn a_snapshot_a_pipelined_append_fails_to_write_is_taken_again_at_a_later_batch_end() {
+    // Batches of 100 after 1,000 entries: a snapshot is due at 1,100, written by the writer
+    // after it reported that batch; creating the snapshot folder cannot be made durable, so it
+    // is not written (a warning, no failed append) and a later batch end takes one again.
+    let temp = tempfile::tempdir().unwrap();
+    let (storage, root) = faulty_root(temp.path());
+    let mut history = History::new(29, WORK_ITEMS);
+    let mut journal = create_journal(&root, &mut history, 1_000);
+    let proposals: Vec<_> = (1_000..2_000)
+        .map(|index| {
+            let step = history.step(index);
+            (step.event.clone(), step.evidence_set.clone())
+        })
+        .collect();
+    storage.fail(Operation::SyncDir, Fault::Once);
+    let mut acknowledged = 0;
+    journal
+        .append_pipelined(proposals, 100, |answers| acknowledged += answers.len())
+        .unwrap();
+    assert_eq!(acknowledged, 1_000);
+    assert!(
+        journal.warnings().iter().any(|warning| matches!(
+            warning,
+            Warning::SnapshotNotWritten { seq: 1_100, error }
+                if error.ends_with("sync directory: injected SyncDir failure")
+        )),
+        "{:?}",
+        journal.warnings()
+    );
+    let snapshots = valp_store::snapshot::list(&task_dir(&root)).unwrap();
+    assert!(
+        snapshots
+            .iter()
+            .any(|(seq, _)| (1_200..2_000).contains(seq)),
+        "{snapshots:?}"
+    );
+    drop(journal);
+    let reopened = open_task(&root, Access::ReadOnly).unwrap();
+    assert!(!reopened.live().keeps_history(), "opened from a snapshot");
+    assert_eq!(reopened.len(), 2_000);
+    assert_eq!(
+        reopened.live().state_digest(),
+        valp_kernel::live::LiveState::new(history.state_after(2_000)).state_digest()
+    );
+}
+
+/// The folder of the task `create_journal` made.
+fn task_dir(root: &ControlRoot) -> PathBuf {
+    journal_path(root).parent().unwrap().to_owned()
+}

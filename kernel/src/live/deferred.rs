@@ -41,25 +41,27 @@ use crate::reduce::digests::{
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
 /// Stands for the prior State digest in a deferred preimage: a digest's length, so that the
-/// check puts the real one in its place.
+/// check puts the real one in its place. Also an owed result digest's stand-in until it is paid
+/// ([`owed`](super::owed)): no SHA-256 is all zeros.
 pub(super) const PRIOR_PLACEHOLDER: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The digest work of one applied entry, left for a [`DigestChain`] (buffers are reused when a
-/// check is filled again).
+/// The digest work of one applied entry, left for a [`DigestChain`] (or, for a proposal applied
+/// owing its digests, a [`DigestRun`](super::DigestRun)); buffers are reused when a check is
+/// filled again.
 #[derive(Debug, Clone, Default)]
 pub struct DigestCheck {
     /// The entry's index (its revision before it), for the error.
-    index: usize,
+    pub(super) index: usize,
     /// Whether the entry was applied and this holds its check.
-    filled: bool,
+    pub(super) filled: bool,
     /// The recorded result digest; `None` when it is not a digest's text (never equal).
     recorded: Option<[u8; 32]>,
     /// The result digest's preimage up to the body tail (or whole but its suffix).
     preimage: Vec<u8>,
     shape: ResultPreimage,
     /// What the entry changed in the State body's encoded tail.
-    changes: BodyChanges,
+    pub(super) changes: BodyChanges,
     /// The history midstate after the entry (with its recorded result digest).
     history: Midstate,
 }
@@ -107,32 +109,36 @@ impl DigestChain {
         if !check.filled {
             return Ok(());
         }
-        let mismatch = ReplayError::Mismatch {
-            index: check.index,
-            field: MismatchField::ResultDigest,
-        };
-        let at = check.shape.prior_at;
-        let (Some(before), Some(after)) = (
-            check.preimage.get(..at),
-            check.preimage.get(at + DIGEST_LEN..),
-        ) else {
-            return Err(mismatch);
-        };
         self.tail.take_changes(&check.changes);
-        let mut hasher = Sha256::new();
-        Update::update(&mut hasher, before);
-        Update::update(&mut hasher, self.prior.as_bytes());
-        Update::update(&mut hasher, after);
-        if check.shape.body_follows {
-            Update::update(&mut hasher, self.tail.bytes());
-        }
-        Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
-        let result: [u8; 32] = hasher.finalize().into();
-        if check.recorded != Some(result) {
-            return Err(mismatch);
+        let result = check.result_digest(&self.prior, &self.tail);
+        if result.is_none() || check.recorded != result {
+            return Err(ReplayError::Mismatch {
+                index: check.index,
+                field: MismatchField::ResultDigest,
+            });
         }
         self.prior = state_digest_of_tail(&check.history, self.tail.bytes());
         Ok(())
+    }
+}
+
+impl DigestCheck {
+    /// The result digest of this check's entry, applied to a State whose digest is `prior` and
+    /// whose encoded tail, `tail`, has taken the entry's changes; `None` when the preimage has
+    /// no room for the prior digest (never in a check the kernel filled).
+    pub(super) fn result_digest(&self, prior: &str, tail: &TailCopy) -> Option<[u8; 32]> {
+        let at = self.shape.prior_at;
+        let before = self.preimage.get(..at)?;
+        let after = self.preimage.get(at + DIGEST_LEN..)?;
+        let mut hasher = Sha256::new();
+        Update::update(&mut hasher, before);
+        Update::update(&mut hasher, prior.as_bytes());
+        Update::update(&mut hasher, after);
+        if self.shape.body_follows {
+            Update::update(&mut hasher, tail.bytes());
+        }
+        Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
+        Some(hasher.finalize().into())
     }
 }
 

@@ -269,6 +269,19 @@ impl LeanIndex {
         }
     }
 
+    /// Replaces the result digest held for the event at `position` (nothing when the digests
+    /// are recalled or the position was not indexed): for a digest computed after the event
+    /// was indexed ([`owed`](super::owed)).
+    pub(crate) fn set_result_digest(&mut self, position: usize, result: &[u8; 32]) {
+        if let Digests::Held(chunks) = &mut self.digests
+            && let Some(digests) = chunks
+                .get_mut(position / CHUNK)
+                .and_then(|chunk| chunk.get_mut(position % CHUNK))
+        {
+            digests[32..].copy_from_slice(result);
+        }
+    }
+
     /// The accepted event of `event_id`, rebuilt (or recalled).
     pub(crate) fn find(&self, event_id: &Identity) -> Option<AcceptedEvent> {
         self.find_keyed(event_id, &key_of(event_id))

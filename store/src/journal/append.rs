@@ -239,6 +239,20 @@ impl<M: Machine> Journal<M> {
         evidence_set: &[Evidence],
         seq: u64,
     ) -> Result<Judged, StoreError> {
+        self.judge_with(event, evidence_set, seq, |journal| {
+            Ok(journal.live.apply(event, evidence_set))
+        })
+    }
+
+    /// [`Journal::judge`] with the kernel's part given: `apply` applies the proposal to the
+    /// handle's State (as [`Machine::apply`] does) once the guard admitted it.
+    pub(super) fn judge_with(
+        &mut self,
+        event: &M::Event,
+        evidence_set: &[Evidence],
+        seq: u64,
+        apply: impl FnOnce(&mut Self) -> Result<Verdict, StoreError>,
+    ) -> Result<Judged, StoreError> {
         let revision = self.live.revision();
         if let Err(refusal) = self.guard.admit(&self.live, event, evidence_set) {
             // A refusal by the store's own rules writes nothing to the journal and is logged
@@ -281,7 +295,7 @@ impl<M: Machine> Journal<M> {
             )?;
             return Err(error);
         }
-        Ok(match self.live.apply(event, evidence_set) {
+        Ok(match apply(self)? {
             Verdict::Accepted(record) => {
                 self.guard.observe(seq, event, evidence_set);
                 Judged::Accepted { seq, record }
