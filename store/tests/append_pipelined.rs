@@ -24,6 +24,24 @@ fn root_in(dir: &Path) -> ControlRoot {
         .with_clock(Arc::new(clock))
 }
 
+/// A walk that never ends the task, and its first 2,600 steps as proposals.
+fn walk_and_proposals(
+    seed: u64,
+    work_items: usize,
+) -> (Walk, Vec<(valp_kernel::Event, Vec<Evidence>)>) {
+    let mut walk = Walk::new(WalkConfig {
+        seed,
+        work_items,
+        may_terminate: false,
+    });
+    let proposals = walk
+        .by_ref()
+        .take(2_600)
+        .map(|step| (step.event, step.evidence_set))
+        .collect();
+    (walk, proposals)
+}
+
 /// The snapshot file names of task `task-1` of `root`.
 fn snapshot_names(root: &ControlRoot) -> Vec<String> {
     snapshot::list(&root.layout().task_dir("task-1"))
@@ -35,16 +53,7 @@ fn snapshot_names(root: &ControlRoot) -> Vec<String> {
 
 #[test]
 fn a_pipelined_append_writes_what_append_batch_writes() {
-    let mut walk = Walk::new(WalkConfig {
-        seed: 7,
-        work_items: 3,
-        may_terminate: false,
-    });
-    let mut proposals: Vec<(valp_kernel::Event, Vec<Evidence>)> = walk
-        .by_ref()
-        .take(2_600)
-        .map(|step| (step.event, step.evidence_set))
-        .collect();
+    let (walk, mut proposals) = walk_and_proposals(7, 3);
     // A duplicate and a stale revision in the middle: answered, not written.
     let mut stale = proposals[5].0.clone();
     stale.event_id = Identity::new(IdentityKind::Event, "stale").unwrap();
@@ -59,16 +68,7 @@ fn a_pipelined_append_writes_what_append_batch_writes() {
 
 #[test]
 fn a_duplicate_or_conflict_of_an_entry_whose_digests_are_owed_answers_as_append_batch_does() {
-    let mut walk = Walk::new(WalkConfig {
-        seed: 11,
-        work_items: 20,
-        may_terminate: false,
-    });
-    let mut proposals: Vec<(valp_kernel::Event, Vec<Evidence>)> = walk
-        .by_ref()
-        .take(2_600)
-        .map(|step| (step.event, step.evidence_set))
-        .collect();
+    let (walk, mut proposals) = walk_and_proposals(11, 20);
     // An idempotency conflict: entry 290's id with other content.
     let mut conflict = proposals[291].clone();
     conflict.0.event_id = proposals[290].0.event_id.clone();

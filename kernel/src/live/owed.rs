@@ -208,16 +208,45 @@ mod tests {
     use super::*;
     use crate::walk::{Walk, WalkConfig};
 
-    /// Applies `steps` of a walk over `work_items` items inline and owing (running the owed
-    /// digests in order as they come), checking the records match; returns both States.
-    fn both_ways(work_items: usize, steps: usize, lean: bool) -> (LiveState, LiveState) {
-        let mut walk = Walk::new(WalkConfig {
-            seed: 3,
+    /// A walk that never ends the task, and its genesis State twice: one to apply inline, one
+    /// to apply owing.
+    fn walk_and_states(seed: u64, work_items: usize) -> (Walk, LiveState, LiveState) {
+        let walk = Walk::new(WalkConfig {
+            seed,
             work_items,
             may_terminate: false,
         });
-        let mut inline = LiveState::new(walk.genesis().state.clone());
-        let mut owing = inline.clone();
+        let inline = LiveState::new(walk.genesis().state.clone());
+        let owing = inline.clone();
+        (walk, inline, owing)
+    }
+
+    /// Applies `steps` inline and owing (each must be accepted), running each owed entry's
+    /// digests in order; returns the digests to pay back.
+    fn accept_both(
+        steps: &[crate::walk::WalkStep],
+        inline: &mut LiveState,
+        owing: &mut LiveState,
+        run: &mut DigestRun,
+        check: &mut DigestCheck,
+    ) -> Vec<[u8; 32]> {
+        let mut results = Vec::new();
+        for step in steps {
+            inline.apply(&step.event, &step.evidence_set);
+            let Owing::Judged(Verdict::Accepted(mut record)) =
+                owing.apply_owing(&step.event, &step.evidence_set, check)
+            else {
+                panic!("not accepted");
+            };
+            results.push(run.run(check, &step.event.event_id, &mut record).unwrap());
+        }
+        results
+    }
+
+    /// Applies `steps` of a walk over `work_items` items inline and owing (running the owed
+    /// digests in order as they come), checking the records match; returns both States.
+    fn both_ways(work_items: usize, steps: usize, lean: bool) -> (LiveState, LiveState) {
+        let (mut walk, mut inline, mut owing) = walk_and_states(3, work_items);
         if lean {
             assert!(inline.forget_history() && owing.forget_history());
         }
@@ -268,26 +297,11 @@ mod tests {
 
     #[test]
     fn a_duplicate_of_an_owed_acceptance_is_unsettled_until_paid() {
-        let mut walk = Walk::new(WalkConfig {
-            seed: 5,
-            work_items: 20,
-            may_terminate: false,
-        });
-        let mut inline = LiveState::new(walk.genesis().state.clone());
-        let mut owing = inline.clone();
+        let (mut walk, mut inline, mut owing) = walk_and_states(5, 20);
         let mut run = owing.digest_run();
         let mut check = DigestCheck::default();
         let steps: Vec<_> = walk.by_ref().take(3).collect();
-        let mut results = Vec::new();
-        for step in &steps {
-            inline.apply(&step.event, &step.evidence_set);
-            let Owing::Judged(Verdict::Accepted(mut record)) =
-                owing.apply_owing(&step.event, &step.evidence_set, &mut check)
-            else {
-                panic!("not accepted");
-            };
-            results.push(run.run(&check, &step.event.event_id, &mut record).unwrap());
-        }
+        let results = accept_both(&steps, &mut inline, &mut owing, &mut run, &mut check);
         // The same event again, and its id with other content.
         let duplicate = &steps[1];
         let mut conflict = steps[2].event.clone();
@@ -321,27 +335,13 @@ mod tests {
 
     #[test]
     fn a_state_taken_apart_while_owing_is_paid_like_the_state() {
-        let mut walk = Walk::new(WalkConfig {
-            seed: 9,
-            work_items: 20,
-            may_terminate: false,
-        });
-        let mut inline = LiveState::new(walk.genesis().state.clone());
-        let mut owing = inline.clone();
+        let (mut walk, mut inline, mut owing) = walk_and_states(9, 20);
         assert!(inline.forget_history() && owing.forget_history());
         let mut run = owing.digest_run();
         let start = run.clone();
         let mut check = DigestCheck::default();
-        let mut results = Vec::new();
-        for step in walk.by_ref().take(40) {
-            inline.apply(&step.event, &step.evidence_set);
-            let Owing::Judged(Verdict::Accepted(mut record)) =
-                owing.apply_owing(&step.event, &step.evidence_set, &mut check)
-            else {
-                panic!("not accepted");
-            };
-            results.push(run.run(&check, &step.event.event_id, &mut record).unwrap());
-        }
+        let steps: Vec<_> = walk.by_ref().take(40).collect();
+        let results = accept_both(&steps, &mut inline, &mut owing, &mut run, &mut check);
         // The first 25 already paid into the State before it was taken apart.
         owing.pay_results(0, &results[..25]);
         let mut parts = owing.to_parts().unwrap();
