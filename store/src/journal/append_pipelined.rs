@@ -593,10 +593,12 @@ impl Journal<LiveState> {
             return Err(out_of_order(&self.path));
         };
         let at = chunk.entries.len();
-        if chunk.checks.len() == at {
-            chunk.checks.push(DigestCheck::default());
+        if chunk.checks.len() <= at {
+            chunk.checks.resize_with(at + 1, DigestCheck::default);
         }
-        let check = &mut chunk.checks[at];
+        let Some(check) = chunk.checks.get_mut(at) else {
+            return Err(out_of_order(&self.path));
+        };
         if let Owing::Judged(verdict) = self.live.apply_owing(event, evidence_set, check) {
             return Ok(verdict);
         }
@@ -616,10 +618,10 @@ impl Journal<LiveState> {
         if !self.live.pay_history(&digester.run) {
             return Err(out_of_order(&self.path));
         }
-        match self
-            .live
-            .apply_owing(event, evidence_set, &mut chunk.checks[at])
-        {
+        let Some(check) = chunk.checks.get_mut(at) else {
+            return Err(out_of_order(&self.path));
+        };
+        match self.live.apply_owing(event, evidence_set, check) {
             Owing::Judged(verdict) => Ok(verdict),
             Owing::Unsettled => Err(out_of_order(&self.path)),
         }
