@@ -68,6 +68,16 @@ impl History {
         &self.steps[index]
     }
 
+    /// Steps `indices` as proposals for a bulk append (their events and EvidenceSets).
+    pub fn proposals(&mut self, indices: Range<usize>) -> Vec<valp_store::journal::Proposal> {
+        indices
+            .map(|index| {
+                let step = self.step(index);
+                (step.event.clone(), step.evidence_set.clone())
+            })
+            .collect()
+    }
+
     /// The State after the first `count` steps, rebuilt from the genesis.
     pub fn state_after(&mut self, count: usize) -> State {
         if count > 0 {

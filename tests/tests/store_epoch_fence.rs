@@ -421,12 +421,7 @@ fn a_pipelined_append_to_a_fenced_task_acknowledges_nothing_and_returns_the_fenc
     let mut history = History::new(9, 3);
     let mut journal = fenced_task(&lab, &mut history, 5);
     let bytes = std::fs::read(journal.path()).unwrap();
-    let proposals: Vec<_> = (5..12)
-        .map(|index| {
-            let step = history.step(index);
-            (step.event.clone(), step.evidence_set.clone())
-        })
-        .collect();
+    let proposals = history.proposals(5..12);
     let mut acknowledged = Vec::new();
     let error = journal
         .append_pipelined(proposals, 3, |answers| acknowledged.push(answers))

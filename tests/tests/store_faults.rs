@@ -694,12 +694,7 @@ fn a_failed_sync_in_a_pipelined_append_acknowledges_nothing_of_its_batch_and_poi
     let path = journal_path(&root);
     let mut history = History::new(23, WORK_ITEMS);
     let mut journal = create_journal(&root, &mut history, 3);
-    let proposals: Vec<_> = (3..15)
-        .map(|index| {
-            let step = history.step(index);
-            (step.event.clone(), step.evidence_set.clone())
-        })
-        .collect();
+    let proposals = history.proposals(3..15);
     storage.arm(&path, 1);
     let mut acknowledged = Vec::new();
     let error = journal
@@ -751,12 +746,7 @@ fn a_snapshot_a_pipelined_append_fails_to_write_is_taken_again_at_a_later_batch_
     let (storage, root) = faulty_root(temp.path());
     let mut history = History::new(29, WORK_ITEMS);
     let mut journal = create_journal(&root, &mut history, 1_000);
-    let proposals: Vec<_> = (1_000..2_000)
-        .map(|index| {
-            let step = history.step(index);
-            (step.event.clone(), step.evidence_set.clone())
-        })
-        .collect();
+    let proposals = history.proposals(1_000..2_000);
     storage.fail(Operation::SyncDir, Fault::Once);
     let mut acknowledged = 0;
     journal
