@@ -68,7 +68,7 @@ impl History {
         &self.steps[index]
     }
 
-    /// Steps `indices` as proposals for a bulk append (their events and EvidenceSets).
+    /// Steps `indices` as proposals for a bulk append (their events and evidence sets).
     pub fn proposals(&mut self, indices: Range<usize>) -> Vec<valp_store::journal::Proposal> {
         indices
             .map(|index| {
