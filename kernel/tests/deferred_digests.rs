@@ -186,3 +186,36 @@ fn a_tampered_entry_fails_with_the_inline_error_whichever_side_finds_it() {
         }
     }
 }
+
+/// A chain started at any entry owes its State's digest until its first check pays it: it
+/// reports the State it started from before any check, and chains started at every entry
+/// (one per entry, as a verifier's segments are) each check their entry as the inline path.
+#[test]
+fn a_chain_started_at_any_entry_checks_from_the_state_it_started_at() {
+    let (mut live, entries) = recorded(7, 5, 40);
+    let mut check = DigestCheck::default();
+    for entry in &entries {
+        let mut chain = live.digest_chain();
+        assert_eq!(chain.state_digest(), live.state_digest());
+        live.apply_recorded_deferring(entry, None, &mut check)
+            .unwrap();
+        chain.check(&check).unwrap();
+        assert_eq!(chain.state_digest(), live.state_digest());
+    }
+    // A tampered recorded result digest fails the chain that starts at its entry.
+    let (mut live, mut entries) = recorded(8, 5, 10);
+    tamper(&mut entries[6].result.result_digest);
+    for entry in &entries[..6] {
+        live.apply_recorded(entry).unwrap();
+    }
+    let mut chain = live.digest_chain();
+    live.apply_recorded_deferring(&entries[6], None, &mut check)
+        .unwrap();
+    assert_eq!(
+        chain.check(&check),
+        Err(ReplayError::Mismatch {
+            index: 6,
+            field: MismatchField::ResultDigest,
+        })
+    );
+}

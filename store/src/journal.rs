@@ -16,10 +16,9 @@
 //! read, a second thread reads, checks and decodes them ahead while the opening thread applies
 //! them in order ([`read_ahead`]): the same lines, errors and stops as reading them in turn. A
 //! verify (history forgotten) does so from 256 KiB and checks the entries' result and State
-//! digests on two more threads, in segments ([`digest_checks`]): the same errors, the earliest
-//! first. The
-//! anchored line must be there with
-//! the anchored digest and length: a journal without its head, shorter than it, or with another
+//! digests on two more threads, in batches any thread may run ([`digest_checks`]): the same
+//! errors, the earliest first. The anchored line must be there with the anchored digest and
+//! length: a journal without its head, shorter than it, or with another
 //! line at its seq is refused ([`StoreError::HeadMismatch`]). A torn tail after the anchored
 //! line (the remnant of an interrupted append: no LF, or NUL bytes, see
 //! [`chain`](crate::chain)) is copied to `quarantine/` and truncated by a writer, with a
@@ -473,10 +472,10 @@ impl<M: Machine> Journal<M> {
         let prefix = spans.and_then(|spans| InputPrefix::of(line.entry_bytes(), &spans));
         let applied = match checks.as_deref_mut() {
             Some(checks) => {
-                if checks.segment_full()
+                if checks.batch_full()
                     && let Some(chain) = self.live.digest_chain()
                 {
-                    checks.start_segment(chain);
+                    checks.start_batch(chain);
                 }
                 let mut pending = checks.take();
                 let applied = self

@@ -196,6 +196,33 @@ fn a_wrong_result_digest_is_reported_at_its_line_whatever_fails_after_it() {
     }
 }
 
+/// Batches are run by whichever thread is free, so a later batch may fail first: the earliest
+/// wrong entry is still the one reported.
+#[test]
+fn of_two_wrong_result_digests_in_different_batches_the_earlier_is_reported() {
+    let (_temp, root, _) = journal_of(700, 3, 700);
+    let path = journal_path(&root);
+    let intact = std::fs::read(&path).unwrap();
+    for (k, later) in [(2, 40), (300, 317), (300, 600), (650, 699)] {
+        std::fs::write(&path, &intact).unwrap();
+        rewrite(
+            &path,
+            |entries| {
+                tamper(&mut entries[k].result.result_digest);
+                tamper(&mut entries[later].result.result_digest);
+            },
+            None,
+        );
+        let error = verify_error(&root, &format!("{k} and {later}"));
+        assert!(
+            error.contains(&format!("journal.jsonl:{}: ", k + 2))
+                && error.contains(&format!("entry {k}: "))
+                && error.contains("result_digest differs"),
+            "{k} and {later}: {error}"
+        );
+    }
+}
+
 #[test]
 fn valp_verify_checks_the_same_snapshots_either_way() {
     // Snapshots at entries 1050 and 2100; a wrong result digest well before the first, just

@@ -90,16 +90,23 @@ impl DigestCheck {
 /// Runs [`DigestCheck`]s in entry order, carrying the State digest from one to the next.
 #[derive(Debug, Clone)]
 pub struct DigestChain {
-    /// The State digest before the next check's entry.
+    /// The State digest before the next check's entry, once `owed` is paid.
     prior: String,
+    /// The history midstate of the State the chain started from (whose body is `tail`) until
+    /// the chain's first check computes that State's digest: the chain's own thread pays the
+    /// body pass, not the applying thread that started it.
+    owed: Option<Midstate>,
     /// The State body's encoded tail before the next check's entry.
     tail: TailCopy,
 }
 
 impl DigestChain {
     /// The State digest the chain has reached (after the last check that passed).
-    pub fn state_digest(&self) -> &str {
-        &self.prior
+    pub fn state_digest(&self) -> String {
+        match &self.owed {
+            Some(history) => state_digest_of_tail(history, self.tail.bytes()),
+            None => self.prior.clone(),
+        }
     }
 
     /// Checks one entry's result digest against the recorded one and moves on to its State
@@ -108,6 +115,9 @@ impl DigestChain {
     pub fn check(&mut self, check: &DigestCheck) -> Result<(), ReplayError> {
         if !check.filled {
             return Ok(());
+        }
+        if let Some(history) = self.owed.take() {
+            self.prior = state_digest_of_tail(&history, self.tail.bytes());
         }
         self.tail.take_changes(&check.changes);
         let result = check.result_digest(&self.prior, &self.tail);
@@ -144,11 +154,12 @@ impl DigestCheck {
 
 impl LiveState {
     /// A chain to check the entries applied from this State on
-    /// ([`apply_recorded_deferring`](Self::apply_recorded_deferring)); costs one State digest
-    /// and a copy of the encoded body.
+    /// ([`apply_recorded_deferring`](Self::apply_recorded_deferring)); costs a copy of the
+    /// encoded body here, and the chain one State digest before its first check.
     pub fn digest_chain(&self) -> DigestChain {
         DigestChain {
-            prior: self.state_digest(),
+            prior: String::new(),
+            owed: Some(self.history.prefix.clone()),
             tail: TailCopy::new(&self.encoding),
         }
     }

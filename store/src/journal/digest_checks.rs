@@ -1,32 +1,34 @@
 //! Checking a journal's digests on other threads while its entries are applied: a verify's
 //! applying thread leaves the result and State digests of each entry (the two SHA-256 passes
-//! over the State body, the protocol's floor) to a [`DigestChain`] running on a checking thread
-//! ([`Machine::apply_recorded_deferring`](crate::machine::Machine::apply_recorded_deferring)).
+//! over the State body, the protocol's floor) to a [`DigestChain`] run by whichever thread is
+//! free ([`Machine::apply_recorded_deferring`](crate::machine::Machine::apply_recorded_deferring)).
 //!
-//! **Two checkers.** A chain carries the State digest from one entry to the next, but that
-//! digest is also the applying side's own State's: a chain can start at any entry from the
-//! State before it ([`Machine::digest_chain`](crate::machine::Machine::digest_chain), one State
-//! digest). So the entries are cut into segments of [`SEGMENT`] checks, each run by its own
-//! chain, started by the applying thread at the segment's first entry, on [`CHECKERS`] threads
-//! in turn: the floor's work, the longest chain of a verify, is shared by two threads instead
-//! of holding one core while the others wait (issue 20: at 1,000 entries a single checking
-//! thread was the critical path).
+//! **Batches that stand alone.** A chain carries the State digest from one entry to the next,
+//! but it can start at any entry from the State before it
+//! ([`Machine::digest_chain`](crate::machine::Machine::digest_chain): a copy of the encoded
+//! body; the chain pays that State's digest, one body pass, before its first check). So every
+//! batch of [`BATCH`] checks (the first [`FIRST_BATCH`], so that checking starts early) carries
+//! its own chain, and any thread may run any batch: the [`CHECKERS`] checking threads take them
+//! from one queue of at most [`QUEUED`], and the applying thread runs a batch itself when that
+//! queue is full and, at the end, runs what is still queued instead of waiting. No thread waits
+//! for the scheduler to move another: on 2 cores a short verify had left one core to the reading
+//! thread while the applying thread and both checkers shared the other (issue 20).
 //!
-//! **Contract.** Each checker runs its segments' checks in entry order and, after a failure,
-//! runs no more (what it would find is later). Every error is reported only after every check
-//! queued before it has run ([`Checks::settle`]): the failure of the earliest line wins, and a
-//! failed check wins over the applying side's error at the same or a later line (it is of an
-//! earlier line, or that line's first check), so the error is exactly the one applying inline
-//! gives. A verify that ends settles too, so it succeeds only when every check passed. Fail
-//! closed: a checking thread that panics reports it and fails the verify. Memory is bounded:
-//! batches of [`BATCH`] checks, at most [`IN_FLIGHT`] queued per checker, and the checks'
-//! buffers (~1-3 KB each at 20 work items: the preimage and what the entry changed) come back
-//! to be filled again.
+//! **Contract.** Each batch's checks run in entry order and stop at the first failure; a
+//! checking thread runs no batch after one that failed (the queue is in entry order, so they
+//! are later). Every error is reported only after every check queued before it has run
+//! ([`Checks::settle`]): the failure of the earliest line wins, and a failed check wins over
+//! the applying side's error at the same or a later line (it is of an earlier line, or that
+//! line's first check), so the error is exactly the one applying inline gives. A verify that
+//! ends settles too, so it succeeds only when every check passed. Fail closed: a checking
+//! thread that panics reports it and fails the verify. Memory is bounded: at most [`QUEUED`]
+//! batches queued and one running per checker, and the checks' buffers (~1-3 KB each at 20
+//! work items: the preimage and what the entry changed) come back to be filled again.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
 use valp_kernel::live::{DigestChain, DigestCheck};
 
 use crate::error::StoreError;
@@ -37,20 +39,17 @@ use crate::error::StoreError;
 /// lines 22 % more; see ARCHITECTURE.md).
 pub(crate) const MIN_BYTES: u64 = 256 << 10;
 
-/// Checks per batch (with [`IN_FLIGHT`] and [`CHECKERS`], ~160 checks held at most: ~1.6 MB at
-/// 20 work items; 32 per batch measured 4 MiB more peak RSS at 10^6 entries than reading ahead
-/// alone).
+/// Checks per batch, each batch with its own chain: the chain's start costs its thread one
+/// body pass (~3 % of a batch's checks at this length) and the applying thread a copy of the
+/// encoded body; the last batch is what is left to check after the last entry is applied.
 const BATCH: usize = 16;
-/// Checks in the first batch of a segment: its checker starts as soon as a few entries of it
-/// are applied instead of after a whole batch.
+/// Checks in the first batch: the checkers start as soon as a few entries are applied.
 const FIRST_BATCH: usize = 2;
-/// Batches queued per checking thread.
-const IN_FLIGHT: usize = 4;
+/// Batches queued for the checking threads (with one running per checker, ~160 checks held at
+/// most: ~1.6 MB at 20 work items).
+const QUEUED: usize = 8;
 /// Checking threads.
 const CHECKERS: usize = 2;
-/// Checks per segment (one chain, on one checker): each new segment costs the applying thread
-/// one State digest (~one body pass, under 1 % of the checks' work at this length).
-const SEGMENT: usize = 128;
 
 thread_local! {
     /// [`set_digest_checks_aside`] for this thread.
@@ -78,48 +77,38 @@ pub(crate) struct Pending {
     start: u64,
 }
 
-/// Checks sent to a checker: the chain to run them with when they start a segment, and the
-/// checks.
+/// Checks in entry order with the chain from the State before the first of them.
 struct Batch {
-    chain: Option<DigestChain>,
+    chain: DigestChain,
     checks: Vec<Pending>,
 }
 
 /// What a checking thread sends back.
 enum Checked {
-    /// Checker `checker` ran a batch (its buffers come back, to reuse): the line and error of
-    /// the first check that failed, if one did (the checker runs nothing after it).
+    /// A batch ran (its buffers come back, to reuse): the line and error of the first check
+    /// that failed, if one did.
     Ran {
-        checker: usize,
         checks: Vec<Pending>,
         failure: Option<(u64, StoreError)>,
     },
-    /// Checker `checker` panicked: the batches it holds will not come back.
-    Died { checker: usize },
-}
-
-/// The applying side's end of one checking thread.
-struct Checker {
-    /// `None` once the thread was found gone.
-    to_check: Option<SyncSender<Batch>>,
-    /// Batches sent and not back yet.
-    in_flight: usize,
+    /// A checking thread panicked: the batch it ran will not come back.
+    Died,
 }
 
 /// The applying side's end of the checks.
 pub(crate) struct Checks {
     path: PathBuf,
-    checkers: Vec<Checker>,
+    to_check: Sender<Batch>,
+    /// The queue's other end, to run what is queued at the end.
+    queued: Receiver<Batch>,
     checked: Receiver<Checked>,
-    /// Filled checks not sent yet (of the segment `segment`).
+    /// Batches sent and not back yet.
+    in_flight: usize,
+    /// Filled checks not sent yet, and the chain they are checked with.
     batch: Vec<Pending>,
-    /// Checks from which `batch` is sent ([`FIRST_BATCH`] at a segment's start, then [`BATCH`]).
-    batch_size: usize,
-    /// The chain the next batch sent starts its segment with.
     chain: Option<DigestChain>,
-    /// The current segment (its checker is `segment % CHECKERS`) and the checks queued in it.
-    segment: usize,
-    in_segment: usize,
+    /// Checks from which `batch` is full ([`FIRST_BATCH`] for the first, then [`BATCH`]).
+    batch_size: usize,
     /// Checks to fill again, and batch vectors to send again.
     spare: Vec<Pending>,
     spare_batches: Vec<Vec<Pending>>,
@@ -129,50 +118,44 @@ pub(crate) struct Checks {
     reported: bool,
 }
 
-/// Runs `apply` with a [`Checks`] whose checks run on [`CHECKERS`] other threads, the first
-/// segment's with `chain` (for the journal at `path`); gives what `apply` returned, which must
-/// have settled the checks it relies on.
+/// Runs `apply` with a [`Checks`] whose checks run on [`CHECKERS`] other threads (and on the
+/// calling thread when they are behind), the first batch's with `chain` (for the journal at
+/// `path`); gives what `apply` returned, which must have settled the checks it relies on.
 pub(crate) fn check_aside<T>(
     path: &Path,
     chain: DigestChain,
     apply: impl FnOnce(&mut Checks) -> T,
 ) -> Result<T, StoreError> {
     std::thread::scope(|scope| {
-        let (report, checked) = channel();
+        let (report, checked) = unbounded();
+        let (to_check, queued) = bounded::<Batch>(QUEUED);
         let mut threads = Vec::with_capacity(CHECKERS);
-        let mut checkers = Vec::with_capacity(CHECKERS);
-        let mut first = Some(chain);
         for index in 0..CHECKERS {
-            let (to_check, queued) = sync_channel::<Batch>(IN_FLIGHT);
-            let (report, reported_path, chain) = (report.clone(), path.to_owned(), first.take());
+            let (queued, report, reported_path) = (queued.clone(), report.clone(), path.to_owned());
             let checking = std::thread::Builder::new()
                 .name(format!("journal-check-{index}"))
-                .spawn_scoped(scope, move || {
-                    run_checks(index, chain, &queued, &report, &reported_path);
-                })
+                .spawn_scoped(scope, move || run_checks(&queued, &report, &reported_path))
                 .map_err(|source| StoreError::io(path, "start a digest-checking thread", source))?;
             threads.push(checking);
-            checkers.push(Checker {
-                to_check: Some(to_check),
-                in_flight: 0,
-            });
         }
+        // Only the checking threads report: a receive fails once they are all gone.
+        drop(report);
         let mut checks = Checks {
             path: path.to_owned(),
-            checkers,
+            to_check,
+            queued,
             checked,
+            in_flight: 0,
             batch: Vec::with_capacity(BATCH),
+            chain: Some(chain),
             batch_size: FIRST_BATCH,
-            chain: None,
-            segment: 0,
-            in_segment: 0,
             spare: Vec::new(),
             spare_batches: Vec::new(),
             failed: None,
             reported: false,
         };
         let applied = apply(&mut checks);
-        // Stops the checking threads once they have run what they were sent.
+        // Stops the checking threads once the queue is empty.
         drop(checks);
         for checking in threads {
             checking.join().map_err(|_| stopped(path))?;
@@ -183,7 +166,6 @@ pub(crate) fn check_aside<T>(
 
 /// Tells the applying side that a checking thread panicked, as it unwinds.
 struct Alive<'a> {
-    checker: usize,
     report: &'a Sender<Checked>,
 }
 
@@ -191,55 +173,36 @@ impl Drop for Alive<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             // Nobody left to tell if the applying side is gone.
-            let _ = self.report.send(Checked::Died {
-                checker: self.checker,
-            });
+            let _ = self.report.send(Checked::Died);
         }
     }
 }
 
-/// Checking thread `checker`: runs each batch's checks in order, with the chain of the segment
-/// they are of (`chain` for its first), until the first failure; sends every batch back.
-fn run_checks(
-    checker: usize,
-    mut chain: Option<DigestChain>,
-    queued: &Receiver<Batch>,
-    report: &Sender<Checked>,
-    path: &Path,
-) {
-    let _alive = Alive { checker, report };
+/// A checking thread: runs the batches it takes until the queue is closed, none after one that
+/// failed; sends every batch back.
+fn run_checks(queued: &Receiver<Batch>, report: &Sender<Checked>, path: &Path) {
+    let alive = Alive { report };
     let mut failed = false;
-    for batch in queued {
-        if batch.chain.is_some() {
-            chain = batch.chain;
-        }
+    for mut batch in queued {
         let mut failure = None;
         if !failed {
-            failure = run_batch(chain.as_mut(), &batch.checks, path);
+            failure = run_batch(&mut batch, path);
             failed = failure.is_some();
         }
         let ran = Checked::Ran {
-            checker,
             checks: batch.checks,
             failure,
         };
-        if report.send(ran).is_err() {
+        if alive.report.send(ran).is_err() {
             return;
         }
     }
 }
 
-/// Runs `checks` in order with `chain`: the line and error of the first that fails.
-fn run_batch(
-    chain: Option<&mut DigestChain>,
-    checks: &[Pending],
-    path: &Path,
-) -> Option<(u64, StoreError)> {
-    let Some(chain) = chain else {
-        // A segment is always sent with its chain: fail closed if not.
-        return checks.first().map(|first| (first.seq, stopped(path)));
-    };
-    checks.iter().find_map(|pending| {
+/// Runs `batch`'s checks in order with its chain: the line and error of the first that fails.
+fn run_batch(batch: &mut Batch, path: &Path) -> Option<(u64, StoreError)> {
+    let chain = &mut batch.chain;
+    batch.checks.iter().find_map(|pending| {
         chain.check(&pending.check).err().map(|error| {
             let failure = super::replay_failure_at(path, pending.seq, pending.start, &error);
             (pending.seq, failure)
@@ -255,19 +218,18 @@ fn stopped(path: &Path) -> StoreError {
 }
 
 impl Checks {
-    /// Whether the next entry starts a new segment: then the caller gives the chain of the
-    /// State before it ([`Checks::start_segment`]) before applying it.
-    pub(crate) fn segment_full(&self) -> bool {
-        self.in_segment >= SEGMENT
+    /// Whether the next entry starts a new batch (the last is full, or was sent to settle):
+    /// then the caller gives the chain of the State before it ([`Checks::start_batch`]) before
+    /// applying it.
+    pub(crate) fn batch_full(&self) -> bool {
+        self.chain.is_none() || self.batch.len() >= self.batch_size
     }
 
-    /// Starts the next segment, whose checks `chain` (from the State before its first entry)
-    /// runs, on the next checker.
-    pub(crate) fn start_segment(&mut self, chain: DigestChain) {
+    /// Sends the full batch and starts the next, whose checks `chain` (from the State before
+    /// its first entry) runs.
+    pub(crate) fn start_batch(&mut self, chain: DigestChain) {
         self.send();
-        self.segment += 1;
-        self.in_segment = 0;
-        self.batch_size = FIRST_BATCH;
+        self.batch_size = BATCH;
         self.chain = Some(chain);
     }
 
@@ -286,13 +248,10 @@ impl Checks {
         pending.seq = seq;
         pending.start = start;
         self.batch.push(pending);
-        self.in_segment += 1;
-        if self.batch.len() >= self.batch_size {
-            self.batch_size = BATCH;
-            self.send();
-        }
     }
 
+    /// Hands the batch to the checking threads, or runs it here when their queue is full (they
+    /// are behind: this thread would otherwise wait for them).
     fn send(&mut self) {
         if self.batch.is_empty() {
             return;
@@ -301,22 +260,27 @@ impl Checks {
             .spare_batches
             .pop()
             .unwrap_or_else(|| Vec::with_capacity(BATCH));
-        let batch = Batch {
-            chain: self.chain.take(),
-            checks: std::mem::replace(&mut self.batch, next),
-        };
-        let seq = batch.checks.first().map_or(0, |first| first.seq);
-        let Some(checker) = self.checkers.get_mut(self.segment % CHECKERS) else {
+        let checks = std::mem::replace(&mut self.batch, next);
+        let Some(chain) = self.chain.take() else {
+            // A batch is always started with its chain: fail closed if not.
+            let seq = checks.first().map_or(0, |first| first.seq);
+            self.take_ran(checks, Some((seq, stopped(&self.path))));
             return;
         };
-        match &checker.to_check {
-            Some(to_check) if to_check.send(batch).is_ok() => checker.in_flight += 1,
-            // The thread is gone (it panicked: `Died` is in `checked`); fail closed anyway.
-            _ => {
-                checker.to_check = None;
-                self.fail(seq, stopped(&self.path));
+        match self.to_check.try_send(Batch { chain, checks }) {
+            Ok(()) => self.in_flight += 1,
+            // This side holds the queue's other end, so it is never disconnected; were it, the
+            // batch would still be run here.
+            Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) => {
+                self.run_here(batch);
             }
         }
+    }
+
+    /// Runs `batch` on the applying thread.
+    fn run_here(&mut self, mut batch: Batch) {
+        let failure = run_batch(&mut batch, &self.path);
+        self.take_ran(batch.checks, failure);
     }
 
     /// Keeps `error`, of the line at `seq`, if it is the earliest failure so far.
@@ -330,35 +294,25 @@ impl Checks {
         }
     }
 
+    fn take_ran(&mut self, mut checks: Vec<Pending>, failure: Option<(u64, StoreError)>) {
+        self.spare.append(&mut checks);
+        self.spare_batches.push(checks);
+        if let Some((seq, error)) = failure {
+            self.fail(seq, error);
+        }
+    }
+
     fn take_checked(&mut self, checked: Checked) {
+        self.in_flight = self.in_flight.saturating_sub(1);
         match checked {
-            Checked::Ran {
-                checker,
-                mut checks,
-                failure,
-            } => {
-                if let Some(checker) = self.checkers.get_mut(checker) {
-                    checker.in_flight = checker.in_flight.saturating_sub(1);
-                }
-                self.spare.append(&mut checks);
-                self.spare_batches.push(checks);
-                if let Some((seq, error)) = failure {
-                    self.fail(seq, error);
-                }
-            }
-            Checked::Died { checker } => {
-                if let Some(checker) = self.checkers.get_mut(checker) {
-                    checker.in_flight = 0;
-                    checker.to_check = None;
-                }
-                self.fail(0, stopped(&self.path));
-            }
+            Checked::Ran { checks, failure } => self.take_ran(checks, failure),
+            Checked::Died => self.fail(0, stopped(&self.path)),
         }
     }
 
     /// The earliest failure, once a check has failed: the lines applied so far are after it
-    /// (the other checker may still fail at an earlier line, so every check queued is run
-    /// first).
+    /// (a batch still queued or running may fail at an earlier line, so every check queued is
+    /// run first).
     pub(crate) fn poll(&mut self) -> Result<(), StoreError> {
         while let Ok(checked) = self.checked.try_recv() {
             self.take_checked(checked);
@@ -380,13 +334,19 @@ impl Checks {
         }
     }
 
-    /// Runs every check queued so far and waits for them: the earliest failure, if any.
+    /// Runs every check queued so far (what is still queued on this thread) and waits for the
+    /// rest: the earliest failure, if any.
     pub(crate) fn settle(&mut self) -> Result<(), StoreError> {
         if self.reported {
             return Ok(());
         }
         self.send();
-        while self.checkers.iter().any(|checker| checker.in_flight > 0) {
+        while self.in_flight > 0 {
+            if let Ok(batch) = self.queued.try_recv() {
+                self.in_flight -= 1;
+                self.run_here(batch);
+                continue;
+            }
             let Ok(checked) = self.checked.recv() else {
                 // Every thread gone with checks due: fail closed.
                 self.fail(0, stopped(&self.path));
