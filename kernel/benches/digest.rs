@@ -17,6 +17,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use valp_kernel::canonical::{Canonical, sha256_digest};
 use valp_kernel::live::LiveState;
 use valp_kernel::replay::replay_compact;
+use valp_sha256_pair::{INITIAL, Message};
 
 /// Entries walked before the body is sampled, so that items carry attempts and control is set.
 const WARM_HISTORY: usize = 1_000;
@@ -55,6 +56,30 @@ fn bench_digest(c: &mut Criterion) {
     configure_fast(&mut group);
     group.throughput(Throughput::Bytes(u64::try_from(block.len()).unwrap()));
     group.bench_function("64KiB", |b| b.iter(|| sha256_digest(black_box(&block))));
+    group.finish();
+
+    // A verified entry's two passes over the body: one after the other (`sha2`), and side by
+    // side (`valp_sha256_pair`, what a verify's digest checks run).
+    let mut group = c.benchmark_group("two_body_passes_20wi");
+    configure_fast(&mut group);
+    group.throughput(Throughput::Bytes(2 * len));
+    group.bench_function("one_after_the_other", |b| {
+        b.iter(|| {
+            (
+                sha256_digest(black_box(&body_bytes)),
+                sha256_digest(black_box(&body_bytes[1..])),
+            )
+        });
+    });
+    group.bench_function("side_by_side", |b| {
+        let (first, second): ([&[u8]; 1], [&[u8]; 1]) = ([&body_bytes], [&body_bytes[1..]]);
+        b.iter(|| {
+            valp_sha256_pair::digest_pair(
+                &Message::new(INITIAL, 0, black_box(&first)),
+                &Message::new(INITIAL, 0, black_box(&second)),
+            )
+        });
+    });
     group.finish();
 }
 

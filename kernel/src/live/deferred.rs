@@ -29,10 +29,11 @@
 
 use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
+use valp_sha256_pair::Message;
 
 use super::LiveState;
 use super::midstate::Midstate;
-use crate::canonical::{DIGEST_LEN, raw_digest};
+use crate::canonical::{DIGEST_LEN, digest_text, raw_digest};
 use crate::decode::InputPrefix;
 use crate::reduce::digests::{
     BodyChanges, RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, TailCopy,
@@ -120,15 +121,17 @@ impl DigestChain {
             self.prior = state_digest_of_tail(&history, self.tail.bytes());
         }
         self.tail.take_changes(&check.changes);
-        let result = check.result_digest(&self.prior, &self.tail);
-        if result.is_none() || check.recorded != result {
-            return Err(ReplayError::Mismatch {
+        let digests = check.result_and_state_digests(&self.prior, &self.tail);
+        match digests {
+            Some((result, next)) if check.recorded == Some(result) => {
+                self.prior = digest_text(&next);
+                Ok(())
+            }
+            _ => Err(ReplayError::Mismatch {
                 index: check.index,
                 field: MismatchField::ResultDigest,
-            });
+            }),
         }
-        self.prior = state_digest_of_tail(&check.history, self.tail.bytes());
-        Ok(())
     }
 }
 
@@ -149,6 +152,34 @@ impl DigestCheck {
         }
         Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
         Some(hasher.finalize().into())
+    }
+}
+
+impl DigestCheck {
+    /// [`result_digest`](Self::result_digest) and the State digest after the entry (raw), the
+    /// two passes over the body hashed side by side ([`valp_sha256_pair`]): in a verify the
+    /// history midstate after the entry holds the recorded result digest, so the State digest
+    /// does not wait for the result digest.
+    fn result_and_state_digests(
+        &self,
+        prior: &str,
+        tail: &TailCopy,
+    ) -> Option<([u8; 32], [u8; 32])> {
+        let at = self.shape.prior_at;
+        let before = self.preimage.get(..at)?;
+        let after = self.preimage.get(at + DIGEST_LEN..)?;
+        let body: &[u8] = if self.shape.body_follows {
+            tail.bytes()
+        } else {
+            &[]
+        };
+        let result: [&[u8]; 5] = [before, prior.as_bytes(), after, body, RESULT_DIGEST_SUFFIX];
+        let (words, blocks, pending) = self.history.words();
+        let state: [&[u8]; 4] = [pending, b"]", tail.bytes(), b"\n"];
+        Some(valp_sha256_pair::digest_pair(
+            &Message::new(valp_sha256_pair::INITIAL, 0, &result),
+            &Message::new(words, blocks, &state),
+        ))
     }
 }
 

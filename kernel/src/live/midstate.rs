@@ -94,6 +94,12 @@ impl Midstate {
         )
     }
 
+    /// The chaining value as words, the whole blocks compressed and the pending bytes: a
+    /// message to finish elsewhere ([`valp_sha256_pair::Message`]).
+    pub(crate) fn words(&self) -> ([u32; 8], u64, &[u8]) {
+        (self.state, self.blocks, self.pending.get_data())
+    }
+
     /// Resumes from [`Midstate::parts`].
     pub fn from_parts(state: &[u8], blocks: u64, pending: &[u8]) -> Result<Self, MidstateError> {
         let refused = || MidstateError {
