@@ -77,16 +77,15 @@ const K: [u32; 64] = [
     0xc671_78f2,
 ];
 
-/// Whether this CPU has the instructions [`compress_pair`] uses (cached by the standard library).
-pub(crate) fn available() -> bool {
-    std::arch::is_x86_feature_detected!("sha")
-        && std::arch::is_x86_feature_detected!("sse2")
-        && std::arch::is_x86_feature_detected!("ssse3")
-        && std::arch::is_x86_feature_detected!("sse4.1")
+cpufeatures::new!(sha_ni, "sha", "sse2", "ssse3", "sse4.1");
+
+/// Whether this CPU has the instructions [`compress_pair`] uses (asked once per process).
+fn available() -> bool {
+    sha_ni::get()
 }
 
 /// Compresses the blocks of `a` and `b` two at a time, as long as both have one; what is left
-/// of the longer stays in its [`Blocks`]. Call only when [`available`].
+/// of the longer stays in its [`Blocks`]. Does nothing when the CPU lacks the instructions.
 pub(crate) fn compress_pair(
     state_a: &mut [u32; 8],
     a: &mut Blocks<'_>,
