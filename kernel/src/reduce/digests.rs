@@ -4,7 +4,7 @@ use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text, sha256_digest};
-use crate::json::write::{Fields, write_str};
+use crate::json::write::{Fields, emit_str, write_str};
 use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
@@ -32,13 +32,12 @@ pub(crate) fn input_digest(
 /// preimage (`,"protocol_version":…}` and the LF). Equal to `input_digest` exactly when
 /// `prefix` is what encoding the two gives ([`InputPrefix`](crate::decode::InputPrefix)).
 pub(crate) fn input_digest_from_prefix(protocol_version: &str, prefix: &[u8]) -> String {
-    let mut tail = Vec::with_capacity(protocol_version.len() + 24);
-    tail.extend_from_slice(b",\"protocol_version\":");
-    write_str(&mut tail, protocol_version);
-    tail.extend_from_slice(b"}\n");
     let mut hasher = Sha256::new();
     Update::update(&mut hasher, prefix);
-    Update::update(&mut hasher, &tail);
+    // The rest fed as it is written: no buffer allocated per applied event.
+    Update::update(&mut hasher, b",\"protocol_version\":");
+    emit_str(protocol_version, |bytes| Update::update(&mut hasher, bytes));
+    Update::update(&mut hasher, b"}\n");
     digest_text(&hasher.finalize().into())
 }
 
