@@ -4,7 +4,7 @@ use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
 use crate::canonical::{Canonical, digest_text, is_digest, sha256_digest};
-use crate::json::write::{Fields, emit_str, write_str};
+use crate::json::write::{Fields, emit_str};
 use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
@@ -341,8 +341,8 @@ fn write_result_preamble<'o>(
 }
 
 /// Appends the JSON string of a digest the kernel computed (`sha256:` and lowercase hex,
-/// nothing to escape), without [`write_str`]'s scan for bytes to escape: a result preimage
-/// holds two, written per applied event.
+/// nothing to escape), without [`write_str`](crate::json::write::write_str)'s scan for bytes
+/// to escape: a result preimage holds two, written per applied event.
 fn write_digest(out: &mut Vec<u8>, digest: &str) {
     debug_assert!(is_digest(digest), "not a digest: {digest:?}");
     out.reserve(digest.len() + 2);
