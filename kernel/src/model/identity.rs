@@ -67,9 +67,10 @@ pub(crate) fn has_kind(identity: Option<&Identity>, kind: IdentityKind) -> bool 
 }
 
 impl Canonical for Identity {
-    /// `{"kind":…,"value":…}`, written without [`Fields`](crate::json::write::Fields): an applied event writes about a dozen
-    /// identities (issue 20), and the kind is a vocabulary spelling (lowercase ASCII and `_`),
-    /// which never needs escaping, so everything up to the value is three plain copies.
+    /// `{"kind":…,"value":…}`, written without [`Fields`](crate::json::write::Fields): an
+    /// applied event writes about a dozen identities (issue 20), and the kind is a vocabulary
+    /// spelling (lowercase ASCII and `_`), which never needs escaping, so everything up to the
+    /// value is three plain copies.
     fn write_canonical(&self, out: &mut Vec<u8>) {
         let kind = self.kind.as_str();
         debug_assert!(
