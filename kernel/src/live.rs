@@ -30,8 +30,8 @@ use crate::json::write::Fields;
 
 use crate::history::{HistoryView, entry_is_well_formed};
 use crate::model::{
-    Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, Int, NoOp, Outcome, Rejected,
-    State, StateBody, Variant,
+    Accepted, AcceptedEvent, ErrorCode, Event, Evidence, Identity, IdentityKind, Int, NoOp,
+    Outcome, Rejected, State, StateBody, Variant,
 };
 use crate::reduce::digests::{
     BodyEncoding, hash_history_entry, history_hash, result_digest, state_digest_from_parts,
@@ -188,31 +188,38 @@ impl HistoryIndex {
     fn push(&mut self, entry: Cow<'_, AcceptedEvent>, scratch: &mut Vec<u8>, looked_up: LookedUp) {
         let first = self.len() == 0;
         hash_history_entry(&mut self.prefix, &entry, first, scratch);
-        let shape_ok = entry_is_well_formed(&entry);
-        let unique = match &mut self.kept {
+        let well_formed = match &mut self.kept {
             Kept::Whole {
                 entries,
                 by_event_id,
                 result_ids,
             } => {
+                let shape_ok = entry_is_well_formed(&entry);
                 let unique_event = !by_event_id.contains_key(&entry.event_id);
                 if unique_event {
                     by_event_id.insert(entry.event_id.clone(), entries.len());
                 }
                 let unique_result = result_ids.insert(entry.result_id.clone());
                 entries.push(entry.into_owned());
-                unique_event && unique_result
+                shape_ok && unique_event && unique_result
             }
-            // The result id is the derived one (or the entry is not held and the history is
-            // taken as malformed, failing closed), so it is unique exactly when the event id is.
-            Kept::Lean(lean) => match looked_up {
-                LookedUp::Not => lean.push(&entry, false),
-                LookedUp::Missed(None) => lean.push(&entry, true),
-                LookedUp::Missed(Some(key)) => lean.push_looked_up(&entry, &key),
+            // The lean index holds an entry only when both digests are a digest's text and the
+            // result id is the derived one (so of kind `result`): of the entry's shape only the
+            // event id's kind is left to check (not the digests again: two 64-digit scans per
+            // applied event). The result id being the derived one (or the entry not held and
+            // the history taken as malformed, failing closed), it is unique exactly when the
+            // event id is.
+            Kept::Lean(lean) => {
+                let unique = match looked_up {
+                    LookedUp::Not => lean.push(&entry, false),
+                    LookedUp::Missed(None) => lean.push(&entry, true),
+                    LookedUp::Missed(Some(key)) => lean.push_looked_up(&entry, &key),
+                }
+                .unwrap_or(false);
+                unique && entry.event_id.is(IdentityKind::Event)
             }
-            .unwrap_or(false),
         };
-        self.well_formed &= unique && shape_ok;
+        self.well_formed &= well_formed;
     }
 
     /// Drops the entries, keeping the lean index (with the digests, or asking `recall` for
@@ -546,6 +553,61 @@ mod tests {
                 assert_eq!(live.items_valid, work_items_are_valid(&live.body));
                 assert!(live.items_valid);
             }
+        }
+    }
+
+    #[test]
+    fn a_lean_history_is_malformed_after_exactly_the_entries_that_make_a_whole_one_so() {
+        let entry = |event: (IdentityKind, &str), result: (IdentityKind, &str), input: &str| {
+            AcceptedEvent {
+                event_id: Identity::new(event.0, event.1).unwrap(),
+                result_id: Identity::new(result.0, result.1).unwrap(),
+                input_digest: input.to_owned(),
+                result_digest: crate::canonical::digest_text(&[7; 32]),
+            }
+        };
+        let digest = crate::canonical::digest_text(&[1; 32]);
+        let event = (IdentityKind::Event, "ev-2");
+        let derived = (IdentityKind::Result, "ev-2:accepted");
+        let cases = [
+            ("well formed", entry(event, derived, &digest), true),
+            (
+                "an event id of another kind",
+                entry((IdentityKind::Task, "ev-2"), derived, &digest),
+                false,
+            ),
+            (
+                "a result id of another kind",
+                entry(event, (IdentityKind::Event, "ev-2:accepted"), &digest),
+                false,
+            ),
+            (
+                "an input digest in capitals",
+                entry(event, derived, &digest.to_uppercase()),
+                false,
+            ),
+            (
+                "a short input digest",
+                entry(event, derived, &digest[..70]),
+                false,
+            ),
+        ];
+        for (what, odd, well_formed) in cases {
+            let mut whole = HistoryIndex::new();
+            let mut lean = HistoryIndex::new();
+            assert!(lean.forget(None));
+            let mut scratch = Vec::new();
+            for history in [&mut whole, &mut lean] {
+                let first = entry(
+                    (IdentityKind::Event, "ev-1"),
+                    (IdentityKind::Result, "ev-1:accepted"),
+                    &digest,
+                );
+                history.push(Cow::Owned(first), &mut scratch, LookedUp::Not);
+                history.push(Cow::Borrowed(&odd), &mut scratch, LookedUp::Not);
+            }
+            assert_eq!(whole.is_well_formed(), well_formed, "{what}");
+            assert_eq!(lean.is_well_formed(), well_formed, "{what}");
         }
     }
 

@@ -167,9 +167,10 @@ impl LeanIndex {
 
     /// Indexes one accepted event: `Some(true)` when its id is new, `Some(false)` when it was
     /// indexed before (the first position is kept, as the full index does), `None` (and nothing
-    /// indexed) when it cannot be held exactly. `known_new`: the caller has just looked the id up
-    /// and not found it (an event the kernel accepted: a key found would have made it a
-    /// duplicate), so it is not looked up again.
+    /// indexed) when it cannot be held exactly: a digest that is not a digest's text or a
+    /// result id that is not the derived one (the live history's shape check relies on this).
+    /// `known_new`: the caller has just looked the id up and not found it (an event the kernel
+    /// accepted: a key found would have made it a duplicate), so it is not looked up again.
     pub(crate) fn push(&mut self, entry: &AcceptedEvent, known_new: bool) -> Option<bool> {
         self.push_keyed(entry, known_new, None)
     }

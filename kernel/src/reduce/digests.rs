@@ -3,8 +3,8 @@
 use sha2::digest::Update;
 use sha2::{Digest as _, Sha256};
 
-use crate::canonical::{Canonical, digest_text, sha256_digest};
-use crate::json::write::{Fields, write_str};
+use crate::canonical::{Canonical, digest_text, is_digest, sha256_digest};
+use crate::json::write::{Fields, emit_str};
 use crate::live::midstate::Midstate;
 use crate::model::event::write_evidence_set;
 use crate::model::state::STATE_HISTORY_OPEN;
@@ -32,13 +32,12 @@ pub(crate) fn input_digest(
 /// preimage (`,"protocol_version":…}` and the LF). Equal to `input_digest` exactly when
 /// `prefix` is what encoding the two gives ([`InputPrefix`](crate::decode::InputPrefix)).
 pub(crate) fn input_digest_from_prefix(protocol_version: &str, prefix: &[u8]) -> String {
-    let mut tail = Vec::with_capacity(protocol_version.len() + 24);
-    tail.extend_from_slice(b",\"protocol_version\":");
-    write_str(&mut tail, protocol_version);
-    tail.extend_from_slice(b"}\n");
     let mut hasher = Sha256::new();
     Update::update(&mut hasher, prefix);
-    Update::update(&mut hasher, &tail);
+    // The rest fed as it is written: no buffer allocated per applied event.
+    Update::update(&mut hasher, b",\"protocol_version\":");
+    emit_str(protocol_version, |bytes| Update::update(&mut hasher, bytes));
+    Update::update(&mut hasher, b"}\n");
     digest_text(&hasher.finalize().into())
 }
 
@@ -296,6 +295,8 @@ pub(crate) fn write_result_preimage(
 pub(crate) struct ResultParts<'a> {
     pub result_id: &'a Identity,
     pub event_id: &'a Identity,
+    /// A digest the kernel computed, as is `prior_state_digest` (or, for a deferred check, a
+    /// stand-in of the same shape): both are written without escaping.
     pub input_digest: &'a str,
     pub prior_state_digest: &'a str,
     pub obligations: &'a [String],
@@ -328,15 +329,26 @@ fn write_result_preamble<'o>(
     let mut fields = Fields::begin(out);
     fields.strs("audit_facts", parts.audit_facts);
     fields.canonical("event_id", parts.event_id);
-    fields.str("input_digest", parts.input_digest);
+    write_digest(fields.key("input_digest"), parts.input_digest);
     fields.strs("obligations", parts.obligations);
     let prior = fields.key("prior_state_digest");
-    // After the opening quote; a digest's text is never escaped.
+    // After the opening quote.
     let prior_at = prior.len() + 1;
-    write_str(prior, parts.prior_state_digest);
+    write_digest(prior, parts.prior_state_digest);
     fields.canonical("result_id", parts.result_id);
     fields.key("state");
     (out, prior_at)
+}
+
+/// Appends the JSON string of a digest the kernel computed (`sha256:` and lowercase hex,
+/// nothing to escape), without [`write_str`](crate::json::write::write_str)'s scan for bytes
+/// to escape: a result preimage holds two, written per applied event.
+fn write_digest(out: &mut Vec<u8>, digest: &str) {
+    debug_assert!(is_digest(digest), "not a digest: {digest:?}");
+    out.reserve(digest.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(digest.as_bytes());
+    out.push(b'"');
 }
 
 /// A result digest whose next State is given as its canonical bytes (with an empty history):
