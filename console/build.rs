@@ -1,9 +1,10 @@
 //! Compiles `src/process_start.c` (the allocator settings a `valp` process takes before anything
-//! allocates; the reasons are in that file) into every binary that links this package.
+//! allocates; the reasons are in that file) into the `valp` binary, and only there: test and
+//! bench binaries keep the allocator's defaults (and most do not link mimalloc at all).
 //!
 //! Only for Linux with glibc: it is glibc that passes `argc`/`argv` to `.init_array` functions.
-//! The object is linked whole (`+whole-archive`): nothing refers to it by name, and a linker
-//! would otherwise leave it out.
+//! The object goes to the linker as an object, not in an archive: nothing refers to it by name,
+//! and a linker leaves such archive members out.
 
 fn main() {
     println!("cargo:rerun-if-changed=src/process_start.c");
@@ -16,9 +17,11 @@ fn main() {
         println!("cargo:warning=no DEP_MIMALLOC_INCLUDE_DIR: valp starts without process_start.c");
         return;
     };
-    cc::Build::new()
+    for object in cc::Build::new()
         .file("src/process_start.c")
         .include(include)
-        .link_lib_modifier("+whole-archive")
-        .compile("valp_process_start");
+        .compile_intermediates()
+    {
+        println!("cargo:rustc-link-arg-bin=valp={}", object.display());
+    }
 }

@@ -28,6 +28,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<ExitCode> {
     // Agents wait for their hooks: a hook command skips color-eyre and the full command line.
+    // With glibc, `process_start.c` turned huge pages off before the first allocation already
+    // (for `valp verify` too); these calls cover the command lines it does not look at.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args
         .get(1)
