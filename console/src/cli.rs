@@ -12,6 +12,22 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "valp", version, about, long_about)]
 pub struct Cli {
+    /// The options every command takes.
+    #[command(flatten)]
+    pub globals: Globals,
+    /// What to do; without a command valp opens the operator console on the control root.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+// The options every command takes, before or after its name (`global`); on their own for
+// `valp verify`'s short way in (`crate::fast_hook::verify`).
+#[allow(
+    missing_docs,
+    reason = "no doc comment on flattened arguments: it would become the command's about text"
+)]
+#[derive(Debug, Clone, Args)]
+pub struct Globals {
     /// The control root: a `.valp` folder, or a project folder holding one. Without it valp uses
     /// `VALP_ROOT`, then the nearest `.valp/` from the current folder upward.
     #[arg(long, global = true, value_name = "DIR")]
@@ -31,9 +47,6 @@ pub struct Cli {
     /// file's `[console] theme` (`:theme NAME` switches while it runs).
     #[arg(long, global = true, value_name = "NAME")]
     pub theme: Option<String>,
-    /// What to do; without a command valp opens the operator console on the control root.
-    #[command(subcommand)]
-    pub command: Option<Command>,
 }
 
 impl Cli {

@@ -113,9 +113,9 @@ pub fn run(
     input: &mut dyn BufRead,
     out: &mut dyn Write,
 ) -> Result<ExitCode, CommandError> {
-    let root = cli.root;
+    let root = cli.globals.root;
     let clock = SystemClock;
-    let options = observe_options(&cli.observe);
+    let options = observe_options(&cli.globals.observe);
     let Some(command) = cli.command else {
         return Ok(ExitCode::SUCCESS);
     };

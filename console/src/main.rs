@@ -28,6 +28,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> Result<ExitCode> {
     // Agents wait for their hooks: a hook command skips color-eyre and the full command line.
+    // With glibc, `process_start.c` turned huge pages off before the first allocation already
+    // (for `valp verify` too); these calls cover the command lines it does not look at.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args
         .get(1)
@@ -43,18 +45,19 @@ fn main() -> Result<ExitCode> {
         ));
     }
     color_eyre::install()?;
-    let cli = Cli::parse_from(args);
+    // `valp verify` skips building the whole command line (`fast_hook::verify`).
+    let cli = valp_console::fast_hook::verify(&args).unwrap_or_else(|| Cli::parse_from(args));
     if cli.is_verify() {
         // Huge pages cost a short verify their zeroing and a long one ~8 MiB of peak RSS.
         valp_console::small_pages::small_pages();
     }
     let console = cli.opens_console().then(|| commands::ConsoleArgs {
-        root: cli.root.clone(),
-        observe: cli.observe.clone(),
+        root: cli.globals.root.clone(),
+        observe: cli.globals.observe.clone(),
         demo: cli.is_demo(),
-        config: cli.config.clone(),
-        color: cli.color.forced(),
-        theme: cli.theme.clone(),
+        config: cli.globals.config.clone(),
+        color: cli.globals.color.forced(),
+        theme: cli.globals.theme.clone(),
     });
     // The console's configuration is judged before the command runs: a bad user file must
     // not leave a half-made demo root behind.

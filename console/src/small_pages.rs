@@ -16,6 +16,11 @@
 //!   1.07-1.13 -> 1.04-1.07 s, peak RSS 32.5-32.8 -> 24.1-25.2 MiB; 10^6 peak RSS 67.5-69.0 ->
 //!   60.2 MiB at the same 10.6 s (the bound is 64 MiB).
 //!
+//! With glibc, `valp verify`, `valp hook` and `valp notify` (the command as the first word) get
+//! `MIMALLOC_ALLOW_THP=0`'s effect before the process's first allocation instead, from the
+//! constructor in `process_start.c`: by the time [`small_pages`] runs, after clap, the runtime
+//! and clap had faulted (and the kernel zeroed) up to three whole 2 MiB pages.
+//!
 //! `prctl(PR_SET_THP_DISABLE)` is what `MIMALLOC_ALLOW_THP=0` does, for every later fault of
 //! the process, also in regions mimalloc reserved before. Failing is harmless: the process runs
 //! as before.
