@@ -495,10 +495,13 @@ pub(crate) type SnapshotCheck = (PathBuf, u64, Option<StoreError>, Option<String
 /// journal nothing else is left to run), only the comparison is left. Reading one here or at
 /// its line gives the same snapshot or the same reason ([`snapshot::read_for_check`]).
 struct ReadAhead {
-    reading: Option<std::thread::JoinHandle<Vec<(PathBuf, Result<snapshot::ForCheck, String>)>>>,
-    read: Vec<(PathBuf, Result<snapshot::ForCheck, String>)>,
+    reading: Option<std::thread::JoinHandle<Vec<ReadSnapshot>>>,
+    read: Vec<ReadSnapshot>,
     limit: u64,
 }
+
+/// A snapshot's file and what reading it for its check gave.
+type ReadSnapshot = (PathBuf, Result<snapshot::ForCheck, String>);
 
 impl ReadAhead {
     /// Starts reading `listed` (with their index files shorter than `limit` bytes); nothing
