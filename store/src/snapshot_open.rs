@@ -505,10 +505,14 @@ type ReadSnapshot = (PathBuf, Result<snapshot::ForCheck, String>);
 
 impl ReadAhead {
     /// Starts reading `listed` (with their index files shorter than `limit` bytes); nothing
-    /// is read ahead when no thread can be started.
+    /// is read ahead when no index file is that short (a few KB of JSON read ahead do not pay
+    /// for a thread) or no thread can be started.
     fn start(listed: &[(u64, PathBuf)], limit: u64) -> Self {
+        let pays = listed.iter().any(|(_, path)| {
+            std::fs::metadata(snapshot::index_path(path)).is_ok_and(|meta| meta.len() < limit)
+        });
         let paths: Vec<PathBuf> = listed.iter().map(|(_, path)| path.clone()).collect();
-        let reading = (!paths.is_empty())
+        let reading = pays
             .then(|| {
                 std::thread::Builder::new()
                     .name("snapshot-read".to_owned())
