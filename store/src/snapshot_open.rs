@@ -536,7 +536,7 @@ impl ReadAhead {
     }
 
     /// The snapshot at `path`, read ahead (waiting for the thread if it is not done) or, when
-    /// it was not (the thread could not start or did not finish), read now.
+    /// it was not (no thread was started, or it panicked), read now.
     fn take(&mut self, path: &Path) -> Result<snapshot::ForCheck, String> {
         if let Some(reading) = self.reading.take() {
             self.read = reading.join().unwrap_or_default();
@@ -596,9 +596,10 @@ pub(crate) fn verify_with_snapshots(
             if *seq != line.seq {
                 continue;
             }
-            // Neither side holds a second copy of the index: the snapshot's key records are
-            // compared with the replay's as its index file is read, and its digest records
-            // hashed, as the replay's were from its lines.
+            // The snapshot's key records are compared with the replay's (as its index file is
+            // read, unless it was short enough to be read ahead: no second copy of a large
+            // index is held) and its digest records hashed, as the replay's were from its
+            // lines.
             let outcome = check_snapshot(ahead.take(path), line, live, guard, &digests);
             if let Ok(mut found) = found.lock() {
                 found.push((path.clone(), *seq, outcome));
