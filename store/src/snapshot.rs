@@ -33,8 +33,10 @@
 //! open glue then checks the binding against the journal and the head. [`load_keys`] reads the
 //! same and checks the same, but keeps only the index's keys (16 of the ~84 bytes per entry),
 //! for a reader that recalls the digests from its journal instead of holding them;
-//! [`load_for_check`] keeps neither: `valp verify` compares the index's key records with its
-//! replay's one at a time as the file is read, so it holds one copy of the index, its own.
+//! [`read_for_check`] keeps neither of a large index: `valp verify` compares the index's key
+//! records with its replay's one at a time as the file is read, so it holds one copy of the
+//! index, its own. A small one (under the limit it is given) it reads ahead, before the replay
+//! reaches its line, and then holds its keys until it compares them.
 
 use std::path::{Path, PathBuf};
 
@@ -366,28 +368,109 @@ pub fn load_keys_unchecked(path: &Path) -> Result<Snapshot, String> {
     load_reading(path, Reading::KeysUnchecked).map(|(snapshot, _)| snapshot)
 }
 
-/// [`load`] for a check against a replay that holds its own index: the index file is read in
-/// chunks, its key records compared with `expected` (the replay's, in key order, one at a time)
-/// and its digest records hashed as they pass, neither kept (`parts.index` is empty), so
-/// checking a snapshot holds no copy of the index (16 bytes per entry of keys, 64 of digest
-/// records). Refused for the same reasons as [`load`]; otherwise also says what the index held.
-pub fn load_for_check(
-    path: &Path,
-    expected: &mut dyn Iterator<Item = [u8; KEY_RECORD]>,
-) -> Result<(Snapshot, IndexSeen), String> {
-    load_reading(path, Reading::Check(expected))
+/// Index files shorter than this are read ahead by `valp verify` (see [`read_for_check`]); a
+/// longer one is read when the replay reaches its line, its keys compared as they pass. At 16
+/// MiB (~200 K entries) a snapshot read ahead holds at most ~3.4 MB of keys until its line (a
+/// 10^5 verify peaks ~3 MB higher), and the 10^6 journals' ~80 MB index files, whose verify
+/// must stay under 64 MiB, are never held.
+pub const READ_AHEAD_BELOW: u64 = 16 << 20;
+
+thread_local! {
+    static READ_AHEAD_LIMIT: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets, for the calling thread only, below how many bytes a snapshot's index file is read
+/// ahead by `valp verify` (`None`: the default, [`READ_AHEAD_BELOW`]; `Some(0)`: never;
+/// `Some(u64::MAX)`: always). For tests that compare the two ways; what a verify finds is the
+/// same either way.
+#[doc(hidden)]
+pub fn set_read_ahead_limit(bytes: Option<u64>) {
+    READ_AHEAD_LIMIT.with(|limit| limit.set(bytes));
+}
+
+/// Below how many bytes the calling thread's `valp verify` reads an index file ahead.
+pub(crate) fn read_ahead_limit() -> u64 {
+    READ_AHEAD_LIMIT
+        .with(std::cell::Cell::get)
+        .unwrap_or(READ_AHEAD_BELOW)
+}
+
+/// The first half of [`load`] for a check against a replay that holds its own index, which
+/// can run before the replay reaches the snapshot's line (`valp verify` runs it on another
+/// thread): the JSON read and decoded, refused for the same reasons as by [`load`]; its index
+/// file also read now when it is shorter than `read_index_below` bytes (its key records then
+/// held, 16 bytes per entry, until [`ForCheck::check`]), later by [`ForCheck::check`]
+/// otherwise.
+pub fn read_for_check(path: &Path, read_index_below: u64) -> Result<ForCheck, String> {
+    let (snapshot, member) = read_json(path)?;
+    let index = (member.bytes < read_index_below).then(|| read_index(path, &member, Reading::Keys));
+    Ok(ForCheck {
+        path: path.to_owned(),
+        snapshot,
+        member,
+        index,
+    })
+}
+
+/// A snapshot [`read_for_check`] read, to be compared with a replay that holds its own index.
+pub struct ForCheck {
+    path: PathBuf,
+    snapshot: Snapshot,
+    member: IndexMember,
+    /// The index file with its keys, when it was read ahead (or why it is refused).
+    index: Option<Result<(LeanParts, IndexSeen), String>>,
+}
+
+impl ForCheck {
+    /// The snapshot with its index file checked: its key records compared with `expected`
+    /// (the replay's, in key order) and its digest records hashed, neither kept
+    /// (`parts.index` is empty). When the file was not read ahead it is read now in chunks,
+    /// the keys compared one at a time as they pass, so checking a large snapshot holds no
+    /// copy of the index (16 bytes per entry of keys, 64 of digest records). Refused for the
+    /// same reasons as [`load`]; otherwise also says what the index held.
+    pub fn check(
+        self,
+        expected: &mut dyn Iterator<Item = [u8; KEY_RECORD]>,
+    ) -> Result<(Snapshot, IndexSeen), String> {
+        let Self {
+            path,
+            snapshot,
+            member,
+            index,
+        } = self;
+        let seen = match index {
+            None => read_index(&path, &member, Reading::Check(expected))?.1,
+            Some(read) => {
+                let (held, seen) = read?;
+                let mut comparison = KeyComparison::new(expected);
+                comparison.feed(&held.keys);
+                IndexSeen {
+                    keys_match: comparison.finish(),
+                    ..seen
+                }
+            }
+        };
+        Ok((snapshot, seen))
+    }
 }
 
 fn load_reading(path: &Path, reading: Reading<'_>) -> Result<(Snapshot, IndexSeen), String> {
-    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
-    let (mut snapshot, member) = decode(&bytes)?;
-    check_name(path, &snapshot)?;
+    let (mut snapshot, member) = read_json(path)?;
     let (index, seen) = read_index(path, &member, reading)?;
     snapshot.parts.index = index;
     Ok((snapshot, seen))
 }
 
-/// What [`load_for_check`] found in an index file without keeping it.
+/// The snapshot JSON at `path`, decoded and checked against its name, and what it names of
+/// its index file.
+fn read_json(path: &Path) -> Result<(Snapshot, IndexMember), String> {
+    let bytes = std::fs::read(path).map_err(|error| format!("cannot be read: {error}"))?;
+    let (snapshot, member) = decode(&bytes)?;
+    check_name(path, &snapshot)?;
+    Ok((snapshot, member))
+}
+
+/// What [`ForCheck::check`] found in an index file without keeping it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexSeen {
     /// Whether its key records are exactly the expected ones, in order (`false` when they
@@ -428,7 +511,16 @@ struct KeyComparison<'a> {
     matches: bool,
 }
 
-impl KeyComparison<'_> {
+impl<'a> KeyComparison<'a> {
+    fn new(expected: &'a mut dyn Iterator<Item = [u8; KEY_RECORD]>) -> Self {
+        Self {
+            expected,
+            record: [0; KEY_RECORD],
+            filled: 0,
+            matches: true,
+        }
+    }
+
     fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let take = (KEY_RECORD - self.filled).min(bytes.len());
@@ -498,15 +590,7 @@ fn read_index(
     let (keep_digests, mut compared) = match reading {
         Reading::Whole => (true, None),
         Reading::Keys | Reading::KeysUnchecked => (false, None),
-        Reading::Check(expected) => (
-            false,
-            Some(KeyComparison {
-                expected,
-                record: [0; KEY_RECORD],
-                filled: 0,
-                matches: true,
-            }),
-        ),
+        Reading::Check(expected) => (false, Some(KeyComparison::new(expected))),
     };
     let mut parts = LeanParts {
         keys: if compared.is_none() {

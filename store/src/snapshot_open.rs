@@ -489,10 +489,79 @@ impl Journal<LiveState> {
 /// problem).
 pub(crate) type SnapshotCheck = (PathBuf, u64, Option<StoreError>, Option<String>);
 
+/// The snapshots of a task folder read on a thread of their own while the replay runs
+/// (`snapshot-read`), so that where the replay reaches a snapshot's line, on the applying
+/// thread and after the digest checks were settled there (serial time: at the last line of a
+/// journal nothing else is left to run), only the comparison is left. Reading one here or at
+/// its line gives the same snapshot or the same reason ([`snapshot::read_for_check`]).
+struct ReadAhead {
+    reading: Option<std::thread::JoinHandle<Vec<ReadSnapshot>>>,
+    read: Vec<ReadSnapshot>,
+    limit: u64,
+}
+
+/// A snapshot's file and what reading it for its check gave.
+type ReadSnapshot = (PathBuf, Result<snapshot::ForCheck, String>);
+
+impl ReadAhead {
+    /// Starts reading `listed` (with their index files shorter than `limit` bytes); nothing
+    /// is read ahead when no index file is that short (a few KB of JSON read ahead do not pay
+    /// for a thread) or no thread can be started.
+    fn start(listed: &[(u64, PathBuf)], limit: u64) -> Self {
+        let pays = listed.iter().any(|(_, path)| {
+            std::fs::metadata(snapshot::index_path(path)).is_ok_and(|meta| meta.len() < limit)
+        });
+        let paths: Vec<PathBuf> = listed.iter().map(|(_, path)| path.clone()).collect();
+        let reading = pays
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("snapshot-read".to_owned())
+                    .spawn(move || {
+                        paths
+                            .into_iter()
+                            .map(|path| {
+                                let read = snapshot::read_for_check(&path, limit);
+                                (path, read)
+                            })
+                            .collect()
+                    })
+                    .ok()
+            })
+            .flatten();
+        Self {
+            reading,
+            read: Vec::new(),
+            limit,
+        }
+    }
+
+    /// The snapshot at `path`, read ahead (waiting for the thread if it is not done) or, when
+    /// it was not (no thread was started, or it panicked), read now.
+    fn take(&mut self, path: &Path) -> Result<snapshot::ForCheck, String> {
+        if let Some(reading) = self.reading.take() {
+            self.read = reading.join().unwrap_or_default();
+        }
+        match self.read.iter().position(|(read, _)| read == path) {
+            Some(at) => self.read.swap_remove(at).1,
+            None => snapshot::read_for_check(path, self.limit),
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    /// A journal that stops before a snapshot's line leaves it unused: the thread is not left
+    /// reading after the verify.
+    fn drop(&mut self) {
+        if let Some(reading) = self.reading.take() {
+            let _unused = reading.join();
+        }
+    }
+}
+
 /// Verifies the task journal in `dir` from the genesis (as
 /// [`ControlRoot::verify_task_dir`](crate::ControlRoot::verify_task_dir)) and compares every
-/// snapshot of the folder with the State the replay rebuilt at its line, loading each only when
-/// its line is reached.
+/// snapshot of the folder with the State the replay rebuilt at its line, each read ahead
+/// ([`ReadAhead`]) and compared when its line is reached.
 pub(crate) fn verify_with_snapshots(
     root: &crate::ControlRoot,
     dir: &Path,
@@ -517,6 +586,7 @@ pub(crate) fn verify_with_snapshots(
     // The verify's index recalls digests from the journal instead of holding them: the
     // snapshot's digest records are checked against a hash of every line's digests instead.
     let mut digests = DigestRecords::default();
+    let mut ahead = ReadAhead::start(&listed, snapshot::read_ahead_limit());
     let watch: crate::journal::OnLine<LiveState> = Box::new(move |line, entry, live, guard| {
         digests.add(entry);
         if let Some(observe) = &mut observer {
@@ -526,10 +596,11 @@ pub(crate) fn verify_with_snapshots(
             if *seq != line.seq {
                 continue;
             }
-            // Neither side holds a second copy of the index: the snapshot's key records are
-            // compared with the replay's as its index file is read, and its digest records
-            // hashed, as the replay's were from its lines.
-            let outcome = check_snapshot(path, line, live, guard, &digests);
+            // The snapshot's key records are compared with the replay's (as its index file is
+            // read, unless it was short enough to be read ahead: no second copy of a large
+            // index is held) and its digest records hashed, as the replay's were from its
+            // lines.
+            let outcome = check_snapshot(ahead.take(path), line, live, guard, &digests);
             if let Ok(mut found) = found.lock() {
                 found.push((path.clone(), *seq, outcome));
             }
@@ -571,10 +642,10 @@ pub(crate) fn verify_with_snapshots(
     (journal, checks)
 }
 
-/// Why the snapshot at `path` is not what the replay rebuilt at `line` (`live`, `guard`, and
-/// the digest records of the lines so far); `None` when it is.
+/// Why the snapshot `read` is not what the replay rebuilt at `line` (`live`, `guard`, and the
+/// digest records of the lines so far); `None` when it is.
 fn check_snapshot(
-    path: &Path,
+    read: Result<snapshot::ForCheck, String>,
     line: &ChainLine,
     state: &LiveState,
     guard: &crate::machine::TaskGuard,
@@ -604,7 +675,7 @@ fn check_snapshot(
                     .filter_map(|record| record.try_into().ok()),
             )
         };
-    match snapshot::load_for_check(path, &mut keys) {
+    match read.and_then(|read| read.check(&mut keys)) {
         Err(reason) => Some(reason),
         Ok((snapshot, seen)) => {
             let index_matches = seen.keys_match && digests.matches(seen.digest_records);

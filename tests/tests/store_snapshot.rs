@@ -20,6 +20,7 @@ use std::sync::Arc;
 use valp_kernel::canonical::decode_canonical;
 use valp_kernel::json::Value;
 use valp_kernel::json::write::canonical_bytes;
+use valp_kernel::live::KEY_RECORD;
 use valp_store::io::{Fault, FaultyStorage, Operation};
 use valp_store::snapshot::{self, Snapshot};
 use valp_store::verify::verify;
@@ -622,6 +623,16 @@ fn verify_reason_after_index_change(seed: u64, change: impl FnOnce(&mut Vec<u8>,
 /// `valp verify` finds one problem in `root`: the snapshot at `path`, with
 /// `VALP-E-STORE-SNAPSHOT-MISMATCH` and `verify_reason`; returns the seq its row names.
 fn assert_verify_names(root: &ControlRoot, path: &Path, verify_reason: &str) -> u64 {
+    // The same rows whether the snapshot's index file is read ahead or at its line.
+    let rows: Vec<String> = [Some(u64::MAX), Some(0)]
+        .into_iter()
+        .map(|limit| {
+            snapshot::set_read_ahead_limit(limit);
+            format!("{:?}", verify(root).unwrap().checks)
+        })
+        .collect();
+    snapshot::set_read_ahead_limit(None);
+    assert_eq!(rows[0], rows[1]);
     let verification = verify(root).unwrap();
     assert_eq!(verification.problems(), 1, "{verification:?}");
     let row = verification
@@ -642,6 +653,46 @@ fn assert_verify_names(root: &ControlRoot, path: &Path, verify_reason: &str) -> 
         )
     );
     row.entries
+}
+
+/// `valp verify` reads a snapshot for its check before the replay reaches its line, the index
+/// file too when it is shorter than the limit (its keys then compared when checked, with the
+/// same outcome), and a longer index file only when checked.
+#[test]
+fn a_snapshot_read_for_a_check_reads_its_index_file_ahead_only_below_the_limit() {
+    let temp = tempfile::tempdir().unwrap();
+    let (root, _history) = with_snapshot_at(temp.path(), 10, 90, 60);
+    let path = only_snapshot(&root);
+    let index = snapshot::index_path(&path);
+    let bytes = std::fs::metadata(&index).unwrap().len();
+    let whole = snapshot::load(&path).unwrap();
+    let keys = whole.parts.index.keys.clone();
+    let records = |count: usize| {
+        keys.chunks_exact(KEY_RECORD)
+            .take(count)
+            .map(|record| <[u8; KEY_RECORD]>::try_from(record).unwrap())
+    };
+    let all = keys.len() / KEY_RECORD;
+    let ahead = [
+        snapshot::read_for_check(&path, bytes + 1).unwrap(),
+        snapshot::read_for_check(&path, u64::MAX).unwrap(),
+    ];
+    let fewer = snapshot::read_for_check(&path, bytes + 1).unwrap();
+    let later = snapshot::read_for_check(&path, bytes).unwrap();
+    std::fs::remove_file(&index).unwrap();
+    for read in ahead {
+        let (checked, seen) = read.check(&mut records(all)).unwrap();
+        assert!(seen.keys_match);
+        assert_eq!(seen.digest_records.len, 60 * 64);
+        assert!(checked.parts.index.keys.is_empty() && checked.parts.index.digests.is_empty());
+        assert_eq!(checked.parts.body, whole.parts.body);
+    }
+    let (_, seen) = fewer.check(&mut records(all - 1)).unwrap();
+    assert!(!seen.keys_match);
+    assert_eq!(
+        later.check(&mut records(all)).err().unwrap(),
+        "its index file cannot be read: No such file or directory (os error 2)"
+    );
 }
 
 #[test]
