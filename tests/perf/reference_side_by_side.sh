@@ -12,7 +12,7 @@
 #   RUNS                alternating runs of each (default 3)
 #   VALP_RUNS           (environment) each `valp verify` figure is the mean of this many runs by
 #                       `perf stat` (default 20; one run by /usr/bin/time without perf): a verify
-#                       of 1,000 entries takes a few tens of ms, /usr/bin/time resolves 10 ms
+#                       of 1,000 entries takes ~10 ms, /usr/bin/time resolves 10 ms
 #
 # Steps: `valp demo` writes the task, `valp export --reference` writes the reference layout
 # (genesis.json + replay.jsonl), a second root of the same installation imports it (timed), and
@@ -41,16 +41,18 @@ cpu() { # prints "<cpu seconds> <wall seconds>" of the command
 repeat=${VALP_RUNS:-20}
 verify_cpu() { # prints "<cpu seconds> <wall seconds>" of `valp verify`, the mean of $repeat runs
     cpu "$valp" verify --no-default-sockets >/dev/null || return 1 # a failing verify stops here
-    local start task end
-    start=$(date +%s%N)
-    task=$(perf stat -x, -e task-clock -r "$repeat" "$valp" verify --no-default-sockets \
-        2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 }') || task=
-    end=$(date +%s%N)
-    if [ -z "$task" ]; then # no perf, or not allowed: one run by /usr/bin/time
+    # perf's own figures: task-clock, and "time elapsed", each run's wall from fork to exit (a
+    # clock around all of `perf stat` would add a share of perf's own start and end to each).
+    local report task elapsed
+    report=$(LC_ALL=C perf stat -e task-clock -r "$repeat" "$valp" verify --no-default-sockets \
+        2>&1 >/dev/null) || report=
+    task=$(awk '/task-clock/ { print $1 }' <<<"$report")
+    elapsed=$(awk '/seconds time elapsed/ { print $1 }' <<<"$report")
+    if [ -z "$task" ] || [ -z "$elapsed" ]; then # no perf, or not allowed: one run by /usr/bin/time
         cpu "$valp" verify --no-default-sockets
         return
     fi
-    echo "$task $start $end" | awk -v n="$repeat" '{ printf "%.4f %.4f\n", $1 / 1000, ($3 - $2) / n / 1e9 }'
+    echo "$task $elapsed" | awk '{ printf "%.4f %.4f\n", $1 / 1000, $2 }'
 }
 
 (cd "$work" && mkdir source && cd source &&
