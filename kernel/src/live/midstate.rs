@@ -15,18 +15,8 @@
 use sha2::digest::Update;
 use sha2::digest::block_buffer::{BlockBuffer, Eager};
 use sha2::digest::generic_array::typenum::U64;
-
-/// The initial chaining value (FIPS 180-4, 5.3.3).
-const INITIAL: [u32; 8] = [
-    0x6a09_e667,
-    0xbb67_ae85,
-    0x3c6e_f372,
-    0xa54f_f53a,
-    0x510e_527f,
-    0x9b05_688c,
-    0x1f83_d9ab,
-    0x5be0_cd19,
-];
+// SHA-256's initial chaining value (FIPS 180-4, 5.3.3), as the two-message hasher has it.
+use valp_sha256_pair::INITIAL;
 
 /// A resumable SHA-256 over a byte stream.
 #[derive(Clone)]
