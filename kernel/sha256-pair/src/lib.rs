@@ -50,7 +50,7 @@ pub fn digest_pair(first: &Message<'_>, second: &Message<'_>) -> ([u8; 32], [u8;
 }
 
 /// A chaining value as bytes (big-endian words): the digest, once the padding is compressed.
-fn state_bytes(words: &[u32; 8]) -> [u8; 32] {
+pub fn state_bytes(words: &[u32; 8]) -> [u8; 32] {
     let mut bytes = [0; 32];
     for (out, word) in bytes.chunks_exact_mut(4).zip(words) {
         out.copy_from_slice(&word.to_be_bytes());

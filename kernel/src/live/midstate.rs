@@ -15,8 +15,9 @@
 use sha2::digest::Update;
 use sha2::digest::block_buffer::{BlockBuffer, Eager};
 use sha2::digest::generic_array::typenum::U64;
-// SHA-256's initial chaining value (FIPS 180-4, 5.3.3), as the two-message hasher has it.
-use valp_sha256_pair::INITIAL;
+// SHA-256's initial chaining value (FIPS 180-4, 5.3.3) and its bytes, as the two-message
+// hasher has them.
+use valp_sha256_pair::{INITIAL, state_bytes};
 
 /// A resumable SHA-256 over a byte stream.
 #[derive(Clone)]
@@ -122,15 +123,6 @@ impl Midstate {
         });
         state_bytes(&state)
     }
-}
-
-/// A chaining value as bytes (big-endian words).
-fn state_bytes(words: &[u32; 8]) -> [u8; 32] {
-    let mut state = [0; 32];
-    for (out, word) in state.chunks_exact_mut(4).zip(words) {
-        out.copy_from_slice(&word.to_be_bytes());
-    }
-    state
 }
 
 impl Update for Midstate {
