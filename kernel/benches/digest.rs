@@ -81,6 +81,23 @@ fn bench_digest(c: &mut Criterion) {
         });
     });
     group.finish();
+
+    // Sixteen entries' two passes each, as a verify's batch of checks runs them
+    // (`valp_sha256_pair::digest_many`: sixteen messages side by side through AVX-512 where the
+    // CPU has it). Per entry: the time over 16; the throughput compares with the group above.
+    let mut group = c.benchmark_group("sixteen_entries_body_passes_20wi");
+    configure_fast(&mut group);
+    group.throughput(Throughput::Bytes(32 * len));
+    let pieces: Vec<[&[u8]; 1]> = (0..32).map(|n| [&body_bytes[n % 2..]]).collect();
+    let messages: Vec<Message<'_>> = pieces
+        .iter()
+        .map(|piece| Message::new(INITIAL, 0, piece))
+        .collect();
+    let mut digests = Vec::with_capacity(32);
+    group.bench_function("digest_many", |b| {
+        b.iter(|| valp_sha256_pair::digest_many(black_box(&messages), &mut digests));
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench_digest);

@@ -44,8 +44,9 @@ fn inline(mut live: LiveState, entries: &[CompactEntry]) -> Result<String, Repla
 }
 
 /// The deferred path as a verifier on two threads runs it, the checks lagging as far behind as
-/// they can: every check is queued and run, in order, only when the applying side fails (the
-/// earliest failure wins) or at the end. Gives the State digest both sides reached.
+/// they can: every check is queued and run, in order and all at once (`check_all`, sixteen body
+/// passes side by side), only when the applying side fails (the earliest failure wins) or at
+/// the end. Gives the State digest both sides reached.
 fn deferred(mut live: LiveState, entries: &[CompactEntry]) -> Result<String, ReplayError> {
     let mut chain = live.digest_chain();
     let mut queued = Vec::new();
@@ -56,15 +57,11 @@ fn deferred(mut live: LiveState, entries: &[CompactEntry]) -> Result<String, Rep
             queued.push(check.clone());
         }
         if let Err(error) = applied {
-            for check in &queued {
-                chain.check(check)?;
-            }
+            chain.check_all(&queued)?;
             return Err(error);
         }
     }
-    for check in &queued {
-        chain.check(check)?;
-    }
+    chain.check_all(&queued)?;
     assert_eq!(chain.state_digest(), live.state_digest());
     Ok(live.state_digest())
 }

@@ -1,20 +1,27 @@
-//! Two SHA-256 messages hashed side by side: [`digest_pair`] gives both digests, as
-//! `sha2::Sha256` would give each (FIPS 180-4), from a chaining value and the bytes that follow.
+//! SHA-256 messages hashed side by side: [`digest_pair`] gives two digests and [`digest_many`]
+//! any number, each as `sha2::Sha256` would give it (FIPS 180-4), from a chaining value and the
+//! bytes that follow.
 //!
 //! **Why.** A verified VALP entry costs two SHA-256 passes over the next State body (its result
-//! digest and its State digest: the protocol's floor). The two messages are independent once the
-//! body is known, and one SHA-256 is a serial chain of rounds: on x86-64 with SHA-NI the rounds of
-//! two messages interleaved keep the SHA unit busier than one message does (issue 20: ~1.2x the
-//! throughput of `sha2`'s own SHA-NI code on the Xeon measured, see ARCHITECTURE.md). Without
-//! SHA-NI (other CPUs, or under valgrind, which hides it) the two run one after the other through
-//! `sha2::compress256`, with the same results.
+//! digest and its State digest: the protocol's floor), and in a verify the passes of a run of
+//! entries are independent messages once their bodies are known (the kernel's
+//! `DigestChain::check_all`). One SHA-256 is a serial chain of rounds, so more messages at once
+//! keep the CPU busier:
+//! - with AVX-512 (`lanes`), sixteen messages take one 32-bit lane each of every register:
+//!   ~2x the throughput of the SHA-NI pair below on the Xeon measured (issue 20, ARCHITECTURE.md);
+//! - with SHA-NI (`shani`), two messages' rounds interleaved: ~1.2x `sha2`'s own SHA-NI code;
+//! - without either (other CPUs, or under valgrind, which hides both), one message after the
+//!   other through `sha2::compress256`, with the same results.
 //!
 //! **Contract.** For every chaining value, count of blocks already compressed and pieces,
-//! [`digest_pair`] gives what finishing each message alone gives; the tests check it against
-//! `sha2::Sha256` at every length around the block boundaries, split anywhere, and with the
-//! messages of different lengths. Pure: no IO, no state kept between calls.
+//! [`digest_pair`] and [`digest_many`] give what finishing each message alone gives; the tests
+//! check it against `sha2::Sha256` at every length around the block boundaries, split anywhere,
+//! resumed, with the messages of different lengths and in every count around the sixteen
+//! lanes. Pure: no IO, no state kept between calls.
 
 mod blocks;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 #[cfg(target_arch = "x86_64")]
 mod shani;
 
@@ -48,6 +55,37 @@ pub fn digest_pair(first: &Message<'_>, second: &Message<'_>) -> ([u8; 32], [u8;
     }
     (state_bytes(&state_a), state_bytes(&state_b))
 }
+
+/// The SHA-256 digests of `messages`, in order, into `digests` (cleared first): sixteen at a
+/// time through AVX-512 when the CPU has it and at least [`LANES_FROM`] are left (a pass costs
+/// the same for one message as for sixteen), else two at a time as [`digest_pair`] does.
+pub fn digest_many(messages: &[Message<'_>], digests: &mut Vec<[u8; 32]>) {
+    digests.clear();
+    let mut rest = messages;
+    #[cfg(target_arch = "x86_64")]
+    if lanes::available() {
+        while rest.len() >= LANES_FROM {
+            let (group, after) = rest.split_at(rest.len().min(lanes::LANES));
+            let mut blocks: Vec<Blocks<'_>> = group.iter().map(Blocks::new).collect();
+            let mut states: Vec<[u32; 8]> = group.iter().map(|message| message.state).collect();
+            lanes::compress_lanes(&mut states, &mut blocks);
+            digests.extend(states.iter().map(state_bytes));
+            rest = after;
+        }
+    }
+    let mut pairs = rest.chunks_exact(2);
+    for pair in pairs.by_ref() {
+        let (first, second) = digest_pair(&pair[0], &pair[1]);
+        digests.extend([first, second]);
+    }
+    if let [last] = pairs.remainder() {
+        digests.push(digest_pair(last, &Message::new(INITIAL, 0, &[])).0);
+    }
+}
+
+/// The fewest messages [`digest_many`] hashes sixteen side by side: below it, two at a time
+/// costs less (measured: a sixteen-lane pass costs about what eight pairs do).
+pub const LANES_FROM: usize = 9;
 
 /// A chaining value as bytes (big-endian words): the digest, once the padding is compressed.
 pub fn state_bytes(words: &[u32; 8]) -> [u8; 32] {
@@ -124,15 +162,7 @@ mod tests {
     fn a_message_resumed_after_whole_blocks_gives_the_digest_of_all_its_bytes() {
         let bytes = data(3_000, 3);
         for whole in [0, 1, 2, 10, 46] {
-            let mut state = INITIAL;
-            for block in bytes[..whole * 64].chunks_exact(64) {
-                sha2::compress256(
-                    &mut state,
-                    &[*sha2::digest::generic_array::GenericArray::from_slice(
-                        block,
-                    )],
-                );
-            }
+            let state = resumed_after(&bytes, whole);
             let rest: &[&[u8]] = &[&bytes[whole * 64..]];
             let expected: [u8; 32] = Sha256::new().chain(&bytes).finalize().into();
             let resumed = Message::new(state, u64::try_from(whole).unwrap(), rest);
@@ -141,6 +171,95 @@ mod tests {
             let (digest, other) = digest_pair(&resumed, &fresh);
             assert_eq!(digest, expected, "after {whole} blocks");
             assert_eq!(other, <[u8; 32]>::from(Sha256::digest(&bytes[..100])));
+        }
+    }
+
+    /// The chaining value after the first `whole` blocks of `bytes`.
+    fn resumed_after(bytes: &[u8], whole: usize) -> [u32; 8] {
+        let mut state = INITIAL;
+        for block in bytes[..whole * 64].chunks_exact(64) {
+            let block = sha2::digest::generic_array::GenericArray::from_slice(block);
+            sha2::compress256(&mut state, &[*block]);
+        }
+        state
+    }
+
+    #[test]
+    fn many_digests_equal_sha256_whatever_the_count_lengths_and_start() {
+        let lengths = [
+            0, 1, 55, 56, 63, 64, 65, 119, 120, 128, 300, 4_100, 8_300, 8_301,
+        ];
+        // Around LANES_FROM and the sixteen lanes: pairs only, lanes with a pair or one after.
+        for count in [0, 1, 2, 3, 8, 9, 15, 16, 17, 25, 33] {
+            let owned: Vec<Vec<u8>> = (0..count)
+                .map(|n| {
+                    let length = lengths[n % lengths.len()] + n / lengths.len();
+                    data(length, u32::try_from(n).unwrap())
+                })
+                .collect();
+            // Every third message resumes after its whole blocks but the last (or none).
+            let whole: Vec<usize> = owned
+                .iter()
+                .enumerate()
+                .map(|(n, bytes)| {
+                    if n % 3 == 2 {
+                        (bytes.len() / 64).saturating_sub(1)
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let pieces: Vec<Vec<Vec<u8>>> = owned
+                .iter()
+                .zip(&whole)
+                .enumerate()
+                .map(|(n, (bytes, &whole))| pieces(&bytes[whole * 64..], &[n, 64 + n, 130]))
+                .collect();
+            let slices: Vec<Vec<&[u8]>> = pieces
+                .iter()
+                .map(|message| message.iter().map(Vec::as_slice).collect())
+                .collect();
+            let messages: Vec<Message<'_>> = slices
+                .iter()
+                .zip(owned.iter().zip(&whole))
+                .map(|(message, (bytes, &whole))| {
+                    let state = resumed_after(bytes, whole);
+                    Message::new(state, u64::try_from(whole).unwrap(), message)
+                })
+                .collect();
+            let mut digests = vec![[1; 32]];
+            digest_many(&messages, &mut digests);
+            let expected: Vec<[u8; 32]> = owned
+                .iter()
+                .map(|bytes| Sha256::digest(bytes).into())
+                .collect();
+            assert_eq!(digests, expected, "{count} messages");
+        }
+    }
+
+    /// What `digest_many` gives rests on the sixteen-lane pass where the CPU has it: the test
+    /// above must not pass on the pairs alone.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sixteen_lanes_give_each_message_its_own_digest() {
+        if !lanes::available() {
+            eprintln!("no AVX-512 here: the sixteen-lane pass is not exercised");
+            return;
+        }
+        let owned: Vec<Vec<u8>> = (0..16).map(|n| data(64 * n + n, 5)).collect();
+        let slices: Vec<[&[u8]; 1]> = owned.iter().map(|bytes| [bytes.as_slice()]).collect();
+        let mut blocks: Vec<Blocks<'_>> = slices
+            .iter()
+            .map(|piece| Blocks::new(&Message::new(INITIAL, 0, piece)))
+            .collect();
+        let mut states = vec![INITIAL; 16];
+        lanes::compress_lanes(&mut states, &mut blocks);
+        assert!(
+            blocks.iter().all(|lane| !lane.has_block()),
+            "every block compressed"
+        );
+        for (state, bytes) in states.iter().zip(&owned) {
+            assert_eq!(state_bytes(state), <[u8; 32]>::from(Sha256::digest(bytes)));
         }
     }
 }

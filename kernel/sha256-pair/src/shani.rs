@@ -10,7 +10,7 @@ use core::arch::x86_64::{
 use crate::blocks::Blocks;
 
 /// The round constants (FIPS 180-4, 4.2.2).
-const K: [u32; 64] = [
+pub(crate) const K: [u32; 64] = [
     0x428a_2f98,
     0x7137_4491,
     0xb5c0_fbcf,

@@ -114,24 +114,92 @@ impl DigestChain {
     /// digest; the error is the one the inline path gives for that entry. An unfilled check
     /// passes (nothing was applied).
     pub fn check(&mut self, check: &DigestCheck) -> Result<(), ReplayError> {
-        if !check.filled {
+        self.check_all(std::iter::once(check))
+    }
+
+    /// [`check`](Self::check) of each of `checks` in order, until one fails (its error), with
+    /// every body pass of the run hashed at once ([`valp_sha256_pair::digest_many`]: sixteen
+    /// side by side where the CPU can). In a verify nothing of one State digest waits for
+    /// another: each hashes a history midstate that holds the *recorded* result digests, over
+    /// its own copy of the tail (one per entry but the last). So the State digests come first
+    /// (the one the chain owes, then each entry's but the last), then every result digest,
+    /// which binds the State digest before its entry. The last entry's State digest is left
+    /// owed, as a new chain's is: the next check (or [`state_digest`](Self::state_digest)) pays
+    /// it, and a verifier's next batch starts its own chain instead.
+    pub fn check_all<'c>(
+        &mut self,
+        checks: impl IntoIterator<Item = &'c DigestCheck>,
+    ) -> Result<(), ReplayError> {
+        let checks: Vec<&DigestCheck> = checks.into_iter().filter(|check| check.filled).collect();
+        let Some(&last) = checks.last() else {
             return Ok(());
+        };
+        let owed = self.owed.take();
+        // The tails the State digests hash, and the histories they follow.
+        let mut tails = Vec::with_capacity(checks.len());
+        let mut histories = Vec::with_capacity(checks.len());
+        if let Some(history) = &owed {
+            tails.push(self.tail.bytes().to_vec());
+            histories.push(history);
         }
-        if let Some(history) = self.owed.take() {
-            self.prior = state_digest_of_tail(&history, self.tail.bytes());
-        }
-        self.tail.take_changes(&check.changes);
-        let digests = check.result_and_state_digests(&self.prior, &self.tail);
-        match digests {
-            Some((result, next)) if check.recorded == Some(result) => {
-                self.prior = digest_text(&next);
-                Ok(())
+        for (n, check) in checks.iter().enumerate() {
+            self.tail.take_changes(&check.changes);
+            if n + 1 < checks.len() {
+                tails.push(self.tail.bytes().to_vec());
+                histories.push(&check.history);
             }
-            _ => Err(ReplayError::Mismatch {
-                index: check.index,
-                field: MismatchField::ResultDigest,
-            }),
         }
+        let state_pieces: Vec<[&[u8]; 4]> = histories
+            .iter()
+            .zip(&tails)
+            .map(|(history, tail)| [history.words().2, b"]", tail, b"\n"])
+            .collect();
+        let state_messages: Vec<Message<'_>> = histories
+            .iter()
+            .zip(&state_pieces)
+            .map(|(history, pieces)| {
+                let (words, blocks, _) = history.words();
+                Message::new(words, blocks, pieces)
+            })
+            .collect();
+        let mut digests = Vec::with_capacity(checks.len());
+        valp_sha256_pair::digest_many(&state_messages, &mut digests);
+        // The State digest before each entry, as the result digest's preimage holds it.
+        let mut priors: Vec<String> = digests.iter().map(digest_text).collect();
+        if owed.is_none() {
+            priors.insert(0, std::mem::take(&mut self.prior));
+        }
+        // Each entry's tail after its changes: its own copy, the last the chain's.
+        let skip = usize::from(owed.is_some());
+        let bodies = tails.iter().skip(skip).map(Vec::as_slice);
+        let bodies = bodies.chain(std::iter::once(self.tail.bytes()));
+        // Preimages up to the first without room for the prior digest (never in a check the
+        // kernel filled): that entry fails if every one before it passes.
+        let result_pieces: Vec<[&[u8]; 5]> = checks
+            .iter()
+            .zip(&priors)
+            .zip(bodies)
+            .map_while(|((check, prior), body)| check.result_pieces(prior, body))
+            .collect();
+        let result_messages: Vec<Message<'_>> = result_pieces
+            .iter()
+            .map(|pieces| Message::new(valp_sha256_pair::INITIAL, 0, pieces))
+            .collect();
+        valp_sha256_pair::digest_many(&result_messages, &mut digests);
+        for (n, check) in checks.iter().enumerate() {
+            if digests
+                .get(n)
+                .is_none_or(|result| check.recorded != Some(*result))
+            {
+                self.prior = priors.swap_remove(n);
+                return Err(ReplayError::Mismatch {
+                    index: check.index,
+                    field: MismatchField::ResultDigest,
+                });
+            }
+        }
+        self.owed = Some(last.history.clone());
+        Ok(())
     }
 }
 
@@ -140,46 +208,24 @@ impl DigestCheck {
     /// whose encoded tail, `tail`, has taken the entry's changes; `None` when the preimage has
     /// no room for the prior digest (never in a check the kernel filled).
     pub(super) fn result_digest(&self, prior: &str, tail: &TailCopy) -> Option<[u8; 32]> {
-        let at = self.shape.prior_at;
-        let before = self.preimage.get(..at)?;
-        let after = self.preimage.get(at + DIGEST_LEN..)?;
         let mut hasher = Sha256::new();
-        Update::update(&mut hasher, before);
-        Update::update(&mut hasher, prior.as_bytes());
-        Update::update(&mut hasher, after);
-        if self.shape.body_follows {
-            Update::update(&mut hasher, tail.bytes());
+        for piece in self.result_pieces(prior, tail.bytes())? {
+            Update::update(&mut hasher, piece);
         }
-        Update::update(&mut hasher, RESULT_DIGEST_SUFFIX);
         Some(hasher.finalize().into())
     }
 }
 
 impl DigestCheck {
-    /// [`result_digest`](Self::result_digest) and the State digest after the entry (raw), the
-    /// two passes over the body hashed side by side ([`valp_sha256_pair`]): in a verify the
-    /// history midstate after the entry holds the recorded result digest, so the State digest
-    /// does not wait for the result digest.
-    fn result_and_state_digests(
-        &self,
-        prior: &str,
-        tail: &TailCopy,
-    ) -> Option<([u8; 32], [u8; 32])> {
+    /// The result digest's preimage in pieces, with `prior` (the State digest before the entry)
+    /// and `body` (the encoded tail after it); `None` when the preimage has no room for the
+    /// prior digest.
+    fn result_pieces<'p>(&'p self, prior: &'p str, body: &'p [u8]) -> Option<[&'p [u8]; 5]> {
         let at = self.shape.prior_at;
         let before = self.preimage.get(..at)?;
         let after = self.preimage.get(at + DIGEST_LEN..)?;
-        let body: &[u8] = if self.shape.body_follows {
-            tail.bytes()
-        } else {
-            &[]
-        };
-        let result: [&[u8]; 5] = [before, prior.as_bytes(), after, body, RESULT_DIGEST_SUFFIX];
-        let (words, blocks, pending) = self.history.words();
-        let state: [&[u8]; 4] = [pending, b"]", tail.bytes(), b"\n"];
-        Some(valp_sha256_pair::digest_pair(
-            &Message::new(valp_sha256_pair::INITIAL, 0, &result),
-            &Message::new(words, blocks, &state),
-        ))
+        let body: &[u8] = if self.shape.body_follows { body } else { &[] };
+        Some([before, prior.as_bytes(), after, body, RESULT_DIGEST_SUFFIX])
     }
 }
 

@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
 use valp_kernel::live::{DigestChain, DigestCheck};
+use valp_kernel::replay::ReplayError;
 
 use crate::error::StoreError;
 
@@ -201,12 +202,22 @@ fn run_checks(queued: &Receiver<Batch>, report: &Sender<Checked>, path: &Path) {
 
 /// Runs `batch`'s checks in order with its chain: the line and error of the first that fails.
 fn run_batch(batch: &mut Batch, path: &Path) -> Option<(u64, StoreError)> {
-    let chain = &mut batch.chain;
-    batch.checks.iter().find_map(|pending| {
-        chain.check(&pending.check).err().map(|error| {
-            let failure = super::replay_failure_at(path, pending.seq, pending.start, &error);
-            (pending.seq, failure)
-        })
+    let checks = batch.checks.iter().map(|pending| &pending.check);
+    let error = batch.chain.check_all(checks).err()?;
+    // The chain fails only on a mismatch, at a check of this batch.
+    let failed = match &error {
+        ReplayError::Mismatch { index, .. } => batch
+            .checks
+            .iter()
+            .find(|pending| pending.check.index() == *index),
+        _ => None,
+    };
+    Some(match failed.or(batch.checks.first()) {
+        Some(pending) => (
+            pending.seq,
+            super::replay_failure_at(path, pending.seq, pending.start, &error),
+        ),
+        None => (0, stopped(path)),
     })
 }
 
