@@ -14,7 +14,8 @@
 //! entry order**, brings its copy of the tail (one run of bytes, on its own thread: see
 //! [`TailCopy`]) in line with each check's changes, computes the result digest with the State
 //! digest the previous check left, compares it with the recorded one, and computes the next
-//! State digest.
+//! State digest. Given a run of checks at once ([`DigestChain::check_all`]) it hashes all
+//! their body passes side by side, sixteen at a time where the CPU has AVX-512.
 //!
 //! **Contract.** For every entry sequence, applying with `apply_recorded_deferring` and
 //! checking in order gives exactly what `apply_recorded` gives, entry by entry: the first
@@ -93,9 +94,9 @@ impl DigestCheck {
 pub struct DigestChain {
     /// The State digest before the next check's entry, once `owed` is paid.
     prior: String,
-    /// The history midstate of the State the chain started from (whose body is `tail`) until
-    /// the chain's first check computes that State's digest: the chain's own thread pays the
-    /// body pass, not the applying thread that started it.
+    /// The history midstate of the State the chain has reached (whose body is `tail`) until a
+    /// check computes that State's digest: the chain's own thread pays the body pass, not the
+    /// applying thread that started it, and a run of checks leaves its last one owed.
     owed: Option<Midstate>,
     /// The State body's encoded tail before the next check's entry.
     tail: TailCopy,
