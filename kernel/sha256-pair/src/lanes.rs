@@ -151,7 +151,7 @@ macro_rules! round {
             $w[$i % 16] = scheduled(&$w, $i);
         }
         let t1 = _mm512_add_epi32(
-            _mm512_add_epi32($h, big_sigma1($e)),
+            _mm512_add_epi32($h, rotations_xored::<6, 11, 25>($e)),
             _mm512_add_epi32(
                 _mm512_ternarylogic_epi32::<0xCA>($e, $f, $g),
                 _mm512_add_epi32($w[$i % 16], _mm512_set1_epi32(K[$i].cast_signed())),
@@ -161,7 +161,7 @@ macro_rules! round {
         $h = _mm512_add_epi32(
             t1,
             _mm512_add_epi32(
-                big_sigma0($a),
+                rotations_xored::<2, 13, 22>($a),
                 _mm512_ternarylogic_epi32::<0xE8>($a, $b, $c),
             ),
         );
@@ -182,21 +182,14 @@ macro_rules! eight_rounds {
     };
 }
 
+/// `x` rotated right by `A`, `B` and `C`, the three combined by exclusive or: SHA-256's Σ0 is
+/// `<2, 13, 22>`, Σ1 `<6, 11, 25>`.
 #[target_feature(enable = "avx512f,avx512bw")]
-fn big_sigma0(x: __m512i) -> __m512i {
+fn rotations_xored<const A: i32, const B: i32, const C: i32>(x: __m512i) -> __m512i {
     _mm512_ternarylogic_epi32::<0x96>(
-        _mm512_ror_epi32::<2>(x),
-        _mm512_ror_epi32::<13>(x),
-        _mm512_ror_epi32::<22>(x),
-    )
-}
-
-#[target_feature(enable = "avx512f,avx512bw")]
-fn big_sigma1(x: __m512i) -> __m512i {
-    _mm512_ternarylogic_epi32::<0x96>(
-        _mm512_ror_epi32::<6>(x),
-        _mm512_ror_epi32::<11>(x),
-        _mm512_ror_epi32::<25>(x),
+        _mm512_ror_epi32::<A>(x),
+        _mm512_ror_epi32::<B>(x),
+        _mm512_ror_epi32::<C>(x),
     )
 }
 
