@@ -6,7 +6,7 @@
 //! **Batches that stand alone.** A chain carries the State digest from one entry to the next,
 //! but it can start at any entry from the State before it
 //! ([`Machine::digest_chain`](crate::machine::Machine::digest_chain): a copy of the encoded
-//! body; the chain pays that State's digest, one body pass, before its first check). So every
+//! body; the chain pays that State's digest, one body pass, with its checks' own passes). So every
 //! batch of [`BATCH`] checks (the first [`FIRST_BATCH`], so that checking starts early) carries
 //! its own chain, and any thread may run any batch: the [`CHECKERS`] checking threads take them
 //! from one queue of at most [`QUEUED`], and the applying thread runs a batch itself when that
@@ -40,9 +40,11 @@ use crate::error::StoreError;
 /// lines 22 % more; see ARCHITECTURE.md).
 pub(crate) const MIN_BYTES: u64 = 256 << 10;
 
-/// Checks per batch, each batch with its own chain: the chain's start costs its thread one
-/// body pass (~3 % of a batch's checks at this length) and the applying thread a copy of the
-/// encoded body; the last batch is what is left to check after the last entry is applied.
+/// Checks per batch, each batch with its own chain: sixteen is one pass of the sixteen AVX-512
+/// lanes for the batch's State digests (the chain's owed one and each entry's but the last) and
+/// one for its result digests ([`DigestChain::check_all`]); a chain's start costs the applying
+/// thread a copy of the encoded body. The last batch is what is left to check after the last
+/// entry is applied.
 const BATCH: usize = 16;
 /// Checks in the first batch: the checkers start as soon as a few entries are applied.
 const FIRST_BATCH: usize = 2;
