@@ -48,12 +48,17 @@ pub fn digest_pair(first: &Message<'_>, second: &Message<'_>) -> ([u8; 32], [u8;
     #[cfg(target_arch = "x86_64")]
     shani::compress_pair(&mut state_a, &mut a, &mut state_b, &mut b);
     // What is left (everything without SHA-NI), one message after the other.
-    for (state, blocks) in [(&mut state_a, &mut a), (&mut state_b, &mut b)] {
-        while let Some(block) = blocks.next_block() {
-            sha2::compress256(state, std::slice::from_ref(block.into()));
-        }
-    }
+    finish(&mut state_a, &mut a);
+    finish(&mut state_b, &mut b);
     (state_bytes(&state_a), state_bytes(&state_b))
+}
+
+/// Compresses what is left of `blocks` one block at a time (`sha2`): the part a faster path
+/// did not take, or all of it.
+fn finish(state: &mut [u32; 8], blocks: &mut Blocks<'_>) {
+    while let Some(block) = blocks.next_block() {
+        sha2::compress256(state, std::slice::from_ref(block.into()));
+    }
 }
 
 /// The SHA-256 digests of `messages`, in order, into `digests` (cleared first): sixteen at a
@@ -69,6 +74,10 @@ pub fn digest_many(messages: &[Message<'_>], digests: &mut Vec<[u8; 32]>) {
             let mut blocks: Vec<Blocks<'_>> = group.iter().map(Blocks::new).collect();
             let mut states: Vec<[u32; 8]> = group.iter().map(|message| message.state).collect();
             lanes::compress_lanes(&mut states, &mut blocks);
+            // Nothing is left after the lanes; were anything, it would still be hashed here.
+            for (state, blocks) in states.iter_mut().zip(&mut blocks) {
+                finish(state, blocks);
+            }
             digests.extend(states.iter().map(state_bytes));
             rest = after;
         }
