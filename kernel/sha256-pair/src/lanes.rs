@@ -1,18 +1,19 @@
 //! Up to sixteen messages through AVX-512, one message per 32-bit lane of each register: every
 //! instruction does one step of sixteen SHA-256s (multi-buffer SHA-256). On the Xeon measured
-//! this has about twice the throughput of two messages through SHA-NI (issue 20,
-//! ARCHITECTURE.md), because SHA-NI's round instruction is slow there while AVX-512 has two
+//! this has ~1.8x the throughput of two messages through SHA-NI (issue 20, ARCHITECTURE.md),
+//! because SHA-NI's round instruction is slow there while AVX-512 has two
 //! 512-bit units and a three-input logic instruction for SHA-256's choice and majority.
 
 use core::arch::x86_64::{
-    __m512i, __mmask16, _mm512_add_epi32, _mm512_loadu_si512, _mm512_mask_add_epi32,
-    _mm512_ror_epi32, _mm512_set_epi64, _mm512_set1_epi32, _mm512_shuffle_epi8,
-    _mm512_shuffle_i32x4, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_ternarylogic_epi32,
-    _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+    __m512i, __mmask16, _mm_set_epi64x, _mm512_add_epi32, _mm512_broadcast_i32x4,
+    _mm512_loadu_si512, _mm512_mask_add_epi32, _mm512_ror_epi32, _mm512_set1_epi32,
+    _mm512_shuffle_epi8, _mm512_shuffle_i32x4, _mm512_srli_epi32, _mm512_storeu_si512,
+    _mm512_ternarylogic_epi32, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32,
+    _mm512_unpacklo_epi64,
 };
 
 use crate::blocks::Blocks;
-use crate::shani::K;
+use crate::shani::{BYTE_SWAP, K};
 
 /// How many messages one pass takes.
 pub(crate) const LANES: usize = 16;
@@ -40,6 +41,9 @@ pub(crate) fn compress_lanes(states: &mut [[u32; 8]], blocks: &mut [Blocks<'_>])
 /// A lane with no block left reads this, and its result is dropped (masked).
 const IDLE_BLOCK: [u8; 64] = [0; 64];
 
+/// [`compress_lanes`] on a CPU with the features: the chaining values transposed into eight
+/// registers (word `n` of every lane in register `n`), a block of every lane per step until no
+/// lane has one left, and back.
 #[target_feature(enable = "avx512f,avx512bw")]
 fn lanes(states: &mut [[u32; 8]], blocks: &mut [Blocks<'_>]) {
     let mut vectors = [_mm512_set1_epi32(0); 8];
@@ -95,16 +99,8 @@ fn store_words(vector: __m512i) -> [u32; LANES] {
 /// The sixteen blocks' words, big-endian, transposed: register `w` holds word `w` of every lane.
 #[target_feature(enable = "avx512f,avx512bw")]
 fn transposed(rows: &[&[u8; 64]; LANES]) -> [__m512i; 16] {
-    let big_endian = _mm512_set_epi64(
-        0x0C0D_0E0F_0809_0A0B_u64.cast_signed(),
-        0x0405_0607_0001_0203_u64.cast_signed(),
-        0x0C0D_0E0F_0809_0A0B_u64.cast_signed(),
-        0x0405_0607_0001_0203_u64.cast_signed(),
-        0x0C0D_0E0F_0809_0A0B_u64.cast_signed(),
-        0x0405_0607_0001_0203_u64.cast_signed(),
-        0x0C0D_0E0F_0809_0A0B_u64.cast_signed(),
-        0x0405_0607_0001_0203_u64.cast_signed(),
-    );
+    let [high, low] = BYTE_SWAP.map(u64::cast_signed);
+    let big_endian = _mm512_broadcast_i32x4(_mm_set_epi64x(high, low));
     let mut r = [_mm512_set1_epi32(0); 16];
     for (row, block) in r.iter_mut().zip(rows) {
         // SAFETY: a block is 64 bytes, the size of the unaligned load.
@@ -146,7 +142,10 @@ fn transposed(rows: &[&[u8; 64]; LANES]) -> [__m512i; 16] {
 /// names the registers one place on (what was `h` is its `a`), so no register is copied. Word
 /// `w[i % 16]` is scheduled first from the sixteen before it, from round 16 on.
 macro_rules! round {
-    ($w:ident, $i:expr, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident) => {
+    (
+        $w:ident, $i:expr,
+        $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident
+    ) => {
         if $i >= 16 {
             $w[$i % 16] = scheduled(&$w, $i);
         }
@@ -170,7 +169,10 @@ macro_rules! round {
 
 /// Rounds `i` to `i + 7`, after which the registers are back under their own names.
 macro_rules! eight_rounds {
-    ($w:ident, $i:expr, $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident) => {
+    (
+        $w:ident, $i:expr,
+        $a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident
+    ) => {
         round!($w, $i, $a, $b, $c, $d, $e, $f, $g, $h);
         round!($w, $i + 1, $h, $a, $b, $c, $d, $e, $f, $g);
         round!($w, $i + 2, $g, $h, $a, $b, $c, $d, $e, $f);

@@ -77,6 +77,10 @@ pub(crate) const K: [u32; 64] = [
     0xc671_78f2,
 ];
 
+/// The byte shuffle that turns each little-endian 32-bit word of 16 bytes big-endian (the high
+/// and low 64 bits of `pshufb`'s control).
+pub(crate) const BYTE_SWAP: [u64; 2] = [0x0C0D_0E0F_0809_0A0B, 0x0405_0607_0001_0203];
+
 cpufeatures::new!(sha_ni, "sha", "sse2", "ssse3", "sse4.1");
 
 /// Whether this CPU has the instructions [`compress_pair`] uses (asked once per process).
@@ -138,10 +142,8 @@ fn store(abef: __m128i, cdgh: __m128i, state: &mut [u32; 8]) {
 /// A block's sixteen words, big-endian, four to a register.
 #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
 fn words(block: &[u8; 64]) -> [__m128i; 4] {
-    let big_endian = _mm_set_epi64x(
-        0x0C0D_0E0F_0809_0A0B_u64.cast_signed(),
-        0x0405_0607_0001_0203_u64.cast_signed(),
-    );
+    let [high, low] = BYTE_SWAP.map(u64::cast_signed);
+    let big_endian = _mm_set_epi64x(high, low);
     let load = |at: usize| {
         // SAFETY: `at` is 0, 16, 32 or 48: the 16 bytes read are inside the 64-byte block (an
         // unaligned load needs no alignment).
