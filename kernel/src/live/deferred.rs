@@ -38,7 +38,7 @@ use crate::canonical::{DIGEST_LEN, digest_text, raw_digest};
 use crate::decode::InputPrefix;
 use crate::reduce::digests::{
     BodyChanges, RESULT_DIGEST_SUFFIX, ResultBinding, ResultPreimage, TailCopy,
-    state_digest_of_tail, write_result_preimage,
+    state_digest_of_tail, state_digest_rest, write_result_preimage,
 };
 use crate::replay::{CompactEntry, MismatchField, ReplayError, record_mismatch, reproduced};
 
@@ -153,7 +153,7 @@ impl DigestChain {
         let state_pieces: Vec<[&[u8]; 4]> = histories
             .iter()
             .zip(&tails)
-            .map(|(history, tail)| [history.words().2, b"]", tail, b"\n"])
+            .map(|(history, tail)| state_digest_rest(history, tail))
             .collect();
         let state_messages: Vec<Message<'_>> = histories
             .iter()

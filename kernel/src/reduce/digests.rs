@@ -400,11 +400,24 @@ pub(crate) fn state_digest_of_tail(history_prefix: &Midstate, tail: &[u8]) -> St
     state_digest_fed(history_prefix, |hasher| hasher.update(tail))
 }
 
+/// What a State's canonical line holds between its history and its body's tail.
+const HISTORY_CLOSE: &[u8] = b"]";
+/// What the line holds after the tail.
+const LINE_END: &[u8] = b"\n";
+
 /// The State digest from the running history hash, with `feed` giving the body's tail.
 fn state_digest_fed(history_prefix: &Midstate, feed: impl FnOnce(&mut Midstate)) -> String {
     let mut hasher = history_prefix.clone();
-    hasher.update(b"]");
+    hasher.update(HISTORY_CLOSE);
     feed(&mut hasher);
-    hasher.update(b"\n");
+    hasher.update(LINE_END);
     digest_text(&hasher.digest())
+}
+
+/// What is left to hash of [`state_digest_of_tail`]'s preimage after the history midstate's
+/// whole blocks ([`Midstate::words`]), in pieces: to hash it elsewhere, beside other messages
+/// ([`valp_sha256_pair`]).
+pub(crate) fn state_digest_rest<'a>(history_prefix: &'a Midstate, tail: &'a [u8]) -> [&'a [u8]; 4] {
+    let (_, _, pending) = history_prefix.words();
+    [pending, HISTORY_CLOSE, tail, LINE_END]
 }
